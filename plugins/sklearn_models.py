@@ -1,0 +1,95 @@
+"""The scikit-learn baselines of the NPT paper: k-NN, Random Forest, Gradient Boosting.
+
+Numeric columns are mean-imputed and standardised, categorical columns one-hot encoded (both fitted
+on the training split). k-NN needs the scaling; the tree ensembles are indifferent to it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import tabbench
+from tabbench.preprocess import TabularEncoder, full_proba
+from tabbench.spec import BINARY, MULTICLASS, REGRESSION, ModelSpec
+
+ALL_TASKS = frozenset({BINARY, MULTICLASS, REGRESSION})
+
+
+class SklearnModel:
+    """Wraps a scikit-learn estimator class pair (classifier, regressor) in the tabbench contract."""
+
+    classifier: str = ""
+    regressor: str = ""
+    seeded: bool = True
+
+    def __init__(self, meta, seed, **params):
+        self.meta = meta
+        self.seed = seed
+        self.params = params
+
+    def _estimator(self):
+        import importlib
+
+        path = self.classifier if self.meta.is_classification else self.regressor
+        module, name = path.rsplit(".", 1)
+        cls = getattr(importlib.import_module(module), name)
+        params = dict(self.params)
+        if self.seeded:
+            params["random_state"] = self.seed
+        return cls(**params)
+
+    def fit(self, X, y, X_val=None, y_val=None):
+        self.encoder_ = TabularEncoder(self.meta, categorical="onehot", standardize=True)
+        self.model_ = self._estimator().fit(self.encoder_.fit_transform(X), y)
+        return self
+
+    def predict(self, X):
+        if self.meta.is_classification:
+            return self.predict_proba(X).argmax(axis=1)
+        return self.model_.predict(self.encoder_.transform(X))
+
+    def predict_proba(self, X):
+        proba = self.model_.predict_proba(self.encoder_.transform(X))
+        return full_proba(proba, self.model_.classes_, self.meta.n_classes)
+
+
+class KNN(SklearnModel):
+    classifier = "sklearn.neighbors.KNeighborsClassifier"
+    regressor = "sklearn.neighbors.KNeighborsRegressor"
+    seeded = False
+
+
+class RandomForest(SklearnModel):
+    classifier = "sklearn.ensemble.RandomForestClassifier"
+    regressor = "sklearn.ensemble.RandomForestRegressor"
+
+
+class GradientBoosting(SklearnModel):
+    classifier = "sklearn.ensemble.GradientBoostingClassifier"
+    regressor = "sklearn.ensemble.GradientBoostingRegressor"
+
+
+@tabbench.hookimpl
+def register_models(register):
+    register(ModelSpec(
+        name="knn", factory=KNN, tasks=ALL_TASKS,
+        default_params={"n_neighbors": 5, "weights": "uniform", "p": 2},
+        search_space={"n_neighbors": [2, 3, 5, 8, 12, 20, 30, 50, 75, 100], "weights": ["uniform", "distance"],
+                      "p": [1, 2]},
+        description="k-nearest neighbours (scikit-learn) on standardised, one-hot encoded features",
+    ))
+    register(ModelSpec(
+        name="random_forest", factory=RandomForest, tasks=ALL_TASKS,
+        default_params={"n_estimators": 100, "max_depth": None, "max_features": "sqrt",
+                        "n_jobs": 1},
+        search_space={"n_estimators": [50, 100, 500, 1000], "max_depth": [None, 5, 10],
+                      "max_features": ["sqrt", 1.0]},
+        description="Random Forest (scikit-learn)",
+    ))
+    register(ModelSpec(
+        name="gradient_boosting", factory=GradientBoosting, tasks=ALL_TASKS,
+        default_params={"n_estimators": 100, "learning_rate": 0.1, "max_depth": 3, "subsample": 1.0},
+        search_space={"learning_rate": [1e-3, 1e-2, 0.1, 0.3], "max_depth": [3, 5, 10],
+                      "n_estimators": [50, 100, 500, 1000]},
+        description="Gradient Boosting (scikit-learn GradientBoosting*, not the histogram variant)",
+    ))

@@ -1,0 +1,105 @@
+"""Where data lives: a writable cache directory and read-only mirrors searched before any download.
+
+cache:   --cache DIR, else $TABBENCH_CACHE, else the user's cache dir (e.g. ~/.cache/tabbench).
+mirrors: --mirror DIR (repeatable), then $TABBENCH_MIRROR (os.pathsep-separated). A mirror is a
+         folder laid out like ../shared/datasets; relative file paths and downloads are looked up in
+         it first, so an offline machine can run suites that name download URLs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+CACHE_ENV = "TABBENCH_CACHE"
+MIRROR_ENV = "TABBENCH_MIRROR"
+
+
+@dataclass(frozen=True)
+class DataPaths:
+    cache: Path
+    mirrors: tuple = field(default_factory=tuple)
+    base: Path = Path(".")  # the folder relative file paths are read from first (the suite's)
+
+    @classmethod
+    def from_env(cls, cache=None, mirrors=(), base=None) -> "DataPaths":
+        if cache is None:
+            cache = os.environ.get(CACHE_ENV)
+        if cache is None:
+            import platformdirs
+
+            cache = platformdirs.user_cache_dir("tabbench")
+        env_mirrors = [m for m in os.environ.get(MIRROR_ENV, "").split(os.pathsep) if m]
+        return cls(Path(cache).expanduser(), tuple(Path(m).expanduser() for m in [*mirrors, *env_mirrors]),
+                   Path(base) if base is not None else Path("."))
+
+    def find(self, relpath: str | Path) -> Path | None:
+        """An existing file: absolute, or relative to the suite folder, the working dir or a mirror."""
+        relpath = Path(relpath).expanduser()
+        if relpath.is_absolute():
+            return relpath if relpath.exists() else None
+        for root in (self.base, Path.cwd(), *self.mirrors):
+            candidate = root / relpath
+            if candidate.exists():
+                return candidate
+        return None
+
+    def find_in_mirrors(self, relpath: str | Path) -> Path | None:
+        for root in self.mirrors:
+            candidate = root / relpath
+            if candidate.exists():
+                return candidate
+        return None
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+class DownloadError(Exception):
+    pass
+
+
+def fetch_url(url: str, sha256: str | None, paths: DataPaths, mirror_path: str | None = None) -> Path:
+    """A local copy of ``url``: from a mirror (at ``mirror_path``), the cache, or a checked download.
+
+    A file found in a mirror under ``mirror_path`` is used as it is (a mirror may hold a declared
+    subset or re-formatted copy); a cached or downloaded file must match ``sha256`` when one is given.
+    """
+    if mirror_path:
+        hit = paths.find_in_mirrors(mirror_path)
+        if hit is not None:
+            return hit
+    filename = Path(urllib.parse.urlparse(url).path).name or "download"
+    target = paths.cache / "downloads" / hashlib.sha256(url.encode()).hexdigest()[:12] / filename
+    if target.exists() and (sha256 is None or sha256_of(target) == sha256):
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".part-")
+    try:
+        with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=60) as response:
+            shutil.copyfileobj(response, out)
+        if sha256 is not None:
+            got = sha256_of(Path(tmp))
+            if got != sha256:
+                raise DownloadError(f"{url}: checksum mismatch (expected sha256 {sha256}, got {got}); the file "
+                                    "changed upstream or the download was corrupted. Fix the suite's sha256 or "
+                                    "place a verified copy in a mirror.")
+        os.replace(tmp, target)
+    except OSError as exc:
+        raise DownloadError(f"could not download {url}: {exc}. Offline? Put the file in a mirror folder "
+                            f"(--mirror DIR or ${MIRROR_ENV}) at {mirror_path or filename}.") from exc
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return target

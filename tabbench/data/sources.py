@@ -1,0 +1,121 @@
+"""Dataset sources: sklearn (bundled sets), file, url (checked download), openml (dataset or task).
+
+Each returns a RawTable: all columns including the target, as the publisher ships them.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from tabbench.data.cache import DataPaths, fetch_url
+from tabbench.data.formats import read_table
+
+SKLEARN_SETS = ("breast_cancer", "diabetes", "wine", "digits", "iris")
+SOURCES = ("sklearn", "file", "url", "openml")
+
+
+@dataclass
+class RawTable:
+    frame: pd.DataFrame
+    default_target: str | None = None
+    n_test_rows: int | None = None  # rows at the end that came from a separate test file
+    openml_task: Any = None
+    categorical: tuple = ()  # columns the source itself declares categorical (openml, arff)
+    origin: str = ""  # what was read: a path, a URL, an OpenML id
+
+
+class SourceError(Exception):
+    pass
+
+
+def _read(cfg, path: Path) -> pd.DataFrame:
+    return read_table(path, cfg.format, cfg.header, cfg.columns, cfg.skip_rows, cfg.na_values, cfg.sep)
+
+
+def _with_test_file(cfg, train: pd.DataFrame, test_path: Path | None, origin: str) -> RawTable:
+    if test_path is None:
+        return RawTable(train, origin=origin)
+    test = _read(cfg, test_path)
+    if list(test.columns) != list(train.columns):
+        raise SourceError(f"{test_path}: test file has columns {list(test.columns)[:5]}..., expected the "
+                          f"training file's {list(train.columns)[:5]}...")
+    return RawTable(pd.concat([train, test], ignore_index=True), n_test_rows=len(test),
+                    origin=f"{origin} + {test_path}")
+
+
+def load_sklearn(cfg, paths: DataPaths) -> RawTable:
+    import sklearn.datasets
+
+    if cfg.id not in SKLEARN_SETS:
+        raise SourceError(f"sklearn dataset {cfg.id!r} is not one of the bundled sets {SKLEARN_SETS}")
+    bunch = getattr(sklearn.datasets, f"load_{cfg.id}")(as_frame=True)
+    frame = bunch.frame.copy()
+    if cfg.id in ("breast_cancer", "wine", "iris"):  # store class names, not codes, as the labels
+        frame["target"] = pd.Categorical.from_codes(frame["target"], list(bunch.target_names)).astype(str)
+    return RawTable(frame, default_target="target", origin=f"sklearn.datasets.load_{cfg.id}")
+
+
+def _require_file(paths: DataPaths, relpath, field: str) -> Path:
+    found = paths.find(relpath)
+    if found is None:
+        where = ", ".join(str(p) for p in (paths.base, Path.cwd(), *paths.mirrors))
+        raise SourceError(f"{field}: file {relpath!r} not found (looked in: {where}); fix the path or add the "
+                          "folder holding it with --mirror")
+    return found
+
+
+def load_file(cfg, paths: DataPaths) -> RawTable:
+    path = _require_file(paths, cfg.path, "path")
+    test = _require_file(paths, cfg.test_path, "test_path") if cfg.test_path else None
+    return _with_test_file(cfg, _read(cfg, path), test, str(path))
+
+
+def load_url(cfg, paths: DataPaths) -> RawTable:
+    path = fetch_url(cfg.url, cfg.sha256, paths, cfg.mirror_path)
+    test = fetch_url(cfg.test_url, cfg.test_sha256, paths, cfg.test_mirror_path) if cfg.test_url else None
+    return _with_test_file(cfg, _read(cfg, path), test, cfg.url)
+
+
+def _openml_cache(paths: DataPaths) -> Path:
+    """openml's cache inside ours, seeded from any mirror holding an OpenML cache layout."""
+    root = paths.cache / "openml"
+    for mirror in paths.mirrors:
+        for seed in (mirror / "openml-cache", mirror):
+            src = seed / "org" / "openml"
+            if src.is_dir():
+                shutil.copytree(src, root / "org" / "openml", dirs_exist_ok=True)
+    return root
+
+
+def load_openml(cfg, paths: DataPaths) -> RawTable:
+    os.environ.setdefault("OPENML_SKIP_PARQUET", "true")
+    import openml
+
+    openml.config.set_root_cache_directory(str(_openml_cache(paths)))
+    task = None
+    if cfg.task_id is not None:
+        task = openml.tasks.get_task(int(cfg.task_id), download_splits=True, download_data=True,
+                                     download_qualities=False, download_features_meta_data=False)
+        dataset_id, target = task.dataset_id, task.target_name
+    else:
+        dataset_id, target = int(cfg.id), None
+    dataset = openml.datasets.get_dataset(dataset_id, download_data=True, download_qualities=False,
+                                          download_features_meta_data=False)
+    frame, _, categorical, names = dataset.get_data(dataset_format="dataframe")
+    target = target or dataset.default_target_attribute
+    return RawTable(frame, default_target=target, openml_task=task,
+                    categorical=tuple(n for n, c in zip(names, categorical) if c and n != target),
+                    origin=f"openml task {cfg.task_id}" if task is not None else f"openml dataset {dataset_id}")
+
+
+LOADERS = {"sklearn": load_sklearn, "file": load_file, "url": load_url, "openml": load_openml}
+
+
+def load_raw(cfg, paths: DataPaths) -> RawTable:
+    return LOADERS[cfg.source](cfg, paths)

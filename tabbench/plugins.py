@@ -1,0 +1,99 @@
+"""The plugin manager: loads built-in and third-party plugins through the ``tabbench`` entry points.
+
+Which entry-point plugins load can be restricted with the environment variable ``TABBENCH_PLUGINS``
+(comma-separated entry-point names; an empty value loads none). Plugin files are added with
+``--plugin PATH`` or a suite's ``plugins:`` list.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pluggy
+
+from tabbench import hookspecs
+from tabbench.spec import ModelSpec
+
+ENTRY_POINT_GROUP = "tabbench"
+PLUGINS_ENV = "TABBENCH_PLUGINS"
+
+
+class PluginError(Exception):
+    """A plugin could not be loaded or registered something invalid."""
+
+
+@dataclass(frozen=True)
+class RegisteredModel:
+    spec: ModelSpec
+    source: str  # "distribution==version" for entry points, the file path for plugin files
+
+
+def _allowed_entry_points() -> list[str] | None:
+    raw = os.environ.get(PLUGINS_ENV)
+    if raw is None:
+        return None
+    return [name.strip() for name in raw.split(",") if name.strip()]
+
+
+def load_plugin_file(path: str | Path):
+    """Import a plugin file as a module (kept in sys.modules so its classes pickle by value)."""
+    path = Path(path).resolve()
+    if not path.is_file():
+        raise PluginError(f"plugin file {path} does not exist")
+    name = "tabbench_plugin_file_" + path.stem.replace("-", "_")
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        del sys.modules[name]
+        raise PluginError(f"plugin file {path} failed to import: {type(exc).__name__}: {exc}") from exc
+    return module
+
+
+def get_plugin_manager(plugin_files=()) -> pluggy.PluginManager:
+    pm = pluggy.PluginManager(ENTRY_POINT_GROUP)
+    pm.add_hookspecs(hookspecs)
+    allowed = _allowed_entry_points()
+    if allowed is None:
+        pm.load_setuptools_entrypoints(ENTRY_POINT_GROUP)
+    else:
+        for name in allowed:
+            if not pm.load_setuptools_entrypoints(ENTRY_POINT_GROUP, name=name):
+                raise PluginError(f"{PLUGINS_ENV} names {name!r}, but no installed package provides a "
+                                  f"'{ENTRY_POINT_GROUP}' entry point of that name")
+    for path in plugin_files:
+        module = load_plugin_file(path)
+        pm.register(module, name=str(Path(path).resolve()))
+    return pm
+
+
+def _plugin_sources(pm: pluggy.PluginManager) -> dict[int, str]:
+    sources = {id(plugin): pm.get_name(plugin) for plugin in pm.get_plugins()}
+    for plugin, dist in pm.list_plugin_distinfo():
+        sources[id(plugin)] = f"{dist.project_name}=={dist.version}"
+    return sources
+
+
+def load_models(plugin_files=()) -> dict[str, RegisteredModel]:
+    """Every registered model by name, each with the distribution or file it came from."""
+    pm = get_plugin_manager(plugin_files)
+    sources = _plugin_sources(pm)
+    models: dict[str, RegisteredModel] = {}
+    for impl in pm.hook.register_models.get_hookimpls():
+        source = sources.get(id(impl.plugin), impl.plugin_name)
+
+        def register(spec, _source=source):
+            if not isinstance(spec, ModelSpec):
+                raise PluginError(f"{_source}: register() takes a tabbench.spec.ModelSpec, got {type(spec).__name__}")
+            if spec.name in models:
+                raise PluginError(f"model {spec.name!r} is registered twice: by {models[spec.name].source} and by {_source}")
+            models[spec.name] = RegisteredModel(spec, _source)
+
+        impl.function(register=register)
+    return models

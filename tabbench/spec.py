@@ -1,0 +1,98 @@
+"""What a model plugin registers (ModelSpec) and what its estimator is told about the data (DatasetMeta).
+
+The estimator contract, shared by every model (scikit-learn conventions):
+
+* ``spec.factory(meta, seed, **params)`` builds an estimator. ``__init__`` only stores its arguments.
+* ``fit(X, y, X_val, y_val)`` learns from the training split; the validation split is there for
+  early stopping or selection, never for training. Returns ``self``.
+* ``predict(X)``: class indices (``0 .. n_classes-1``) for classification, values in the target's
+  original units for regression.
+* ``predict_proba(X)`` (classification only): an ``(n_rows, n_classes)`` array whose column ``k`` is
+  the probability of class index ``k`` (``meta.classes[k]``).
+* Optionally ``info_``: a dict of facts worth recording after fit (parameter count, best iteration).
+
+``X`` is a pandas DataFrame with the feature columns of ``meta.columns``, in that order: numeric
+columns as float64 (NaN = missing), categorical columns as pandas ``Categorical`` whose categories
+are ``column.categories`` (the same on every split). ``y`` is an int64 array of class indices for
+classification and a float64 array for regression.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+BINARY, MULTICLASS, REGRESSION = "binary", "multiclass", "regression"
+TASKS = (BINARY, MULTICLASS, REGRESSION)
+NUMERIC, CATEGORICAL = "numeric", "categorical"
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    kind: str  # NUMERIC or CATEGORICAL
+    categories: tuple = ()  # levels of a categorical column, in code order
+
+
+@dataclass(frozen=True)
+class DatasetMeta:
+    """Everything an estimator may know about a dataset besides its rows."""
+
+    name: str
+    task: str
+    target: str
+    columns: tuple  # of Column, the features in X's column order
+    classes: tuple = ()  # original class labels (as strings), index = encoded class
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.classes)
+
+    @property
+    def is_classification(self) -> bool:
+        return self.task != REGRESSION
+
+    @property
+    def categorical(self) -> list:
+        return [c for c in self.columns if c.kind == CATEGORICAL]
+
+    @property
+    def numeric(self) -> list:
+        return [c for c in self.columns if c.kind == NUMERIC]
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A model as a plugin registers it.
+
+    ``default_params`` lists every parameter the model accepts (a suite may override any of them,
+    and naming another one is an error caught before a run starts). ``search_space`` maps parameter
+    names to the candidate values used when a suite asks for tuning. ``gpus`` may be a number or a
+    function of the resolved params (e.g. ``lambda p: 1 if p["device"] == "cuda" else 0``).
+    """
+
+    name: str
+    factory: Callable[..., Any]
+    tasks: frozenset
+    default_params: Mapping = field(default_factory=dict)
+    search_space: Mapping = field(default_factory=dict)
+    cpus: float = 1
+    gpus: float | Callable[[Mapping], float] = 0
+    description: str = ""
+
+    def __post_init__(self):
+        unknown = set(self.tasks) - set(TASKS)
+        if unknown or not self.tasks:
+            raise ValueError(f"model {self.name!r}: tasks must be a non-empty subset of {TASKS}, got {sorted(self.tasks)}")
+        extra = set(self.search_space) - set(self.default_params)
+        if extra:
+            raise ValueError(f"model {self.name!r}: search_space names params not in default_params: {sorted(extra)}")
+
+    def resources(self, params: Mapping) -> dict:
+        """Ray resources for one job of this model with these (resolved) params."""
+        gpus = self.gpus(params) if callable(self.gpus) else self.gpus
+        return {"num_cpus": self.cpus, "num_gpus": gpus}
+
+    def build(self, meta: DatasetMeta, seed: int, params: Mapping):
+        """The estimator for one job: defaults overridden by ``params``."""
+        return self.factory(meta, seed, **{**self.default_params, **params})
