@@ -1,0 +1,139 @@
+"""The ``tabbench`` command. Imports stay inside the commands: ``--help`` and ``models`` load no
+torch, Ray or boosters."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def _csv(text: str) -> tuple:
+    return tuple(x.strip() for x in text.split(",") if x.strip())
+
+
+def _data_args(p):
+    p.add_argument("--cache", metavar="DIR", help="data cache directory (default: $TABBENCH_CACHE or the user cache dir)")
+    p.add_argument("--mirror", metavar="DIR", action="append", default=[],
+                   help="read-only folder searched for data files before any download (repeatable; also $TABBENCH_MIRROR)")
+
+
+def _plugin_arg(p):
+    p.add_argument("--plugin", metavar="PATH", action="append", default=[], help="load a plugin file (repeatable)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tabbench", description="Benchmark NPT and tabular baselines, reproducibly.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = sub.add_parser("run", help="run a suite's jobs (resumes: finished jobs are skipped)")
+    run.add_argument("suite", help="suite YAML file, e.g. suites/quickstart.yaml")
+    run.add_argument("--address", help="existing Ray cluster address (default: $RAY_ADDRESS, else a local Ray)")
+    run.add_argument("--results", default="results", metavar="DIR", help="results root (default: results/)")
+    run.add_argument("--force", action="store_true", help="re-run jobs that already have a record")
+    run.add_argument("--retry-failed", action="store_true", help="re-run jobs whose record is a failure")
+    run.add_argument("--models", type=_csv, default=(), metavar="A,B", help="only these methods of the suite")
+    run.add_argument("--datasets", type=_csv, default=(), metavar="X,Y", help="only these datasets of the suite")
+    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _plugin_arg(run)
+    _data_args(run)
+
+    board = sub.add_parser("leaderboard", help="regenerate a suite's leaderboard tables from its records")
+    board.add_argument("target", help="a suite YAML file or a suite's results folder (e.g. results/quickstart)")
+    board.add_argument("--results", default="results", metavar="DIR", help="results root for a suite file")
+
+    models = sub.add_parser("models", help="list the registered models")
+    _plugin_arg(models)
+
+    validate = sub.add_parser("validate", help="check a suite and its models without loading data or running")
+    validate.add_argument("suite")
+    _plugin_arg(validate)
+    return parser
+
+
+def cmd_run(args) -> int:
+    from tabbench.data.cache import DataPaths
+    from tabbench.runner import RunOptions, run_suite
+    from tabbench.suite import load_suite
+
+    suite = load_suite(args.suite)
+    options = RunOptions(results=Path(args.results), address=args.address, force=args.force,
+                         retry_failed=args.retry_failed, models=args.models, datasets=args.datasets,
+                         plugin_files=tuple(args.plugin),
+                         data_paths=DataPaths.from_env(args.cache, args.mirror, base=suite.path.parent),
+                         progress=not args.no_progress)
+    summary = run_suite(suite, options)
+    failures = ", ".join(f"{n} {status}" for status, n in sorted(summary.failures.items())) or "none"
+    print(f"{summary.planned} jobs: {summary.done} ran, {summary.skipped} skipped (already done), "
+          f"{summary.failed} failed ({failures}).")
+    print(f"Records:     {summary.results_dir / 'records' / 'records.jsonl'}")
+    print(f"Leaderboard: {summary.results_dir / 'leaderboard.md'}")
+    return 1 if summary.failed else 0
+
+
+def cmd_leaderboard(args) -> int:
+    from tabbench.leaderboard import write_leaderboard
+
+    target = Path(args.target)
+    if target.is_file():
+        from tabbench.suite import load_suite
+
+        target = Path(args.results) / load_suite(target).name
+    if not (target / "records").is_dir():
+        print(f"tabbench: {target} has no records/ folder; run the suite first or pass its results folder",
+              file=sys.stderr)
+        return 2
+    print(f"Leaderboard: {write_leaderboard(target)}")
+    return 0
+
+
+def cmd_models(args) -> int:
+    from tabbench.plugins import load_models
+
+    models = load_models(tuple(args.plugin))
+    rows = [("model", "tasks", "resources", "from")]
+    for name, entry in sorted(models.items()):
+        spec = entry.spec
+        gpus = "gpu if device=cuda" if callable(spec.gpus) else (f"{spec.gpus:g} gpu" if spec.gpus else "")
+        resources = ", ".join(x for x in (f"{spec.cpus:g} cpu", gpus) if x)
+        rows.append((name, ",".join(sorted(spec.tasks)), resources, entry.source))
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    for row in rows:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+    return 0
+
+
+def cmd_validate(args) -> int:
+    from tabbench.plugins import load_models
+    from tabbench.suite import check_models, load_suite
+
+    suite = load_suite(args.suite)
+    check_models(suite, load_models(tuple(args.plugin) + suite.plugins))
+    print(f"{args.suite}: valid ({len(suite.datasets)} datasets, {len(suite.models)} models, seeds {list(suite.seeds)})")
+    return 0
+
+
+COMMANDS = {"run": cmd_run, "leaderboard": cmd_leaderboard, "models": cmd_models, "validate": cmd_validate}
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    from tabbench.plugins import PluginError
+    from tabbench.suite import SuiteError
+
+    try:
+        return COMMANDS[args.command](args)
+    except (SuiteError, PluginError) as exc:
+        print(f"tabbench: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:
+        from tabbench.runner import RunError
+
+        if isinstance(exc, RunError):
+            print(f"tabbench: {exc}", file=sys.stderr)
+            return 2
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())

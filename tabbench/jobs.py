@@ -1,0 +1,144 @@
+"""Jobs: planning (suite x registry x data -> Job list, with tuning trials) and execution (in a worker).
+
+A job is one fit and evaluation: (method, params, dataset, split fold, seed). Its key hashes exactly
+those, so a re-run recognises finished work whatever order the suite lists things in.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import random
+import time
+import traceback
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+
+import numpy as np
+
+from tabbench.measure import PeakMemory, environment
+from tabbench.metrics import classification_metrics, regression_metrics
+
+OK, ERROR = "ok", "error"
+
+
+@dataclass(frozen=True)
+class Job:
+    key: str
+    suite: str
+    method: str  # the suite's label for the model entry (a variant has its own)
+    model: str  # the registered model name
+    params: dict  # every param, defaults included, device resolved
+    trial: int | None  # index of the tuning config, None when not tuned
+    dataset: str
+    task: str
+    fold: int
+    repeat: int
+    seed: int
+    dataset_fingerprint: str
+    split_fingerprint: str
+    subset: str | None = None
+    resources: dict = field(default_factory=dict)
+    time_budget_s: float | None = None
+
+    def record(self) -> dict:
+        out = asdict(self)
+        out.pop("resources")
+        return out
+
+
+def job_key(method, model, params, dataset_fingerprint, split_fingerprint, fold, repeat, seed) -> str:
+    payload = json.dumps([method, model, params, dataset_fingerprint, split_fingerprint, fold, repeat, seed],
+                         sort_keys=True, default=str)
+    return hashlib.sha256(payload.encode()).hexdigest()[:24]
+
+
+def trial_configs(entry, spec) -> list[tuple[int | None, dict]]:
+    """(trial index, params) for a model entry: one config, the full grid, or a random sample of it."""
+    if entry.tuning == "none":
+        return [(None, dict(entry.params))]
+    space = entry.search_space or dict(spec.search_space)
+    names = sorted(space)
+    grid = [dict(zip(names, values)) for values in itertools.product(*(space[n] for n in names))]
+    if entry.tuning == "random" and entry.n_trials < len(grid):
+        grid = random.Random(entry.tuning_seed).sample(grid, entry.n_trials)
+    return [(i, {**entry.params, **config}) for i, config in enumerate(grid)]
+
+
+def resolve_params(spec, params: dict, gpu_available: bool) -> dict:
+    resolved = {**spec.default_params, **params}
+    if resolved.get("device") == "auto":
+        resolved["device"] = "cuda" if gpu_available else "cpu"
+    return resolved
+
+
+def plan(suite, registry, loaded, gpu_available=False) -> list[Job]:
+    """Every job of a suite. ``loaded`` maps dataset name -> (DatasetConfig, Dataset, splits)."""
+    jobs = []
+    for name, (cfg, dataset, splits) in loaded.items():
+        for entry in suite.models:
+            spec = registry[entry.model].spec
+            if dataset.meta.task not in spec.tasks:
+                continue
+            dataset_params = (getattr(cfg, "model_params", None) or {}).get(entry.label, {})
+            for trial, params in trial_configs(entry, spec):
+                params = resolve_params(spec, {**params, **dataset_params}, gpu_available)
+                for split in splits:
+                    for seed in suite.seeds:
+                        key = job_key(entry.label, entry.model, params, dataset.fingerprint, split.fingerprint,
+                                      split.fold, split.repeat, seed)
+                        jobs.append(Job(key, suite.name, entry.label, entry.model, params, trial, name,
+                                        dataset.meta.task, split.fold, split.repeat, seed, dataset.fingerprint,
+                                        split.fingerprint, dataset.subset, spec.resources(params),
+                                        suite.budget.time_s))
+    return jobs
+
+
+def _evaluate(estimator, meta, X, y) -> dict:
+    if meta.is_classification:
+        return classification_metrics(y, estimator.predict_proba(X), meta.n_classes)
+    return regression_metrics(y, estimator.predict(X))
+
+
+def _status_of(exc: BaseException) -> str:
+    name = type(exc).__name__
+    if name == "OutOfMemoryError" or "CUDA out of memory" in str(exc):
+        return "gpu_oom"
+    if isinstance(exc, MemoryError):
+        return "oom"
+    return ERROR
+
+
+def execute(job: Job, factory, meta, X, y, split) -> dict:
+    """Fit and evaluate one job; never raises for a model's own failure (it is recorded instead)."""
+    record = job.record()
+    record["started_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    estimator = None
+    t_start = time.perf_counter()
+    memory = PeakMemory()
+    try:
+        with memory:
+            estimator = factory(meta, job.seed, **job.params)
+            t0 = time.perf_counter()
+            estimator.fit(X.iloc[split.train], y[split.train], X.iloc[split.val], y[split.val])
+            record["fit_seconds"] = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            test = _evaluate(estimator, meta, X.iloc[split.test], y[split.test])
+            record["predict_seconds"] = time.perf_counter() - t0
+            val = _evaluate(estimator, meta, X.iloc[split.val], y[split.val])
+        record["metrics"] = {"val": val, "test": test}
+        record["status"] = OK
+    except Exception as exc:  # a model's own failure: record it, the run goes on
+        record["status"] = _status_of(exc)
+        record["error_type"] = f"{type(exc).__module__}.{type(exc).__qualname__}"
+        record["error_message"] = str(exc)[:2000]
+        record["traceback"] = traceback.format_exc()[-20000:]
+    record.update(memory.record() if hasattr(memory, "peak_bytes") else {})
+    info = getattr(estimator, "info_", None)
+    if isinstance(info, dict):
+        record["info"] = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in info.items()}
+    record["wall_seconds"] = time.perf_counter() - t_start
+    record["environment"] = environment()
+    record["finished_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return record

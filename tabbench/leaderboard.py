@@ -1,0 +1,167 @@
+"""Leaderboards from stored records, regenerated without re-running anything.
+
+Ranking follows the NPT paper: within a dataset, methods are ranked by their test metric averaged
+over folds and seeds (ties share the better rank); a method with no complete result on a dataset
+takes the worst rank (the number of methods in the table); the table reports the mean rank over
+datasets +- its standard error (sample std / sqrt(#datasets)).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from tabbench.metrics import PRIMARY, SELECTION
+from tabbench.store import Store
+
+TASK_TITLES = {"binary": "AUROC (binary)", "multiclass": "Accuracy (multi-class)", "regression": "RMSE (regression)"}
+RUN_KEYS = ["method", "dataset", "fold", "repeat", "seed"]
+
+
+def rank_table(scores: pd.DataFrame, higher_is_better: bool) -> pd.DataFrame:
+    """Ranks per dataset and mean rank +- standard error per method.
+
+    ``scores``: rows = methods, columns = datasets, NaN = missing or failed. Returns the rank per
+    dataset plus ``mean_rank`` and ``se`` columns, sorted by mean rank.
+    """
+    worst = len(scores.index)
+    ranks = scores.rank(axis=0, method="min", ascending=not higher_is_better).fillna(worst)
+    out = ranks.copy()
+    out["mean_rank"] = ranks.mean(axis=1)
+    n = ranks.shape[1]
+    out["se"] = ranks.std(axis=1, ddof=1) / math.sqrt(n) if n > 1 else np.nan
+    return out.sort_values(["mean_rank", "se"])
+
+
+def select_trials(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per (method, dataset, fold, repeat, seed): the tuning trial with the best validation score.
+
+    Validation log-loss for classification and MSE for regression, as in the paper. Untuned methods
+    have one trial, kept as it is. A run whose trials all failed keeps one failed record.
+    """
+    if frame.empty:
+        return frame
+    frame = frame.copy()
+    frame["_selection"] = np.inf
+    for task, metric in SELECTION.items():
+        column = f"val_{metric}"
+        if column in frame:
+            mask = (frame["task"] == task) & (frame["status"] == "ok")
+            frame.loc[mask, "_selection"] = frame.loc[mask, column].fillna(np.inf)
+    frame["_failed"] = frame["status"] != "ok"
+    frame = frame.sort_values(["_failed", "_selection", "trial"], na_position="first")
+    return frame.groupby(RUN_KEYS, sort=False, dropna=False).head(1).drop(columns=["_selection", "_failed"])
+
+
+def _dataset_label(frame: pd.DataFrame, dataset: str) -> str:
+    subset = frame.loc[frame["dataset"] == dataset, "subset"].dropna() if "subset" in frame else []
+    return f"{dataset} [subset: {subset.iloc[0]}]" if len(subset) else dataset
+
+
+def _fmt(mean, se, digits=3) -> str:
+    if mean is None or (isinstance(mean, float) and math.isnan(mean)):
+        return "–"
+    return f"{mean:.{digits}f}" if se is None or math.isnan(se) else f"{mean:.{digits}f} ± {se:.{digits}f}"
+
+
+def _md_table(header: list, rows: list) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def summarise(frame: pd.DataFrame) -> dict:
+    """Per task: per (method, dataset) mean and SE of the primary test metric, complete runs only."""
+    out = {}
+    for task, (metric, higher) in PRIMARY.items():
+        part = frame[frame["task"] == task]
+        if part.empty:
+            continue
+        column = f"test_{metric}"
+        methods, datasets = sorted(part["method"].unique()), sorted(part["dataset"].unique())
+        mean = pd.DataFrame(np.nan, index=methods, columns=datasets)
+        se = mean.copy()
+        incomplete = []
+        for (method, dataset), runs in part.groupby(["method", "dataset"]):
+            values = runs[column] if column in runs else pd.Series(np.nan, index=runs.index)
+            if (runs["status"] != "ok").any() or values.isna().any():
+                incomplete.append((method, dataset, int((runs["status"] != "ok").sum()), len(runs)))
+                continue
+            mean.loc[method, dataset] = values.mean()
+            se.loc[method, dataset] = values.std(ddof=1) / math.sqrt(len(values)) if len(values) > 1 else np.nan
+        out[task] = {"metric": metric, "higher": higher, "mean": mean, "se": se, "incomplete": incomplete,
+                     "ranks": rank_table(mean, higher)}
+    return out
+
+
+def _cost_rows(frame: pd.DataFrame) -> list:
+    rows = []
+    mib = 1024**2
+    for method, part in frame.groupby("method"):
+        ok = part[part["status"] == "ok"]
+        gpu = ok["peak_gpu_allocated_bytes"].dropna() if "peak_gpu_allocated_bytes" in ok else pd.Series(dtype=float)
+        failures = part.loc[part["status"] != "ok", "status"].value_counts()
+        rows.append([method, len(part), ", ".join(f"{k} {v}" for k, v in failures.items()) or "0",
+                     _fmt(ok["fit_seconds"].mean(), None, 2) if len(ok) else "–",
+                     _fmt(ok["predict_seconds"].mean(), None, 3) if len(ok) else "–",
+                     f"{ok['job_rss_bytes'].max() / mib:.0f}" if len(ok) else "–",
+                     f"{gpu.max() / mib:.0f}" if len(gpu) else "–"])
+    return rows
+
+
+def write_leaderboard(suite_dir: str | Path) -> Path:
+    """Regenerate leaderboard.md / leaderboard.csv (and selected_params.csv when tuning) in suite_dir."""
+    suite_dir = Path(suite_dir)
+    records = Store(suite_dir).frame()
+    md_path = suite_dir / "leaderboard.md"
+    suite_dir.mkdir(parents=True, exist_ok=True)
+    if records.empty:
+        md_path.write_text(f"# Leaderboard: {suite_dir.name}\n\nNo records yet.\n")
+        return md_path
+    all_runs = records
+    selected = select_trials(records)
+    tables = summarise(selected)
+    md = [f"# Leaderboard: {suite_dir.name}", "",
+          "Generated by `tabbench leaderboard` from the records in `records/` (do not edit by hand).", ""]
+    csv_rows = []
+    for task, t in tables.items():
+        metric, ranks = t["metric"], t["ranks"]
+        labels = {d: _dataset_label(selected, d) for d in t["mean"].columns}
+        md += [f"## {TASK_TITLES[task]}: average rank", "",
+               f"Rank by test {metric} ({'higher' if t['higher'] else 'lower'} is better) within each dataset, "
+               "averaged over datasets ± standard error.", ""]
+        header = ["method", "mean rank"] + [labels[d] for d in t["mean"].columns]
+        rows = [[m, _fmt(r["mean_rank"], r["se"], 2)] + [f"{r[d]:g}" for d in t["mean"].columns]
+                for m, r in ranks.iterrows()]
+        md += [_md_table(header, rows), ""]
+        md.append(f"Ties share the better rank. A method without a complete result on a dataset (missing, or any "
+                  f"fold failed) takes the worst rank, {len(ranks)}.")
+        if t["incomplete"]:
+            md.append("Worst rank imputed for: " + "; ".join(
+                f"{m} on {d} ({f} of {n} runs failed)" for m, d, f, n in t["incomplete"]) + ".")
+        md += ["", f"### Test {metric} per dataset (mean ± standard error over folds and seeds)", ""]
+        rows = [[m] + [_fmt(t["mean"].loc[m, d], t["se"].loc[m, d]) for d in t["mean"].columns]
+                for m in ranks.index]
+        md += [_md_table(["method"] + [labels[d] for d in t["mean"].columns], rows), ""]
+        for m, r in ranks.iterrows():
+            csv_rows.append({"table": f"rank_{metric}", "method": m, "dataset": "", "value": r["mean_rank"],
+                             "se": r["se"]})
+            for d in t["mean"].columns:
+                csv_rows.append({"table": f"test_{metric}", "method": m, "dataset": d,
+                                 "value": t["mean"].loc[m, d], "se": t["se"].loc[m, d], "rank": r[d]})
+    md += ["## Costs per job", "", "Mean fit and predict seconds and the largest peak resident memory of one "
+           "job (above its worker's baseline) over successful jobs; peak GPU memory allocated when CUDA was used.",
+           "Failures are counted over all jobs, tuning trials included.", ""]
+    md += [_md_table(["method", "jobs", "failures", "fit s", "predict s", "peak RSS MiB", "peak GPU MiB"],
+                     _cost_rows(all_runs)), ""]
+    if all_runs["trial"].notna().any():
+        params = selected[selected["trial"].notna()][RUN_KEYS + ["trial", "params"]]
+        params.to_csv(suite_dir / "selected_params.csv", index=False)
+        md += ["Tuned methods: the configuration chosen per dataset and fold (best validation score) is in "
+               "`selected_params.csv`.", ""]
+    md_path.write_text("\n".join(md))
+    pd.DataFrame(csv_rows).to_csv(suite_dir / "leaderboard.csv", index=False)
+    return md_path

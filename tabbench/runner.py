@@ -1,0 +1,207 @@
+"""Runs a suite's jobs on Ray: local by default (loopback only), or an existing cluster (--address).
+
+The driver loads each dataset once, puts it into the object store once, submits one task per job
+with the model's resources, handles results as they finish and writes every record itself (workers
+return small records), so a cluster needs no shared disk.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tabbench.data.cache import DataPaths
+from tabbench.data.dataset import load_dataset
+from tabbench.data.splits import make_splits
+from tabbench.jobs import OK, execute, plan
+from tabbench.plugins import load_models
+from tabbench.store import Store
+from tabbench.suite import Suite, check_models
+
+ERROR_STATUSES = ("error", "timeout", "oom", "gpu_oom", "crash")
+
+
+@dataclass
+class RunOptions:
+    results: Path = Path("results")
+    address: str | None = None
+    force: bool = False
+    retry_failed: bool = False
+    models: tuple = ()  # restrict to these method labels
+    datasets: tuple = ()  # restrict to these dataset names
+    plugin_files: tuple = ()
+    data_paths: DataPaths | None = None
+    progress: bool = True
+
+
+@dataclass
+class RunSummary:
+    planned: int = 0
+    skipped: int = 0
+    done: int = 0
+    failures: Counter = field(default_factory=Counter)
+    results_dir: Path | None = None
+
+    @property
+    def failed(self) -> int:
+        return sum(self.failures.values())
+
+
+class RunError(Exception):
+    """The run could not start (bad suite, data or plugin); nothing was computed."""
+
+
+def load_data(suite: Suite, paths: DataPaths, only=()) -> dict:
+    """name -> (config, Dataset, splits) for every dataset, loaded before any job starts."""
+    from tabbench.data.dataset import DataError
+    from tabbench.data.sources import SourceError
+
+    loaded, errors = {}, []
+    for cfg in suite.datasets:
+        if only and cfg.name not in only:
+            continue
+        try:
+            dataset = load_dataset(cfg, paths)
+            loaded[cfg.name] = (cfg, dataset, make_splits(dataset, cfg.split))
+        except (DataError, SourceError, OSError, ValueError) as exc:
+            errors.append(f"{suite.path}: dataset {cfg.name!r}: {exc}")
+    if errors:
+        raise RunError("\n".join(errors))
+    return loaded
+
+
+def _start_ray(address: str | None):
+    """Connect to a cluster, or start a quiet local instance that listens on loopback only."""
+    if address is None and not os.environ.get("RAY_ADDRESS"):
+        # Must be set before ray is imported: pins every Ray socket of a local instance to 127.0.0.1.
+        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    import ray
+
+    if ray.is_initialized():
+        return ray, False
+    common = dict(logging_level=logging.ERROR, log_to_driver=False, configure_logging=True)
+    if address or os.environ.get("RAY_ADDRESS"):
+        ray.init(address=address or os.environ["RAY_ADDRESS"], **common)
+    else:
+        ray.init(num_cpus=os.cpu_count(), include_dashboard=False, **common)
+    return ray, True
+
+
+def _remote_execute(job, factory, meta, data, split):
+    X, y = data
+    return execute(job, factory, meta, X, y, split)
+
+
+def _failure_record(job, status: str, exc: BaseException) -> dict:
+    record = job.record()
+    record.update(status=status, error_type=f"{type(exc).__module__}.{type(exc).__qualname__}",
+                  error_message=str(exc)[:2000])
+    return record
+
+
+def run_suite(suite: Suite, options: RunOptions) -> RunSummary:
+    registry = load_models(tuple(options.plugin_files) + tuple(suite.plugins))
+    check_models(suite, registry)
+    if options.models:
+        unknown = set(options.models) - {m.label for m in suite.models}
+        if unknown:
+            raise RunError(f"--models names {sorted(unknown)}, not in {suite.path}; its models: "
+                           f"{', '.join(m.label for m in suite.models)}")
+    if options.datasets:
+        unknown = set(options.datasets) - {d.name for d in suite.datasets}
+        if unknown:
+            raise RunError(f"--datasets names {sorted(unknown)}, not in {suite.path}; its datasets: "
+                           f"{', '.join(d.name for d in suite.datasets)}")
+    paths = options.data_paths or DataPaths.from_env(base=suite.path.parent)
+    loaded = load_data(suite, paths, options.datasets)
+
+    store = Store(Path(options.results) / suite.name)
+    summary = RunSummary(results_dir=store.dir)
+    ray, started = _start_ray(options.address)
+    try:
+        gpu_available = ray.cluster_resources().get("GPU", 0) > 0
+        jobs = plan(suite, registry, loaded, gpu_available)
+        if options.models:
+            jobs = [j for j in jobs if j.method in options.models]
+        summary.planned = len(jobs)
+        if not options.force:
+            existing = store.latest()
+            keep = lambda r: r is None or (options.retry_failed and r.get("status") != OK)  # noqa: E731
+            pending = [j for j in jobs if keep(existing.get(j.key))]
+        else:
+            pending = jobs
+        summary.skipped = len(jobs) - len(pending)
+        _execute_all(ray, pending, registry, loaded, store, summary, options.progress)
+    except KeyboardInterrupt:
+        print(f"\nInterrupted: {summary.done} jobs finished and are saved in {store.path}. Run the same "
+              "command again to resume; finished jobs are skipped.", file=sys.stderr)
+        raise
+    finally:
+        if started:
+            ray.shutdown()
+    from tabbench.leaderboard import write_leaderboard
+
+    write_leaderboard(store.dir)
+    return summary
+
+
+def _execute_all(ray, jobs, registry, loaded, store: Store, summary: RunSummary, progress: bool):
+    if not jobs:
+        return
+    from tqdm import tqdm
+
+    from ray import cloudpickle
+
+    for entry in registry.values():  # a model from a plugin file travels by value: workers can't import it
+        module = sys.modules.get(entry.spec.factory.__module__)
+        if module is not None and module.__name__.startswith("tabbench_plugin_file_"):
+            cloudpickle.register_pickle_by_value(module)
+
+    data_refs = {name: ray.put((dataset.X, dataset.y)) for name, (_, dataset, _) in loaded.items()}
+    splits = {name: {(s.fold, s.repeat): s for s in split_list} for name, (_, _, split_list) in loaded.items()}
+    remote = ray.remote(_remote_execute)
+    capacity = max(4, 2 * int(ray.cluster_resources().get("CPU", 1)))
+    queue, in_flight = list(reversed(jobs)), {}
+    bar = tqdm(total=len(jobs), disable=not progress, unit="job", dynamic_ncols=True, file=sys.stderr)
+
+    def submit(job):
+        spec = registry[job.model].spec
+        options = {**job.resources, "max_retries": 1, "retry_exceptions": False}
+        if job.resources.get("num_gpus"):
+            options["max_calls"] = 1  # a fresh worker per GPU job: memory is returned and measured cleanly
+        _, dataset, _ = loaded[job.dataset]
+        ref = remote.options(**options).remote(job, spec.factory, dataset.meta, data_refs[job.dataset],
+                                               splits[job.dataset][(job.fold, job.repeat)])
+        in_flight[ref] = job
+
+    try:
+        while queue or in_flight:
+            while queue and len(in_flight) < capacity:
+                submit(queue.pop())
+            ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=1.0)
+            for ref in ready:
+                job = in_flight.pop(ref)
+                try:
+                    record = ray.get(ref)
+                except ray.exceptions.WorkerCrashedError as exc:
+                    record = _failure_record(job, "crash", exc)
+                except ray.exceptions.RayError as exc:
+                    record = _failure_record(job, "crash", exc)
+                store.append(record)
+                summary.done += 1
+                if record["status"] != OK:
+                    summary.failures[record["status"]] += 1
+                bar.update(1)
+                bar.set_postfix(done=summary.done, failed=summary.failed, skipped=summary.skipped, refresh=False)
+    except KeyboardInterrupt:
+        for ref in in_flight:
+            ray.cancel(ref, force=True)
+        raise
+    finally:
+        bar.close()

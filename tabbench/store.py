@@ -1,0 +1,99 @@
+"""The result store: one append-only JSON-lines file per suite, safe against crashes and concurrency.
+
+Each record is written with a single ``write`` of one line under an exclusive ``flock`` and then
+fsynced, so two runs appending to the same store never interleave, and a run killed mid-write leaves
+at most a partial last line without a newline; readers ignore it and the next writer cuts it off
+before appending. Records are never rewritten: a re-run (``--force``) appends, and readers keep the
+newest record per job key.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from contextlib import contextmanager
+from pathlib import Path
+
+RECORDS_DIR = "records"
+RECORDS_FILE = "records.jsonl"
+
+
+class Store:
+    def __init__(self, suite_dir: str | Path):
+        self.dir = Path(suite_dir)
+        self.path = self.dir / RECORDS_DIR / RECORDS_FILE
+
+    @contextmanager
+    def _locked(self):
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield fd
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+
+    def append(self, record: dict) -> None:
+        line = (json.dumps(record, default=_jsonable, allow_nan=True) + "\n").encode()
+        with self._locked() as fd:
+            size = os.fstat(fd).st_size
+            if size:  # cut off a partial line left by a writer that was killed mid-write
+                os.lseek(fd, size - 1, os.SEEK_SET)
+                if os.read(fd, 1) != b"\n":
+                    with open(self.path, "rb") as fh:
+                        data = fh.read()
+                    os.ftruncate(fd, data.rfind(b"\n") + 1)
+            os.write(fd, line)
+            os.fsync(fd)
+
+    def records(self) -> list[dict]:
+        """Every complete record, newest last per key."""
+        if not self.path.exists():
+            return []
+        out = []
+        with open(self.path, "rb") as fh:
+            for raw in fh:
+                if not raw.endswith(b"\n"):
+                    break  # a partial last line from a killed writer
+                try:
+                    out.append(json.loads(raw))
+                except json.JSONDecodeError:
+                    continue
+        return out
+
+    def latest(self) -> dict[str, dict]:
+        """The newest record per job key."""
+        latest: dict[str, dict] = {}
+        for record in self.records():
+            latest[record["key"]] = record
+        return latest
+
+    def frame(self):
+        """The newest record per key as a flat pandas DataFrame (metrics as ``test_auroc`` etc.)."""
+        import pandas as pd
+
+        rows = []
+        for record in self.latest().values():
+            row = {k: v for k, v in record.items() if k != "metrics"}
+            for split, values in (record.get("metrics") or {}).items():
+                for name, value in values.items():
+                    row[f"{split}_{name}"] = value
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+
+def _jsonable(value):
+    import numpy as np
+
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    return str(value)
+
+
+def load_records(suite_dir: str | Path):
+    """Records of a suite's results folder as a DataFrame: ``tabbench.store.load_records('results/uci')``."""
+    return Store(suite_dir).frame()

@@ -1,0 +1,99 @@
+"""The plugin registry: built-ins arrive through entry points, and the README's example plugin works."""
+
+import re
+import subprocess
+import sys
+import textwrap
+from importlib import metadata
+
+import numpy as np
+import pytest
+
+from tabbench.plugins import PLUGINS_ENV, PluginError, load_models
+from tests.conftest import ROOT
+
+BUILTINS = {"knn", "random_forest", "gradient_boosting"}
+
+
+def readme_plugin_source() -> str:
+    text = (ROOT / "README.md").read_text()
+    section = text.split("## Writing a model plugin", 1)[1]
+    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+
+
+def test_builtin_models_are_registered_through_tabbench_entry_points():
+    entry_points = {ep.name: ep.value for ep in metadata.entry_points(group="tabbench")}
+    assert entry_points["sklearn_models"] == "tabbench_plugins.sklearn_models"
+    models = load_models()
+    assert BUILTINS <= set(models)
+    for name in BUILTINS:
+        assert models[name].source.startswith("tabbench==")
+
+
+def test_environment_variable_restricts_which_entry_points_load(monkeypatch):
+    monkeypatch.setenv(PLUGINS_ENV, "")
+    assert load_models() == {}
+    monkeypatch.setenv(PLUGINS_ENV, "sklearn_models")
+    assert set(load_models()) == BUILTINS
+    monkeypatch.setenv(PLUGINS_ENV, "no_such_plugin")
+    with pytest.raises(PluginError, match="no_such_plugin"):
+        load_models()
+
+
+def test_readme_plugin_example_registers_from_a_file_and_fits(tmp_path, monkeypatch):
+    monkeypatch.setenv(PLUGINS_ENV, "")
+    path = tmp_path / "tabbench_prior.py"
+    path.write_text(readme_plugin_source())
+    models = load_models([path])
+    assert set(models) == {"prior"} and models["prior"].source == str(path)
+    from sklearn.datasets import load_breast_cancer
+
+    from tabbench.spec import Column, DatasetMeta
+
+    X, y = load_breast_cancer(return_X_y=True, as_frame=True)
+    meta = DatasetMeta("bc", "binary", "target", tuple(Column(c, "numeric") for c in X.columns), ("0", "1"))
+    model = models["prior"].spec.build(meta, 0, {}).fit(X, y.to_numpy())
+    proba = model.predict_proba(X)
+    assert proba.shape == (len(X), 2) and np.allclose(proba.sum(axis=1), 1)
+    assert np.allclose(proba[0], (np.bincount(y) + 1) / (len(y) + 2))
+
+
+def test_readme_plugin_example_installs_as_an_entry_point_package(tmp_path):
+    """The one-module-plus-one-entry-point form, discovered by a fresh interpreter like an installed package."""
+    site = tmp_path / "site"
+    (site / "tabbench_prior-1.0.dist-info").mkdir(parents=True)
+    (site / "tabbench_prior.py").write_text(readme_plugin_source())
+    (site / "tabbench_prior-1.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: tabbench-prior\nVersion: 1.0\n")
+    (site / "tabbench_prior-1.0.dist-info" / "entry_points.txt").write_text("[tabbench]\nprior = tabbench_prior\n")
+    code = textwrap.dedent("""
+        from tabbench.plugins import load_models
+        m = load_models()
+        print(m["prior"].source, sorted(m))
+    """)
+    out = subprocess.run([sys.executable, "-c", code], env={"PYTHONPATH": str(site), "PATH": ""},
+                         capture_output=True, text=True, check=True).stdout
+    assert out.startswith("tabbench-prior==1.0")
+    assert "knn" in out  # the built-ins still load beside it
+
+
+def test_a_model_registered_twice_is_an_error_naming_both_sources(tmp_path):
+    path = tmp_path / "dup.py"
+    path.write_text(readme_plugin_source().replace('name="prior"', 'name="knn"'))
+    with pytest.raises(PluginError, match="registered twice.*tabbench==.*dup.py"):
+        load_models([path])
+
+
+def test_help_and_models_do_not_import_torch_ray_or_boosters():
+    code = textwrap.dedent("""
+        import sys
+        from tabbench.cli import main
+        for argv in (["--help"], ["models"]):
+            try:
+                main(argv)
+            except SystemExit:
+                pass
+        heavy = {"torch", "ray", "xgboost", "catboost", "lightgbm", "pytorch_tabnet"} & set(sys.modules)
+        print("HEAVY", sorted(heavy))
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "HEAVY []"

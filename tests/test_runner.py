@@ -1,0 +1,152 @@
+"""The runner on a real local Ray: end to end, resume, --force, and failures that do not stop a run."""
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pandas as pd
+import pytest
+
+from tabbench.runner import RunOptions, run_suite
+from tabbench.store import Store, load_records
+from tabbench.suite import parse_suite
+from tests.conftest import ROOT
+
+SMALL = {
+    "name": "small",
+    "datasets": [
+        {"name": "iris", "source": "sklearn", "id": "iris", "split": {"protocol": "kfold", "k": 3}},
+        {"name": "diabetes", "source": "sklearn", "id": "diabetes", "split": {"protocol": "holdout"}},
+    ],
+    "models": {"knn": {}, "knn_k15": {"model": "knn", "params": {"n_neighbors": 15}}},
+}
+
+FLAKY_PLUGIN = textwrap.dedent('''
+    import numpy as np
+    import tabbench
+    from tabbench.spec import ModelSpec
+
+    class FailsOnRegression:
+        def __init__(self, meta, seed):
+            self.meta = meta
+        def fit(self, X, y, X_val=None, y_val=None):
+            if not self.meta.is_classification:
+                raise ValueError("this model cannot regress " + self.meta.name)
+            self.k_ = self.meta.n_classes
+            return self
+        def predict_proba(self, X):
+            return np.full((len(X), self.k_), 1.0 / self.k_)
+        def predict(self, X):
+            return np.zeros(len(X), dtype=int)
+
+    @tabbench.hookimpl
+    def register_models(register):
+        register(ModelSpec(name="flaky", factory=FailsOnRegression,
+                           tasks=frozenset({"multiclass", "regression"})))
+''')
+
+
+def _run(tmp_path, raw=SMALL, **kw):
+    suite = parse_suite(raw, tmp_path / "small.yaml")
+    return run_suite(suite, RunOptions(results=tmp_path / "results", progress=False, **kw))
+
+
+def test_resume_runs_no_job_twice_and_force_reruns_all(tmp_path, ray_session):
+    first = _run(tmp_path)
+    assert (first.planned, first.done, first.skipped, first.failed) == (8, 8, 0, 0)
+    store = Store(tmp_path / "results" / "small")
+    assert len(store.records()) == 8
+    second = _run(tmp_path)
+    assert (second.done, second.skipped) == (0, 8)
+    assert len(store.records()) == 8  # nothing appended
+    forced = _run(tmp_path, force=True)
+    assert (forced.done, forced.skipped) == (8, 0)
+    assert len(store.records()) == 16 and len(store.latest()) == 8  # newest record per key wins
+
+
+def test_filters_restrict_models_and_datasets(tmp_path, ray_session):
+    summary = _run(tmp_path, models=("knn_k15",), datasets=("iris",))
+    frame = load_records(tmp_path / "results" / "small")
+    assert summary.done == 3 and set(frame["method"]) == {"knn_k15"} and set(frame["dataset"]) == {"iris"}
+
+
+def test_a_failing_model_is_recorded_and_the_run_completes(tmp_path, ray_session):
+    plugin = tmp_path / "flaky.py"
+    plugin.write_text(FLAKY_PLUGIN)
+    raw = {**SMALL, "models": {"knn": {}, "flaky": {}}}
+    summary = _run(tmp_path, raw, plugin_files=(str(plugin),))
+    assert summary.done == 8 and summary.failures == {"error": 1}
+    frame = load_records(tmp_path / "results" / "small")
+    failed = frame[frame["status"] != "ok"].iloc[0]
+    assert (failed["method"], failed["dataset"], failed["error_type"]) == ("flaky", "diabetes", "builtins.ValueError")
+    assert "cannot regress diabetes" in failed["traceback"]
+    assert (frame[frame["method"] == "knn"]["status"] == "ok").all()
+    board = (tmp_path / "results" / "small" / "leaderboard.md").read_text()
+    assert "flaky on diabetes (1 of 1 runs failed)" in board
+
+
+def test_records_carry_fingerprints_metrics_costs_and_environment(tmp_path, ray_session):
+    _run(tmp_path, models=("knn",), datasets=("diabetes",))
+    (record,) = Store(tmp_path / "results" / "small").records()
+    assert len(record["dataset_fingerprint"]) == 16 and len(record["split_fingerprint"]) == 16
+    assert record["metrics"]["test"]["rmse"] > 0 and record["metrics"]["val"]["mse"] > 0
+    assert record["fit_seconds"] > 0 and record["predict_seconds"] > 0
+    assert 0 <= record["job_rss_bytes"] <= record["peak_rss_bytes"]
+    assert record["environment"]["packages"]["scikit-learn"] and record["environment"]["cpu_count"] >= 1
+    assert record["params"] == {"n_neighbors": 5, "weights": "uniform", "p": 2}
+
+
+BALLAST_PLUGIN = textwrap.dedent('''
+    import numpy as np
+    import tabbench
+    from tabbench.spec import ModelSpec
+
+    class Ballast:
+        """Touches `mib` MiB during fit, then frees it: the job's peak is known."""
+        def __init__(self, meta, seed, mib=150):
+            self.mib = mib
+        def fit(self, X, y, X_val=None, y_val=None):
+            block = np.ones(self.mib * 2**20 // 8)
+            self.mean_ = float(np.mean(y)) + block[0] - 1.0
+            return self
+        def predict(self, X):
+            return np.full(len(X), self.mean_)
+
+    @tabbench.hookimpl
+    def register_models(register):
+        register(ModelSpec(name="ballast", factory=Ballast, tasks=frozenset({"regression"}),
+                           default_params={"mib": 150}))
+''')
+
+
+def test_peak_memory_is_the_jobs_own_not_the_workers_baseline(tmp_path, ray_session):
+    plugin = tmp_path / "ballast.py"
+    plugin.write_text(BALLAST_PLUGIN)
+    raw = {**SMALL, "models": {"ballast": {}}}
+    _run(tmp_path, raw, plugin_files=(str(plugin),), datasets=("diabetes",))
+    (record,) = Store(tmp_path / "results" / "small").records()
+    mib = 2**20
+    assert 140 * mib <= record["job_rss_bytes"] < 180 * mib  # the ballast, not the ~200 MiB Ray worker
+    assert record["peak_rss_bytes"] > record["job_rss_bytes"] + 50 * mib  # the worker's own memory is excluded
+
+
+def test_quickstart_end_to_end_through_the_cli(tmp_path):
+    """`tabbench run suites/quickstart.yaml` on its own local Ray, then `tabbench leaderboard`."""
+    results = tmp_path / "results"
+    cmd = [sys.executable, "-m", "tabbench.cli", "run", str(ROOT / "suites" / "quickstart.yaml"),
+           "--results", str(results), "--no-progress"]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert f"Leaderboard: {results / 'quickstart' / 'leaderboard.md'}" in out.stdout
+    frame = load_records(results / "quickstart")
+    assert len(frame) == 48 and (frame["status"] == "ok").all()
+    assert set(frame["dataset"]) == {"breast_cancer", "wine", "digits", "diabetes"}
+    board = pd.read_csv(results / "quickstart" / "leaderboard.csv")
+    assert set(board["table"]) == {"rank_auroc", "test_auroc", "rank_accuracy", "test_accuracy", "rank_rmse", "test_rmse"}
+    auroc = board[(board.table == "test_auroc")].set_index("method")["value"]
+    assert (auroc > 0.95).all()  # all three baselines are strong on breast cancer
+    (results / "quickstart" / "leaderboard.md").unlink()
+    again = subprocess.run([sys.executable, "-m", "tabbench.cli", "leaderboard", str(results / "quickstart")],
+                           capture_output=True, text=True, check=True)
+    assert "leaderboard.md" in again.stdout and (results / "quickstart" / "leaderboard.md").exists()

@@ -1,0 +1,76 @@
+"""Suite validation: errors name the file, the field path and what is expected."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tabbench.plugins import load_models
+from tabbench.suite import SuiteError, check_models, load_suite, parse_suite
+from tests.conftest import ROOT
+
+BASE = {
+    "datasets": [{"name": "wine", "source": "sklearn", "id": "wine", "split": {"protocol": "kfold", "k": 5}}],
+    "models": {"knn": {"params": {"n_neighbors": 3}}},
+}
+
+
+def _with(path, value):
+    raw = yaml.safe_load(yaml.safe_dump(BASE))
+    *parents, last = path
+    node = raw
+    for key in parents:
+        node = node[key]
+    node[last] = value
+    return raw
+
+
+@pytest.mark.parametrize("path, value, message", [
+    (("datasets", 0, "split", "k"), "ten", "s.yaml: datasets[0].split.k: expected an integer >= 2, got 'ten'"),
+    (("datasets", 0, "split", "val_fraction"), 1.5, "datasets[0].split.val_fraction: expected a number in (0.0, 1.0)"),
+    (("datasets", 0, "split", "protocol"), "kfolds", "expected one of kfold, holdout, fixed, openml_task, got 'kfolds'; did you mean 'kfold'?"),
+    (("datasets", 0, "spilt"), {}, "s.yaml: datasets[0].spilt: unknown field 'spilt'; did you mean 'split'?"),
+    (("datasets", 0, "id"), "wines", "datasets[0].id: expected one of breast_cancer, diabetes, wine, digits, iris"),
+    (("seeds",), "0", "s.yaml: seeds: expected a non-empty list of integers"),
+    (("models", "knn", "tunning"), "grid", "models.knn.tunning: unknown field 'tunning'; did you mean 'tuning'?"),
+    (("budget",), {"time_s": -1}, "budget.time_s: expected a number > 0.0"),
+])
+def test_invalid_fields_are_reported_with_file_path_and_expectation(path, value, message):
+    with pytest.raises(SuiteError) as err:
+        parse_suite(_with(path, value), "s.yaml")
+    assert message in str(err.value)
+
+
+def test_unknown_model_lists_the_registered_ones():
+    suite = parse_suite(_with(("models",), {"kn": {}}), "s.yaml")
+    with pytest.raises(SuiteError, match=r"s.yaml: models.kn: unknown model 'kn'; did you mean 'knn'\?; registered models: .*gradient_boosting"):
+        check_models(suite, load_models())
+
+
+def test_a_param_the_model_does_not_accept_is_rejected_before_running():
+    suite = parse_suite(_with(("models", "knn", "params"), {"n_neighbours": 3}), "s.yaml")
+    with pytest.raises(SuiteError, match=r"models.knn.params.n_neighbours: model 'knn' does not accept a parameter "
+                                         r"'n_neighbours'; did you mean 'n_neighbors'\?"):
+        check_models(suite, load_models())
+
+
+def test_malformed_yaml_names_the_line(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("datasets:\n  - name: [unclosed\nmodels: {}\n")
+    with pytest.raises(SuiteError, match=r"bad.yaml: not valid YAML: line \d+"):
+        load_suite(bad)
+
+
+def test_variants_are_separate_methods_of_one_registered_model():
+    raw = _with(("models",), {"rf": {"model": "random_forest"}, "rf_shallow": {"model": "random_forest",
+                                                                             "params": {"max_depth": 3}}})
+    suite = parse_suite(raw, "s.yaml")
+    check_models(suite, load_models())
+    assert [(m.label, m.model, m.params) for m in suite.models] == [
+        ("rf", "random_forest", {}), ("rf_shallow", "random_forest", {"max_depth": 3})]
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "suites").glob("*.yaml")), ids=lambda p: p.name)
+def test_every_shipped_suite_validates(path: Path):
+    suite = load_suite(path)
+    check_models(suite, load_models())
