@@ -9,7 +9,11 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import os
+import pickle
 import random
+import select
+import signal
 import time
 import traceback
 from dataclasses import asdict, dataclass, field
@@ -20,7 +24,10 @@ import numpy as np
 from tabbench.measure import PeakMemory, environment
 from tabbench.metrics import classification_metrics, regression_metrics
 
-OK, ERROR = "ok", "error"
+OK, ERROR, TIMEOUT, OOM, GPU_OOM, CRASH, LOST = "ok", "error", "timeout", "oom", "gpu_oom", "crash", "lost"
+#: Every status a record can have. ``lost`` is an infrastructure failure (a Ray worker or node died
+#: and Ray's bounded retries were spent); the others are the job's own outcome and never retried.
+STATUSES = (OK, ERROR, TIMEOUT, OOM, GPU_OOM, CRASH, LOST)
 
 
 @dataclass(frozen=True)
@@ -41,6 +48,7 @@ class Job:
     subset: str | None = None
     resources: dict = field(default_factory=dict)
     time_budget_s: float | None = None
+    memory_budget_mb: float | None = None
 
     def record(self) -> dict:
         out = asdict(self)
@@ -91,7 +99,7 @@ def plan(suite, registry, loaded, gpu_available=False) -> list[Job]:
                         jobs.append(Job(key, suite.name, entry.label, entry.model, params, trial, name,
                                         dataset.meta.task, split.fold, split.repeat, seed, dataset.fingerprint,
                                         split.fingerprint, dataset.subset, spec.resources(params),
-                                        suite.budget.time_s))
+                                        suite.budget.time_s, suite.budget.memory_mb))
     return jobs
 
 
@@ -104,9 +112,9 @@ def _evaluate(estimator, meta, X, y) -> dict:
 def _status_of(exc: BaseException) -> str:
     name = type(exc).__name__
     if name == "OutOfMemoryError" or "CUDA out of memory" in str(exc):
-        return "gpu_oom"
+        return GPU_OOM
     if isinstance(exc, MemoryError):
-        return "oom"
+        return OOM
     return ERROR
 
 
@@ -142,3 +150,97 @@ def execute(job: Job, factory, meta, X, y, split) -> dict:
     record["environment"] = environment()
     record["finished_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
     return record
+
+
+def failure_record(job: Job, status: str, message: str, error_type: str | None = None) -> dict:
+    record = job.record()
+    record.update(status=status, error_type=error_type or status, error_message=message,
+                  finished_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    return record
+
+
+def _rss_mb(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def _die_with_parent():
+    """Linux: the kernel kills this process when its parent (the Ray worker) dies."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def execute_isolated(job: Job, factory, meta, X, y, split, poll_s: float = 0.05) -> dict:
+    """Run ``execute`` in a forked child so that the job's limits can be enforced from outside.
+
+    The child inherits the data copy-on-write (nothing is serialised). The parent enforces the
+    job's time budget (kill -> ``timeout``) and host memory budget (resident memory polled, kill ->
+    ``oom``), and turns a child that dies without a record (segfault, os._exit, killed) into
+    ``crash``. Where fork is unavailable the job runs in-process without enforced limits.
+    """
+    if not hasattr(os, "fork"):
+        return execute(job, factory, meta, X, y, split)
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: run, send the record, leave without running the parent's exit handlers
+        code = 0
+        try:
+            os.close(read_fd)
+            _die_with_parent()
+            payload = pickle.dumps(execute(job, factory, meta, X, y, split))
+            view = memoryview(payload)
+            while view:
+                view = view[os.write(write_fd, view):]
+        except BaseException:
+            code = 70
+        finally:
+            os._exit(code)
+    os.close(write_fd)
+    started = time.monotonic()
+    chunks, status, peak_mb = [], None, 0.0
+    try:
+        while True:
+            ready, _, _ = select.select([read_fd], [], [], poll_s)
+            if ready:
+                chunk = os.read(read_fd, 1 << 20)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                continue
+            elapsed = time.monotonic() - started
+            peak_mb = max(peak_mb, _rss_mb(pid))
+            if job.time_budget_s is not None and elapsed > job.time_budget_s:
+                status = TIMEOUT
+            elif job.memory_budget_mb is not None and peak_mb > job.memory_budget_mb:
+                status = OOM
+            if status is not None:
+                os.kill(pid, signal.SIGKILL)
+                break
+    finally:
+        os.close(read_fd)
+        _, wait_status = os.waitpid(pid, 0)
+    elapsed = time.monotonic() - started
+    if status == TIMEOUT:
+        return failure_record(job, TIMEOUT, f"killed after {elapsed:.1f} s: the job's time budget is "
+                              f"{job.time_budget_s:g} s (suite budget.time_s)")
+    if status == OOM:
+        return failure_record(job, OOM, f"killed at {peak_mb:.0f} MiB resident: the job's memory budget is "
+                              f"{job.memory_budget_mb:g} MiB (suite budget.memory_mb)")
+    if chunks and os.WIFEXITED(wait_status) and os.WEXITSTATUS(wait_status) == 0:
+        return pickle.loads(b"".join(chunks))
+    if os.WIFSIGNALED(wait_status):
+        sig = os.WTERMSIG(wait_status)
+        how = f"killed by signal {sig} ({signal.Signals(sig).name})"
+        return failure_record(job, CRASH, f"the job's process was {how} after {elapsed:.1f} s", "signal")
+    return failure_record(job, CRASH, f"the job's process exited with code {os.WEXITSTATUS(wait_status)} "
+                          f"after {elapsed:.1f} s without a result", "exit")

@@ -18,12 +18,13 @@ from pathlib import Path
 from tabbench.data.cache import DataPaths
 from tabbench.data.dataset import load_dataset
 from tabbench.data.splits import make_splits
-from tabbench.jobs import OK, execute, plan
+from tabbench.jobs import LOST, OK, execute_isolated, failure_record, plan
 from tabbench.plugins import load_models
 from tabbench.store import Store
 from tabbench.suite import Suite, check_models
 
-ERROR_STATUSES = ("error", "timeout", "oom", "gpu_oom", "crash")
+#: Ray retries a job whose worker or node died this many times (infrastructure failures only).
+INFRA_RETRIES = 2
 
 
 @dataclass
@@ -95,14 +96,7 @@ def _start_ray(address: str | None):
 
 def _remote_execute(job, factory, meta, data, split):
     X, y = data
-    return execute(job, factory, meta, X, y, split)
-
-
-def _failure_record(job, status: str, exc: BaseException) -> dict:
-    record = job.record()
-    record.update(status=status, error_type=f"{type(exc).__module__}.{type(exc).__qualname__}",
-                  error_message=str(exc)[:2000])
-    return record
+    return execute_isolated(job, factory, meta, X, y, split)
 
 
 def run_suite(suite: Suite, options: RunOptions) -> RunSummary:
@@ -172,7 +166,9 @@ def _execute_all(ray, jobs, registry, loaded, store: Store, summary: RunSummary,
 
     def submit(job):
         spec = registry[job.model].spec
-        options = {**job.resources, "max_retries": 1, "retry_exceptions": False}
+        # Ray retries only system failures (a lost worker or node), never the job's own exceptions,
+        # which execute_isolated records instead of raising.
+        options = {**job.resources, "max_retries": INFRA_RETRIES, "retry_exceptions": False}
         if job.resources.get("num_gpus"):
             options["max_calls"] = 1  # a fresh worker per GPU job: memory is returned and measured cleanly
         _, dataset, _ = loaded[job.dataset]
@@ -189,10 +185,8 @@ def _execute_all(ray, jobs, registry, loaded, store: Store, summary: RunSummary,
                 job = in_flight.pop(ref)
                 try:
                     record = ray.get(ref)
-                except ray.exceptions.WorkerCrashedError as exc:
-                    record = _failure_record(job, "crash", exc)
-                except ray.exceptions.RayError as exc:
-                    record = _failure_record(job, "crash", exc)
+                except ray.exceptions.RayError as exc:  # worker or node lost, retries spent
+                    record = failure_record(job, LOST, f"{exc}"[:2000], f"{type(exc).__module__}.{type(exc).__name__}")
                 store.append(record)
                 summary.done += 1
                 if record["status"] != OK:
