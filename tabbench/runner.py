@@ -95,8 +95,12 @@ def _start_ray(address: str | None):
 
 
 def _remote_execute(job, factory, meta, data, split):
+    import ray
+
     X, y = data
-    return execute_isolated(job, factory, meta, X, y, split)
+    record = execute_isolated(job, factory, meta, X, y, split)
+    record["node"] = ray.util.get_node_ip_address()
+    return record
 
 
 def run_suite(suite: Suite, options: RunOptions) -> RunSummary:
