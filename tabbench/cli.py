@@ -123,6 +123,8 @@ def main(argv=None) -> int:
 
     try:
         return COMMANDS[args.command](args)
+    except KeyboardInterrupt:
+        return 130  # the runner has said what was kept and how to resume
     except (SuiteError, PluginError) as exc:
         print(f"tabbench: {exc}", file=sys.stderr)
         return 2
