@@ -79,6 +79,8 @@ class ModelSpec:
     cpus: float = 1
     gpus: float | Callable[[Mapping], float] = 0
     description: str = ""
+    requires: tuple = ()  # importable modules the estimator needs (checked before a run, never imported)
+    install_hint: str = ""  # how to get them, e.g. "pip install 'tabbench[boosters]'"
 
     def __post_init__(self):
         unknown = set(self.tasks) - set(TASKS)
@@ -87,6 +89,11 @@ class ModelSpec:
         extra = set(self.search_space) - set(self.default_params)
         if extra:
             raise ValueError(f"model {self.name!r}: search_space names params not in default_params: {sorted(extra)}")
+
+    def missing_requirements(self) -> list:
+        import importlib.util
+
+        return [module for module in self.requires if importlib.util.find_spec(module) is None]
 
     def resources(self, params: Mapping) -> dict:
         """Ray resources for one job of this model with these (resolved) params."""

@@ -339,6 +339,10 @@ def check_models(suite: Suite, registry: dict) -> None:
                                      f"model {entry.model!r} does not accept a parameter {name!r}"
                                      + (f"; did you mean {hint[0]!r}?" if hint else "")
                                      + f"; accepted: {', '.join(sorted(accepted)) or '(none)'}")
+        missing = spec.missing_requirements()
+        if missing:
+            raise SuiteError(suite.path, path, f"model {entry.model!r} needs {', '.join(missing)}, which is not "
+                             f"installed; {spec.install_hint or 'install it'}")
         if entry.tuning != "none" and not (entry.search_space or spec.search_space):
             raise SuiteError(suite.path, f"{path}.tuning", f"model {entry.model!r} declares no search space; "
                              "give one under search_space or set tuning: none")

@@ -74,3 +74,17 @@ def test_variants_are_separate_methods_of_one_registered_model():
 def test_every_shipped_suite_validates(path: Path):
     suite = load_suite(path)
     check_models(suite, load_models())
+
+
+def test_a_model_whose_library_is_missing_is_reported_with_the_install_hint():
+    import dataclasses
+
+    registry = load_models()
+    entry = registry["knn"]
+    spec = dataclasses.replace(entry.spec, requires=("sklearn", "no_such_module_xyz"),
+                               install_hint="pip install 'tabbench[extra]'")
+    registry["knn"] = dataclasses.replace(entry, spec=spec)
+    suite = parse_suite(BASE, "s.yaml")
+    with pytest.raises(SuiteError, match=r"s.yaml: models.knn: model 'knn' needs no_such_module_xyz, which is not "
+                                         r"installed; pip install 'tabbench\[extra\]'"):
+        check_models(suite, registry)
