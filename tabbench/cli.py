@@ -45,6 +45,16 @@ def build_parser() -> argparse.ArgumentParser:
     models = sub.add_parser("models", help="list the registered models")
     _plugin_arg(models)
 
+    datasets = sub.add_parser("datasets", help="where each dataset of a suite comes from, its shape, task and splits")
+    datasets.add_argument("suite")
+    datasets.add_argument("--no-load", action="store_true", help="only say where the data is; do not parse it")
+    datasets.add_argument("--json", action="store_true", help="print one JSON object per dataset")
+    _data_args(datasets)
+
+    fetch = sub.add_parser("fetch", help="download everything a suite needs into the cache (for offline runs)")
+    fetch.add_argument("suite")
+    _data_args(fetch)
+
     validate = sub.add_parser("validate", help="check a suite and its models without loading data or running")
     validate.add_argument("suite")
     _plugin_arg(validate)
@@ -103,6 +113,69 @@ def cmd_models(args) -> int:
     return 0
 
 
+def _suite_and_paths(args):
+    from tabbench.data.cache import DataPaths
+    from tabbench.suite import load_suite
+
+    suite = load_suite(args.suite)
+    return suite, DataPaths.from_env(args.cache, args.mirror, base=suite.path.parent)
+
+
+def _split_text(split: dict) -> str:
+    return " ".join(f"{k}={v}" for k, v in split.items())
+
+
+def cmd_datasets(args) -> int:
+    import json
+
+    from tabbench.data.dataset import describe
+
+    suite, paths = _suite_and_paths(args)
+    failed = 0
+    for cfg in suite.datasets:
+        info = describe(cfg, paths, load=not args.no_load)
+        failed += "error" in info
+        if args.json:
+            print(json.dumps(info, default=str))
+            continue
+        print(f"{info['name']}: {info['source']}")
+        print(f"  location: {info['location']}" + (f" ({info['note']})" if info.get("note") else ""))
+        if info.get("subset"):
+            print(f"  subset:   {info['subset']}")
+        if "rows" in info:
+            print(f"  table:    {info['rows']} rows x {info['columns']} columns, task {info['task']}, "
+                  f"target {info['target']!r}, fingerprint {info['fingerprint']}")
+        print(f"  split:    {_split_text(info['split'])}")
+        for s in info.get("splits", []):
+            print(f"    fold {s['fold']} repeat {s['repeat']}: train {s['train']} / val {s['val']} / test {s['test']}"
+                  f"  fingerprint {s['fingerprint']}")
+        if "error" in info:
+            print(f"  ERROR:    {info['error']}")
+    return 1 if failed else 0
+
+
+def cmd_fetch(args) -> int:
+    from tabbench.data.cache import DownloadError
+    from tabbench.data.dataset import fetch
+
+    suite, paths = _suite_and_paths(args)
+    failed = 0
+    for cfg in suite.datasets:
+        try:
+            info = fetch(cfg, paths)
+        except DownloadError as exc:
+            print(f"{cfg.name}: FAILED: {exc}")
+            failed += 1
+            continue
+        extra = f" [subset: {info['subset']}]" if info.get("subset") else ""
+        print(f"{cfg.name}: {info['status']}{extra}" + (f" ({info['note']})" if info.get("note") else ""))
+        for path in info["files"]:
+            digest = info["sha256"].get(path)
+            print(f"  {path}" + (f"  sha256 {digest}" if digest else ""))
+    print(f"Cache: {paths.cache}")
+    return 1 if failed else 0
+
+
 def cmd_validate(args) -> int:
     from tabbench.plugins import load_models
     from tabbench.suite import check_models, load_suite
@@ -113,7 +186,8 @@ def cmd_validate(args) -> int:
     return 0
 
 
-COMMANDS = {"run": cmd_run, "leaderboard": cmd_leaderboard, "models": cmd_models, "validate": cmd_validate}
+COMMANDS = {"run": cmd_run, "leaderboard": cmd_leaderboard, "models": cmd_models, "validate": cmd_validate,
+            "datasets": cmd_datasets, "fetch": cmd_fetch}
 
 
 def main(argv=None) -> int:

@@ -68,7 +68,8 @@ def load_data(suite: Suite, paths: DataPaths, only=()) -> dict:
             continue
         try:
             dataset = load_dataset(cfg, paths)
-            loaded[cfg.name] = (cfg, dataset, make_splits(dataset, cfg.split))
+            # a mirror stand-in may bring its own split (e.g. a subset's own test file)
+            loaded[cfg.name] = (cfg, dataset, make_splits(dataset, dataset.split or cfg.split))
         except (DataError, SourceError, OSError, ValueError) as exc:
             errors.append(f"{suite.path}: dataset {cfg.name!r}: {exc}")
     if errors:

@@ -293,6 +293,13 @@ def parse_suite(raw, file="<suite>") -> Suite:
     if not isinstance(models_raw, dict) or not models_raw:
         c.fail("models", f"expected a non-empty mapping of method names to model settings, got {_show(models_raw)}")
     models = tuple(_model(c, str(label), entry, f"models.{label}") for label, entry in models_raw.items())
+    labels = {m.label for m in models}
+    for i, d in enumerate(datasets):
+        for label in d.model_params or {}:
+            if label not in labels:
+                hint = difflib.get_close_matches(label, labels, n=1)
+                c.fail(f"datasets[{i}].model_params.{label}", f"no method {label!r} in this suite's models"
+                       + (f"; did you mean {hint[0]!r}?" if hint else f"; methods: {', '.join(sorted(labels))}"))
     seeds = c.int_list(raw["seeds"], "seeds") if "seeds" in raw else (0,)
     budget_raw = c.mapping(raw.get("budget", {}) or {}, "budget", {"time_s", "memory_mb"})
     budget = Budget(**{k: c.number(v, f"budget.{k}", 0.0) for k, v in budget_raw.items()})
@@ -331,11 +338,14 @@ def check_models(suite: Suite, registry: dict) -> None:
                              + f"; registered models: {', '.join(sorted(registry)) or '(none)'}")
         spec = registry[entry.model].spec
         accepted = set(spec.default_params)
-        for what, names in (("params", entry.params), ("search_space", entry.search_space or {})):
+        named = [(f"{path}.params", entry.params), (f"{path}.search_space", entry.search_space or {})]
+        named += [(f"datasets[{i}].model_params.{entry.label}", (d.model_params or {}).get(entry.label, {}))
+                  for i, d in enumerate(suite.datasets)]
+        for where, names in named:
             for name in names:
                 if name not in accepted:
                     hint = difflib.get_close_matches(name, accepted, n=1)
-                    raise SuiteError(suite.path, f"{path}.{what}.{name}",
+                    raise SuiteError(suite.path, f"{where}.{name}",
                                      f"model {entry.model!r} does not accept a parameter {name!r}"
                                      + (f"; did you mean {hint[0]!r}?" if hint else "")
                                      + f"; accepted: {', '.join(sorted(accepted)) or '(none)'}")

@@ -70,32 +70,73 @@ class DownloadError(Exception):
     pass
 
 
+def download_target(url: str, paths: DataPaths) -> Path:
+    """Where ``url`` is kept in the cache (whether or not it has been downloaded yet)."""
+    filename = Path(urllib.parse.urlparse(url).path).name or "download"
+    return paths.cache / "downloads" / hashlib.sha256(url.encode()).hexdigest()[:12] / filename
+
+
+def _sidecar(path: Path) -> Path:
+    return path.with_name(path.name + ".sha256")
+
+
+def checked_sha256(path: Path) -> str:
+    """sha256 of ``path``, remembered next to it (keyed by size and mtime) so big files hash once."""
+    stat = path.stat()
+    stamp = f"{stat.st_size} {stat.st_mtime_ns}"
+    sidecar = _sidecar(path)
+    try:
+        digest, recorded = sidecar.read_text().split(" ", 1)
+        if recorded.strip() == stamp:
+            return digest
+    except (OSError, ValueError):
+        pass
+    digest = sha256_of(path)
+    try:
+        sidecar.write_text(f"{digest} {stamp}\n")
+    except OSError:  # a read-only folder: just hash again next time
+        pass
+    return digest
+
+
+def cached_copy(url: str, sha256: str | None, paths: DataPaths) -> Path | None:
+    """The cached download of ``url`` if present and (when ``sha256`` is given) intact, else None."""
+    target = download_target(url, paths)
+    if target.exists() and (sha256 is None or checked_sha256(target) == sha256):
+        return target
+    return None
+
+
 def fetch_url(url: str, sha256: str | None, paths: DataPaths, mirror_path: str | None = None) -> Path:
     """A local copy of ``url``: from a mirror (at ``mirror_path``), the cache, or a checked download.
 
     A file found in a mirror under ``mirror_path`` is used as it is (a mirror may hold a declared
     subset or re-formatted copy); a cached or downloaded file must match ``sha256`` when one is given.
+    Without one, the sha256 of the first download is recorded next to it (see ``checked_sha256``),
+    so ``tabbench fetch`` can show it for pinning in the suite.
     """
     if mirror_path:
         hit = paths.find_in_mirrors(mirror_path)
         if hit is not None:
             return hit
-    filename = Path(urllib.parse.urlparse(url).path).name or "download"
-    target = paths.cache / "downloads" / hashlib.sha256(url.encode()).hexdigest()[:12] / filename
-    if target.exists() and (sha256 is None or sha256_of(target) == sha256):
-        return target
+    hit = cached_copy(url, sha256, paths)
+    if hit is not None:
+        return hit
+    target = download_target(url, paths)
+    filename = target.name
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".part-")
     try:
         with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=60) as response:
             shutil.copyfileobj(response, out)
-        if sha256 is not None:
-            got = sha256_of(Path(tmp))
-            if got != sha256:
-                raise DownloadError(f"{url}: checksum mismatch (expected sha256 {sha256}, got {got}); the file "
-                                    "changed upstream or the download was corrupted. Fix the suite's sha256 or "
-                                    "place a verified copy in a mirror.")
+        got = sha256_of(Path(tmp))
+        if sha256 is not None and got != sha256:
+            raise DownloadError(f"{url}: checksum mismatch (expected sha256 {sha256}, got {got}); the file "
+                                "changed upstream or the download was corrupted. Fix the suite's sha256 or "
+                                "place a verified copy in a mirror.")
         os.replace(tmp, target)
+        stat = target.stat()
+        _sidecar(target).write_text(f"{got} {stat.st_size} {stat.st_mtime_ns}\n")
     except OSError as exc:
         raise DownloadError(f"could not download {url}: {exc}. Offline? Put the file in a mirror folder "
                             f"(--mirror DIR or ${MIRROR_ENV}) at {mirror_path or filename}.") from exc

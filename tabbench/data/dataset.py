@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -57,6 +57,12 @@ class DatasetConfig:
     categorical: Any = "auto"  # "auto" or a list of column names / positions
     drop: tuple = ()
     subset: str | None = None  # set when the data is a declared subset of the original
+    # numeric columns with at most this many distinct values are categorical too (the NPT paper's
+    # rule for Income: get_num_cat_auto with cutoff 55); None = no such rule
+    categorical_max_levels: int | None = None
+    # per-method params for this dataset, {method label: {param: value}}; the runner updates the
+    # suite's model params with them (the paper's NPT config differs per dataset)
+    model_params: dict | None = field(default=None, hash=False)
 
 
 @dataclass
@@ -68,7 +74,8 @@ class Dataset:
     n_test_rows: int | None = None
     openml_task: Any = None
     origin: str = ""
-    subset: str | None = None
+    subset: str | None = None  # the subset/substitute label when this is not the whole original
+    split: SplitConfig | None = None  # the split protocol for this data (the suite's, or a stand-in's own)
 
     def __len__(self) -> int:
         return len(self.y)
@@ -131,6 +138,11 @@ def fingerprint_frame(X: pd.DataFrame, y: np.ndarray) -> str:
 
 
 def build_dataset(cfg: DatasetConfig, raw: RawTable) -> Dataset:
+    if raw.overrides:  # a mirror stand-in: its own subset label, split, target or drop list
+        overrides = dict(raw.overrides)
+        if cfg.subset and overrides.get("subset"):
+            overrides["subset"] = f"{cfg.subset}; {overrides['subset']}"
+        cfg = replace(cfg, **overrides)
     frame = raw.frame
     name = cfg.name
     if frame.shape[0] == 0:
@@ -149,6 +161,9 @@ def build_dataset(cfg: DatasetConfig, raw: RawTable) -> Dataset:
     if cfg.categorical == "auto":
         categorical = {c for c in features.columns
                        if not pd.api.types.is_numeric_dtype(features[c]) or c in raw.categorical}
+        if cfg.categorical_max_levels is not None:
+            categorical |= {c for c in features.columns
+                            if features[c].nunique(dropna=True) <= cfg.categorical_max_levels}
     else:
         categorical = {_resolve_column(frame, ref, "categorical", name) for ref in cfg.categorical}
         categorical.discard(target)
@@ -181,8 +196,110 @@ def build_dataset(cfg: DatasetConfig, raw: RawTable) -> Dataset:
         if task == BINARY and len(classes) != 2:
             raise DataError(f"dataset {name!r}: task is binary but target {target!r} has {len(classes)} classes")
     meta = DatasetMeta(name=name, task=task, target=target, columns=tuple(columns), classes=classes)
-    return Dataset(meta, X, y, fingerprint_frame(X, y), raw.n_test_rows, raw.openml_task, raw.origin, cfg.subset)
+    return Dataset(meta, X, y, fingerprint_frame(X, y), raw.n_test_rows, raw.openml_task, raw.origin, cfg.subset,
+                   cfg.split)
 
 
 def load_dataset(cfg: DatasetConfig, paths: DataPaths) -> Dataset:
+    """The typed dataset; make its splits with ``make_splits(ds, ds.split)`` (a stand-in may change them)."""
     return build_dataset(cfg, load_raw(cfg, paths))
+
+
+# --- what `tabbench datasets` and `tabbench fetch` show ------------------------------------------------
+
+
+def describe_source(cfg: DatasetConfig) -> str:
+    if cfg.source == "sklearn":
+        return f"sklearn {cfg.id}"
+    if cfg.source == "file":
+        return f"file {cfg.path}" + (f" + {cfg.test_path}" if cfg.test_path else "")
+    if cfg.source == "url":
+        return f"url {cfg.url}" + (f" + {cfg.test_url}" if cfg.test_url else "")
+    return f"openml task {cfg.task_id}" if cfg.task_id is not None else f"openml dataset {cfg.id}"
+
+
+def _split_summary(split: SplitConfig) -> dict:
+    out = {"protocol": split.protocol, "seed": split.seed, "val_fraction": split.val_fraction}
+    if split.protocol == "kfold":
+        out.update(k=split.k, folds=list(split.folds) if split.folds is not None else "all")
+    elif split.protocol == "holdout":
+        out["test_fraction"] = split.test_fraction
+    elif split.protocol == "fixed":
+        out["test"] = f"last {split.test_rows} rows" if split.test_rows else "the source's test file"
+    else:
+        out["repeats"] = list(split.repeats) if split.repeats is not None else "all"
+        out["folds"] = list(split.folds) if split.folds is not None else "all"
+    return out
+
+
+def describe(cfg: DatasetConfig, paths: DataPaths, load: bool = True) -> dict:
+    """Where a dataset comes from and, when it is available locally, what it is and how it splits.
+
+    Never downloads: a dataset that is neither cached nor mirrored reports ``location: remote``.
+    Keys: name, source, location (bundled|local|cache|mirror|stand-in|remote|missing), files,
+    subset (the stand-in's label, None for the whole original), note, and when loaded: rows,
+    columns (features + target), task, target, classes, fingerprint, split (the protocol in use),
+    splits (one {fold, repeat, train, val, test, fingerprint} per split), or error.
+    """
+    from tabbench.data.mirror import REMOTE, MISSING, locate
+    from tabbench.data.splits import make_splits
+
+    location = locate(cfg, paths)
+    out = {"name": cfg.name, "source": describe_source(cfg), "location": location.kind,
+           "files": [str(f) for f in location.files], "subset": location.subset or cfg.subset,
+           "note": location.note, "split": _split_summary(cfg.split)}
+    if not load or location.kind in (REMOTE, MISSING):
+        return out
+    try:
+        ds = load_dataset(cfg, paths)
+        splits = make_splits(ds, ds.split)
+    except Exception as exc:  # noqa: BLE001 - reported, so one broken dataset does not hide the others
+        out["error"] = f"{type(exc).__name__}: {exc}"
+        return out
+    out.update(rows=len(ds), columns=ds.X.shape[1] + 1, task=ds.meta.task, target=ds.meta.target,
+               classes=list(ds.meta.classes), subset=ds.subset, fingerprint=ds.fingerprint,
+               split=_split_summary(ds.split), n_test_rows=ds.n_test_rows,
+               splits=[{"fold": s.fold, "repeat": s.repeat, "train": len(s.train), "val": len(s.val),
+                        "test": len(s.test), "fingerprint": s.fingerprint} for s in splits])
+    return out
+
+
+def fetch(cfg: DatasetConfig, paths: DataPaths) -> dict:
+    """Download everything ``cfg`` needs into the cache now, so later runs need no network.
+
+    Returns {name, status, files, sha256, subset, note}. status: ``bundled``/``local`` (nothing to
+    fetch), ``cached`` (already there), ``mirror`` (an exact copy in a mirror), ``downloaded``, or
+    ``stand-in`` when the download failed but a mirror stand-in will be used (``note`` says why and
+    ``subset`` what it is). Raises DownloadError when nothing usable can be had.
+    """
+    from tabbench.data.cache import DownloadError, checked_sha256, fetch_url
+    from tabbench.data.mirror import BUNDLED, CACHE, LOCAL, MIRROR, MISSING, find_stand_in, locate
+    from tabbench.data.sources import download_openml
+
+    location = locate(cfg, paths)
+    out = {"name": cfg.name, "status": location.kind, "files": [str(f) for f in location.files],
+           "sha256": {}, "subset": None, "note": location.note}
+    if location.kind in (BUNDLED, LOCAL, CACHE, MIRROR):
+        if cfg.source == "url" and location.kind == CACHE:
+            out["sha256"] = {str(f): checked_sha256(f) for f in location.files}
+        out["status"] = "cached" if location.kind == CACHE else location.kind
+        return out
+    if location.kind == MISSING:
+        raise DownloadError(f"dataset {cfg.name!r}: {location.note}")
+    try:
+        if cfg.source == "url":
+            files = [fetch_url(cfg.url, cfg.sha256, paths, cfg.mirror_path)]
+            if cfg.test_url:
+                files.append(fetch_url(cfg.test_url, cfg.test_sha256, paths, cfg.test_mirror_path))
+            out["sha256"] = {str(f): checked_sha256(f) for f in files}
+        else:
+            files = download_openml(cfg, paths)
+    except DownloadError as exc:
+        stand_in = find_stand_in(cfg, paths)
+        if stand_in is None:
+            raise
+        out.update(status="stand-in", files=[str(f) for f in stand_in.files], subset=stand_in.subset,
+                   note=f"download failed, the mirror stand-in will be used: {exc}")
+        return out
+    out.update(status="downloaded", files=[str(f) for f in files], note="")
+    return out

@@ -1,13 +1,16 @@
 """Dataset sources: sklearn (bundled sets), file, url (checked download), openml (dataset or task).
 
-Each returns a RawTable: all columns including the target, as the publisher ships them.
+Each returns a RawTable: all columns including the target, as the publisher ships them. A url or
+openml source that is neither cached nor copied exactly in a mirror may be served by a declared
+stand-in from a mirror (tabbench.data.mirror); its RawTable then carries the stand-in's subset label
+and any config overrides (e.g. its own test file as the fixed test set).
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +31,7 @@ class RawTable:
     openml_task: Any = None
     categorical: tuple = ()  # columns the source itself declares categorical (openml, arff)
     origin: str = ""  # what was read: a path, a URL, an OpenML id
+    overrides: dict = field(default_factory=dict)  # DatasetConfig fields this copy changes (stand-ins)
 
 
 class SourceError(Exception):
@@ -77,6 +81,9 @@ def load_file(cfg, paths: DataPaths) -> RawTable:
 
 
 def load_url(cfg, paths: DataPaths) -> RawTable:
+    stand_in = _stand_in(cfg, paths)
+    if stand_in is not None:
+        return stand_in
     path = fetch_url(cfg.url, cfg.sha256, paths, cfg.mirror_path)
     test = fetch_url(cfg.test_url, cfg.test_sha256, paths, cfg.test_mirror_path) if cfg.test_url else None
     return _with_test_file(cfg, _read(cfg, path), test, cfg.url)
@@ -93,7 +100,17 @@ def _openml_cache(paths: DataPaths) -> Path:
     return root
 
 
+def _stand_in(cfg, paths: DataPaths) -> RawTable | None:
+    from tabbench.data import mirror
+
+    location = mirror.locate(cfg, paths)
+    return mirror.read_stand_in(cfg, location.stand_in) if location.kind == mirror.STAND_IN else None
+
+
 def load_openml(cfg, paths: DataPaths) -> RawTable:
+    stand_in = _stand_in(cfg, paths)
+    if stand_in is not None:
+        return stand_in
     os.environ.setdefault("OPENML_SKIP_PARQUET", "true")
     import openml
 
@@ -112,6 +129,34 @@ def load_openml(cfg, paths: DataPaths) -> RawTable:
     return RawTable(frame, default_target=target, openml_task=task,
                     categorical=tuple(n for n, c in zip(names, categorical) if c and n != target),
                     origin=f"openml task {cfg.task_id}" if task is not None else f"openml dataset {dataset_id}")
+
+
+def download_openml(cfg, paths: DataPaths) -> list:
+    """Put an OpenML dataset (or task, with its splits and dataset) into the cache; its folders."""
+    from tabbench.data.cache import DownloadError
+
+    os.environ.setdefault("OPENML_SKIP_PARQUET", "true")
+    import openml
+
+    root = _openml_cache(paths)
+    openml.config.set_root_cache_directory(str(root))
+    www = root / "org" / "openml" / "www"
+    try:
+        dataset_id = cfg.id
+        if cfg.task_id is not None:
+            task = openml.tasks.get_task(int(cfg.task_id), download_splits=True, download_data=True,
+                                         download_qualities=False, download_features_meta_data=False)
+            dataset_id = task.dataset_id
+        openml.datasets.get_dataset(int(dataset_id), download_data=True, download_qualities=False,
+                                    download_features_meta_data=False)
+    except Exception as exc:  # noqa: BLE001 - openml raises many kinds (server, connection, parse)
+        what = f"task {cfg.task_id}" if cfg.task_id is not None else f"dataset {cfg.id}"
+        raise DownloadError(f"could not fetch OpenML {what}: {type(exc).__name__}: {exc}. Offline? Put an "
+                            "OpenML cache (org/openml/...) in a mirror folder (--mirror DIR)") from exc
+    folders = [www / "datasets" / str(int(dataset_id))]
+    if cfg.task_id is not None:
+        folders.append(www / "tasks" / str(int(cfg.task_id)))
+    return folders
 
 
 LOADERS = {"sklearn": load_sklearn, "file": load_file, "url": load_url, "openml": load_openml}

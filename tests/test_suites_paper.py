@@ -1,0 +1,158 @@
+"""The paper's suites: they validate, they say what the NPT paper did, and every split protocol in
+uci.yaml materialises with the paper's sizes on the offline copies (where the copy is whole) and is
+deterministic."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tabbench.data.cache import DataPaths
+from tabbench.data.dataset import load_dataset
+from tabbench.data.splits import make_splits
+from tabbench.suite import load_suite
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT / ".." / "shared" / "datasets"
+SUITES = sorted((ROOT / "suites").glob("*.yaml"))
+PAPER_SUITES = ("uci", "uci-small", "image", "openml-cc18")
+NINE = {"knn", "random_forest", "gradient_boosting", "xgboost", "catboost", "lightgbm", "mlp", "tabnet", "npt"}
+needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason=f"offline datasets folder {SHARED} is absent")
+
+
+def suite(name):
+    return load_suite(ROOT / "suites" / f"{name}.yaml")
+
+
+@pytest.mark.parametrize("path", SUITES, ids=[p.stem for p in SUITES])
+def test_every_suite_validates(path):
+    s = load_suite(path)
+    assert {m.model for m in s.models} <= NINE
+    for d in s.datasets:  # per-dataset params only for methods the suite runs
+        assert set(d.model_params or {}) <= {m.label for m in s.models}, d.name
+
+
+@pytest.mark.parametrize("name", PAPER_SUITES)
+def test_paper_suites_run_all_nine_methods(name):
+    assert {m.model for m in suite(name).models} == NINE
+
+
+# name: (task, protocol, k, folds, val_fraction, test_rows, NPT e/batch/steps/lr as in the paper's table)
+PAPER = {
+    "higgs": ("binary", "fixed", None, None, 0.125, 500000, (64, 4096, 500000, 1e-3)),
+    "poker_hand": ("multiclass", "fixed", None, None, 0.125, None, (64, 4096, 200000, 1e-3)),
+    "forest_cover": ("multiclass", "kfold", 5, (0,), 0.125, None, (64, 1800, 800000, 5e-3)),
+    "income": ("binary", "fixed", None, None, 0.125, 99762, (64, 2048, 2000000, 1e-3)),
+    "kick": ("binary", "kfold", 5, (0,), 0.125, None, (64, 4096, 250000, 1e-3)),
+    "breast_cancer": ("binary", "kfold", 10, None, 2 / 9, None, (32, None, 2000, 5e-4)),
+    "protein": ("regression", "kfold", 5, (0,), 0.125, None, (128, 2048, 400000, 1e-3)),
+    "boston": ("regression", "kfold", 10, None, 2 / 9, None, (128, None, 2000, 1e-3)),
+    "yacht": ("regression", "kfold", 10, None, 2 / 9, None, (128, None, 10000, 1e-3)),
+    "concrete": ("regression", "kfold", 10, None, 2 / 9, None, (128, None, 10000, 1e-3)),
+}
+
+
+def test_uci_suite_is_the_papers_protocol():
+    s = suite("uci")
+    assert sorted(d.name for d in s.datasets) == sorted(PAPER)
+    for d in s.datasets:
+        task, protocol, k, folds, val_fraction, test_rows, npt = PAPER[d.name]
+        assert (d.task, d.split.protocol, d.split.seed) == (task, protocol, 42), d.name
+        if protocol == "kfold":
+            assert (d.split.k, d.split.folds) == (k, folds), d.name
+        assert d.split.val_fraction == pytest.approx(val_fraction), d.name
+        assert d.split.test_rows == test_rows, d.name
+        params = d.model_params["npt"]
+        assert (params["e"], params["batch_size"], params["steps"], params["lr"]) == npt, d.name
+    assert {d.name: (d.source, d.id) for d in s.datasets if d.source == "openml"} == {
+        "income": ("openml", 4535), "kick": ("openml", 41162)}
+    poker = next(d for d in s.datasets if d.name == "poker_hand")
+    assert poker.test_url.endswith("poker-hand-testing.data")
+    for d in s.datasets:  # suites name the originals; offline layouts live in the mirror mapping
+        assert d.mirror_path is None and d.test_mirror_path is None
+        assert d.source == "openml" or d.url.startswith("https://archive.ics.uci.edu/")
+
+
+def test_uci_small_is_the_four_small_datasets_of_uci():
+    small, full = suite("uci-small"), {d.name: d for d in suite("uci").datasets}
+    assert [d.name for d in small.datasets] == ["breast_cancer", "boston", "yacht", "concrete"]
+    for d in small.datasets:
+        same = {f: getattr(full[d.name], f) for f in ("source", "url", "split", "columns", "target", "categorical")}
+        assert {f: getattr(d, f) for f in same} == same, d.name
+
+
+def test_image_suite_uses_openml_and_the_papers_patches():
+    mnist, cifar = suite("image").datasets
+    assert (mnist.source, mnist.id, mnist.split.protocol, mnist.split.test_rows) == ("openml", 554, "fixed", 10000)
+    assert (cifar.source, cifar.id, cifar.split.test_rows) == ("openml", 40927, 10000)
+    assert 50000 * cifar.split.val_fraction == 5000  # 45k / 5k / 10k
+    assert (mnist.model_params["npt"]["patches"], cifar.model_params["npt"]["patches"]) == (49, 64)
+
+
+def test_openml_cc18_is_study_99_by_task_id():
+    datasets = suite("openml-cc18").datasets
+    ids = [d.task_id for d in datasets]
+    assert len(ids) == len(set(ids)) == 72
+    assert {d.source for d in datasets} == {"openml"} and {d.split.protocol for d in datasets} == {"openml_task"}
+    assert {3, 6, 31, 7592, 9946, 146825, 167124, 167141} <= set(ids)
+
+
+# --- split protocols on the offline copies -------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def uci_offline(tmp_path_factory):
+    if not SHARED.is_dir():
+        pytest.skip(f"offline datasets folder {SHARED} is absent")
+    paths = DataPaths(cache=tmp_path_factory.mktemp("cache"), mirrors=(SHARED.resolve(),), base=ROOT)
+    cfgs = {d.name: d for d in suite("uci").datasets}
+    return {name: (cfg, load_dataset(cfg, paths)) for name, cfg in cfgs.items() if name != "kick"}
+
+
+@needs_shared
+@pytest.mark.parametrize("name", ["breast_cancer", "boston", "yacht", "concrete"])
+def test_ten_fold_cv_is_70_20_10_and_partitions_the_rows(name, uci_offline):
+    _, ds = uci_offline[name]
+    splits = make_splits(ds, ds.split)
+    n = len(ds)
+    assert [s.fold for s in splits] == list(range(10))
+    assert sorted(np.concatenate([s.test for s in splits]).tolist()) == list(range(n))
+    for s in splits:
+        assert len(np.intersect1d(s.train, s.val)) == len(np.intersect1d(s.train, s.test)) == 0
+        assert len(s.train) + len(s.val) + len(s.test) == n
+        assert abs(len(s.test) - 0.1 * n) <= 1 and abs(len(s.val) - 0.2 * n) <= 2 and abs(len(s.train) - 0.7 * n) <= 2
+
+
+# (train, val, test) sizes; whole copies get the paper's sizes, subsets their own (and say so)
+SIZES = {
+    "protein": [(32011, 4573, 9146)],  # fold 0 of 5 of 45,730 rows: 0.7 / 0.1 / 0.2
+    "boston": [(353, 102, 51)] * 6 + [(354, 102, 50)] * 4,
+    "higgs": [(6125, 875, 500)],  # subset: its own 500-row test file
+    "poker_hand": [(21883, 3127, 18488)],  # whole training file, subset of the testing file
+    "forest_cover": [(10584, 1512, 3024)],  # fold 0 of 5 of the 15,120-row subset
+    "income": [(28490, 4071, 16281)],  # the Adult substitute's own test file
+}
+
+
+@needs_shared
+@pytest.mark.parametrize("name", sorted(SIZES))
+def test_split_sizes_on_the_offline_copies(name, uci_offline):
+    cfg, ds = uci_offline[name]
+    sizes = [(len(s.train), len(s.val), len(s.test)) for s in make_splits(ds, ds.split)]
+    assert sizes == SIZES[name]
+    assert (ds.subset is None) == (name in ("protein", "boston"))
+
+
+@needs_shared
+@pytest.mark.parametrize("name", ["higgs", "poker_hand", "forest_cover", "breast_cancer", "protein", "concrete"])
+def test_splits_are_deterministic(name, uci_offline, tmp_path):
+    cfg, ds = uci_offline[name]
+    again = load_dataset(cfg, DataPaths(cache=tmp_path, mirrors=(SHARED.resolve(),), base=ROOT))
+    assert again.fingerprint == ds.fingerprint
+    first, second = make_splits(ds, ds.split), make_splits(again, again.split)
+    assert [s.fingerprint for s in first] == [s.fingerprint for s in second]
+    for a, b in zip(first, second):
+        np.testing.assert_array_equal(a.test, b.test)
+        np.testing.assert_array_equal(a.val, b.val)
