@@ -1,0 +1,230 @@
+"""Gradient-boosted tree baselines of the NPT paper: XGBoost, CatBoost, LightGBM.
+
+Categorical columns are handled natively by each library: XGBoost ``enable_categorical`` on pandas
+categoricals, CatBoost ``cat_features`` (the category code as an integer, -1 for missing), LightGBM's
+pandas-categorical support. Numeric columns go in unscaled, missing values as NaN (all three learn a
+default direction for them).
+
+Early stopping: the validation split is the eval set (log-loss for classification, RMSE for
+regression), training stops after ``early_stopping_rounds`` rounds without improvement, and the best
+iteration is kept for prediction and recorded in ``info_["best_iteration"]`` (0-based: the index of
+the last tree used). ``n_estimators`` is then
+a cap on the number of trees, not the number trained.
+
+Devices: ``device`` is ``auto`` (CUDA when visible), ``cpu`` or ``cuda``. On CUDA XGBoost trains with
+``device="cuda"`` and CatBoost with ``task_type="GPU"``, and the spec asks Ray for one GPU. LightGBM's
+PyPI wheel has no CUDA support: it always trains on the CPU and asks for no GPU (``device`` is
+accepted so that a suite can set it for every model).
+
+Search spaces: the paper's grid for all three (the authors' ``baselines/sklearn_models.py``),
+48 configurations: learning_rate {1e-3, 1e-2, 0.1, 0.3} x max_depth {3, 5, 10} x n_estimators
+{50, 100, 500, 1000}. The paper trained exactly ``n_estimators`` trees; with early stopping on, each
+value is a cap, so the 500 and 1000 configurations often stop at the same tree. Set
+``early_stopping_rounds: null`` in a suite to reproduce the paper's protocol exactly. LightGBM keeps
+its default ``num_leaves=31`` as in the paper, so ``max_depth`` only limits trees of at most 31 leaves.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pandas as pd
+
+import tabbench
+from tabbench.spec import BINARY, CATEGORICAL, MULTICLASS, REGRESSION, ModelSpec
+from tabbench_plugins.baseline_utils import DEVICES, SeenClasses, gpus_for, resolve_device, validation
+
+ALL_TASKS = frozenset({BINARY, MULTICLASS, REGRESSION})
+
+# The paper's 48-configuration grid, shared by XGBoost, LightGBM and CatBoost (and sklearn's GB).
+PAPER_BOOSTING_GRID = {
+    "learning_rate": [1e-3, 1e-2, 0.1, 0.3],
+    "max_depth": [3, 5, 10],
+    "n_estimators": [50, 100, 500, 1000],
+}
+
+
+class Booster:
+    """The shared part: seen-class bookkeeping, the eval set, predictions over all classes."""
+
+    def __init__(self, meta, seed, **params):
+        self.meta = meta
+        self.seed = seed
+        self.params = params
+
+    # -- subclass hooks -----------------------------------------------------------------------------
+    def _frame(self, X: pd.DataFrame) -> pd.DataFrame:
+        """X as the library wants it (column names the library accepts, categoricals its way)."""
+        out = X.copy()
+        out.columns = [f"f{i}" for i in range(X.shape[1])]
+        return out
+
+    def _device(self) -> str:
+        return resolve_device(self.params["device"])
+
+    def _fit(self, X, y, val, n_seen: int, device: str):
+        raise NotImplementedError
+
+    def _best_iteration(self):
+        raise NotImplementedError
+
+    # -- the estimator contract ---------------------------------------------------------------------
+    def fit(self, X, y, X_val=None, y_val=None):
+        self.device_ = self._device()
+        self.seen_ = SeenClasses(y, self.meta.n_classes) if self.meta.is_classification else None
+        y_fit = self.seen_.encode(y) if self.seen_ is not None else np.asarray(y, dtype=np.float64)
+        self.model_ = None
+        if self.seen_ is not None and len(self.seen_) < 2:  # a single class: nothing to learn
+            self.info_ = {"device": self.device_, "single_class": True}
+            return self
+        val = validation(X_val, y_val, self.seen_)
+        val = (self._frame(val[0]), val[1]) if val is not None else None
+        self._fit(self._frame(X), y_fit, val, len(self.seen_) if self.seen_ is not None else 0, self.device_)
+        self.info_ = {"device": self.device_, "best_iteration": self._best_iteration()}
+        return self
+
+    def predict(self, X):
+        if self.meta.is_classification:
+            return self.predict_proba(X).argmax(axis=1)
+        return np.asarray(self.model_.predict(self._frame(X)), dtype=np.float64).reshape(-1)
+
+    def predict_proba(self, X):
+        if self.model_ is None:
+            return self.seen_.constant(len(X))
+        return self.seen_.widen(self.model_.predict_proba(self._frame(X)))
+
+
+class XGBoost(Booster):
+    def _fit(self, X, y, val, n_seen, device):
+        import xgboost
+
+        p = self.params
+        if not self.meta.is_classification:
+            cls, metric = xgboost.XGBRegressor, "rmse"
+        else:
+            cls, metric = xgboost.XGBClassifier, ("logloss" if n_seen == 2 else "mlogloss")
+        self.model_ = cls(
+            n_estimators=p["n_estimators"], learning_rate=p["learning_rate"], max_depth=p["max_depth"],
+            min_child_weight=p["min_child_weight"], subsample=p["subsample"],
+            colsample_bytree=p["colsample_bytree"], reg_lambda=p["reg_lambda"],
+            max_cat_to_onehot=p["max_cat_to_onehot"], tree_method="hist", enable_categorical=True,
+            device=device, n_jobs=p["n_jobs"], random_state=self.seed, verbosity=0, eval_metric=metric,
+            early_stopping_rounds=p["early_stopping_rounds"] if val is not None else None,
+        )
+        self.model_.fit(X, y, eval_set=[val] if val is not None else None, verbose=False)
+
+    def _best_iteration(self):
+        if self.model_ is None:
+            return None
+        try:
+            return int(self.model_.best_iteration)
+        except AttributeError:  # no early stopping: every tree is used
+            return int(self.model_.get_booster().num_boosted_rounds()) - 1
+
+
+class CatBoost(Booster):
+    def _frame(self, X):
+        out = {}
+        for i, col in enumerate(self.meta.columns):
+            if col.kind == CATEGORICAL:  # CatBoost wants int or str categories; -1 stands for missing
+                out[f"f{i}"] = X[col.name].cat.codes.to_numpy().astype(np.int64)
+            else:
+                out[f"f{i}"] = X[col.name].to_numpy(dtype=np.float64)
+        return pd.DataFrame(out, index=X.index)
+
+    def _fit(self, X, y, val, n_seen, device):
+        import catboost
+
+        p = self.params
+        cat_features = [i for i, c in enumerate(self.meta.columns) if c.kind == CATEGORICAL]
+        if not self.meta.is_classification:
+            cls, loss = catboost.CatBoostRegressor, "RMSE"
+        else:
+            cls, loss = catboost.CatBoostClassifier, ("Logloss" if n_seen == 2 else "MultiClass")
+        gpu = {"task_type": "GPU", "devices": "0"} if device == "cuda" else {"task_type": "CPU"}
+        self.model_ = cls(
+            iterations=p["n_estimators"], learning_rate=p["learning_rate"], depth=p["max_depth"],
+            l2_leaf_reg=p["l2_leaf_reg"], loss_function=loss, eval_metric=loss, random_seed=self.seed,
+            thread_count=p["n_jobs"], allow_writing_files=False, verbose=False, **gpu,
+        )
+        pool = catboost.Pool(X, y, cat_features=cat_features)
+        if val is not None:
+            eval_pool = catboost.Pool(val[0], val[1], cat_features=cat_features)
+            self.model_.fit(pool, eval_set=eval_pool, early_stopping_rounds=p["early_stopping_rounds"],
+                            use_best_model=bool(p["early_stopping_rounds"]))
+        else:
+            self.model_.fit(pool)
+
+    def _best_iteration(self):
+        if self.model_ is None:
+            return None
+        return int(self.model_.tree_count_) - 1  # use_best_model has already cut the trees after the best
+
+
+class LightGBM(Booster):
+    def _fit(self, X, y, val, n_seen, device):
+        import lightgbm
+
+        p = self.params
+        cls = lightgbm.LGBMClassifier if self.meta.is_classification else lightgbm.LGBMRegressor
+        self.model_ = cls(
+            n_estimators=p["n_estimators"], learning_rate=p["learning_rate"], max_depth=p["max_depth"],
+            num_leaves=p["num_leaves"], min_child_samples=p["min_child_samples"],
+            subsample=p["subsample"], subsample_freq=1 if p["subsample"] < 1 else 0,
+            colsample_bytree=p["colsample_bytree"], reg_lambda=p["reg_lambda"],
+            random_state=self.seed, n_jobs=p["n_jobs"], deterministic=True, force_col_wise=True, verbose=-1,
+        )
+        callbacks = []
+        if val is not None and p["early_stopping_rounds"]:
+            callbacks.append(lightgbm.early_stopping(p["early_stopping_rounds"], first_metric_only=True,
+                                                     verbose=False))
+        # pandas categorical columns are LightGBM categorical features (categorical_feature="auto")
+        if val is None:
+            self.model_.fit(X, y, callbacks=callbacks)
+        elif "eval_X" in inspect.signature(cls.fit).parameters:  # LightGBM >= 4.6 renamed eval_set
+            self.model_.fit(X, y, eval_X=(val[0],), eval_y=(val[1],), callbacks=callbacks)
+        else:
+            self.model_.fit(X, y, eval_set=[val], callbacks=callbacks)
+
+    def _device(self):
+        if self.params["device"] not in DEVICES:
+            resolve_device(self.params["device"])  # raises the usual message
+        return "cpu"  # no CUDA in LightGBM's wheel, whatever was asked for (see the module docstring)
+
+    def _best_iteration(self):
+        if self.model_ is None:
+            return None
+        best = self.model_.best_iteration_
+        return int(best) - 1 if best else int(self.model_.n_estimators) - 1
+
+
+_COMMON = {"n_estimators": 1000, "learning_rate": 0.1, "early_stopping_rounds": 50, "n_jobs": 1,
+           "device": "auto"}
+
+
+BOOSTERS = "pip install 'tabbench[boosters]'"
+
+
+@tabbench.hookimpl
+def register_models(register):
+    register(ModelSpec(
+        name="xgboost", factory=XGBoost, tasks=ALL_TASKS, requires=("xgboost",), install_hint=BOOSTERS,
+        default_params={**_COMMON, "max_depth": 6, "min_child_weight": 1.0, "subsample": 1.0,
+                        "colsample_bytree": 1.0, "reg_lambda": 1.0, "max_cat_to_onehot": 4},
+        search_space=PAPER_BOOSTING_GRID, gpus=gpus_for,
+        description="XGBoost (hist trees, native categoricals, early stopping on the validation split)",
+    ))
+    register(ModelSpec(
+        name="catboost", factory=CatBoost, tasks=ALL_TASKS, requires=("catboost",), install_hint=BOOSTERS,
+        default_params={**_COMMON, "max_depth": 6, "l2_leaf_reg": 3.0},
+        search_space=PAPER_BOOSTING_GRID, gpus=gpus_for,
+        description="CatBoost (cat_features for categoricals, early stopping on the validation split)",
+    ))
+    register(ModelSpec(
+        name="lightgbm", factory=LightGBM, tasks=ALL_TASKS, requires=("lightgbm",), install_hint=BOOSTERS,
+        default_params={**_COMMON, "max_depth": -1, "num_leaves": 31, "min_child_samples": 20,
+                        "subsample": 1.0, "colsample_bytree": 1.0, "reg_lambda": 0.0},
+        search_space=PAPER_BOOSTING_GRID, gpus=0,
+        description="LightGBM (native categoricals, early stopping on the validation split; CPU only)",
+    ))
