@@ -83,7 +83,7 @@ class GradientBoosting(SklearnModel):
 @tabbench.hookimpl
 def register_models(register):
     register(ModelSpec(
-        name="knn", factory=KNN, tasks=ALL_TASKS,
+        name="knn", factory=KNN, tasks=ALL_TASKS, requires=("sklearn.neighbors",),
         default_params={"n_neighbors": 5, "weights": "uniform", "p": 2},
         # The paper's small-data grid (480) is n_neighbors x weights x p x algorithm {ball_tree, kd_tree,
         # brute} x leaf_size {10, 30, 50, 100}; the last two only change the speed of an exact search,
@@ -93,7 +93,7 @@ def register_models(register):
         description="k-nearest neighbours (scikit-learn) on standardised, one-hot encoded features",
     ))
     register(ModelSpec(
-        name="random_forest", factory=RandomForest, tasks=ALL_TASKS,
+        name="random_forest", factory=RandomForest, tasks=ALL_TASKS, requires=("sklearn.ensemble",),
         default_params={"n_estimators": 100, "max_depth": None, "max_features": "sqrt",
                         "n_jobs": 1},
         # 24 configurations, as in the paper. Its grid was criterion {gini, entropy} (regression: {mae,
@@ -105,7 +105,7 @@ def register_models(register):
         description="Random Forest (scikit-learn)",
     ))
     register(ModelSpec(
-        name="gradient_boosting", factory=GradientBoosting, tasks=ALL_TASKS,
+        name="gradient_boosting", factory=GradientBoosting, tasks=ALL_TASKS, requires=("sklearn.ensemble",),
         default_params={"n_estimators": 100, "learning_rate": 0.1, "max_depth": 3, "subsample": 1.0},
         # The paper's 48-configuration grid (no early stopping: n_estimators trees are trained).
         search_space={"learning_rate": [1e-3, 1e-2, 0.1, 0.3], "max_depth": [3, 5, 10],

@@ -91,13 +91,22 @@ def _start_ray(address: str | None):
     if address or os.environ.get("RAY_ADDRESS"):
         ray.init(address=address or os.environ["RAY_ADDRESS"], **common)
     else:
-        ray.init(num_cpus=os.cpu_count(), include_dashboard=False, **common)
+        # address="local": always a new instance, never a cluster some earlier `ray start` left behind
+        ray.init(address="local", num_cpus=os.cpu_count(), include_dashboard=False, **common)
     return ray, True
 
 
-def _remote_execute(job, factory, meta, data, split):
+#: Imported by each worker before it forks a job, so the job's child starts with them loaded.
+_PRELOAD = ("sklearn.metrics",)
+
+
+def _remote_execute(job, factory, meta, data, split, preload):
+    import importlib
+
     import ray
 
+    for module in (*_PRELOAD, *preload):  # once per worker process; forked jobs inherit them
+        importlib.import_module(module)
     X, y = data
     record = execute_isolated(job, factory, meta, X, y, split)
     record["node"] = ray.util.get_node_ip_address()
@@ -178,7 +187,7 @@ def _execute_all(ray, jobs, registry, loaded, store: Store, summary: RunSummary,
             options["max_calls"] = 1  # a fresh worker per GPU job: memory is returned and measured cleanly
         _, dataset, _ = loaded[job.dataset]
         ref = remote.options(**options).remote(job, spec.factory, dataset.meta, data_refs[job.dataset],
-                                               splits[job.dataset][(job.fold, job.repeat)])
+                                               splits[job.dataset][(job.fold, job.repeat)], spec.requires)
         in_flight[ref] = job
 
     try:

@@ -79,7 +79,9 @@ class ModelSpec:
     cpus: float = 1
     gpus: float | Callable[[Mapping], float] = 0
     description: str = ""
-    requires: tuple = ()  # importable modules the estimator needs (checked before a run, never imported)
+    # Modules the estimator imports: checked before a run starts, and imported once per Ray worker so
+    # that every forked job starts with them loaded (a top-level name is checked without importing it).
+    requires: tuple = ()
     install_hint: str = ""  # how to get them, e.g. "pip install 'tabbench[boosters]'"
 
     def __post_init__(self):

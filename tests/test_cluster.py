@@ -10,6 +10,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
@@ -63,7 +64,7 @@ def two_hosts():
             _sh("ip", "netns", "del", ns, check=False)
 
 
-def test_suite_completes_on_a_two_node_cluster_when_a_node_dies(tmp_path, two_hosts):
+def test_suite_completes_on_a_two_node_cluster_when_a_node_dies(tmp_path, two_hosts, request):
     head, worker, subnet = two_hosts
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
     env["RAY_USAGE_STATS_ENABLED"] = "0"
@@ -71,7 +72,11 @@ def test_suite_completes_on_a_two_node_cluster_when_a_node_dies(tmp_path, two_ho
     env["RAY_AUTH_MODE"] = "token"
     env["RAY_AUTH_TOKEN"] = os.urandom(16).hex()
     address = f"{subnet}.1:6394"
-    common = ["--num-cpus=1", "--disable-usage-stats"]
+    # A temp dir of its own (short: Ray's socket paths must fit 107 bytes), so that nothing of this
+    # cluster, such as /tmp/ray/ray_current_cluster, outlives the test.
+    temp = tempfile.mkdtemp(prefix="tbray")
+    request.addfinalizer(lambda: shutil.rmtree(temp, ignore_errors=True))
+    common = ["--num-cpus=1", "--disable-usage-stats", f"--temp-dir={temp}"]
     subprocess.run(["ip", "netns", "exec", head, "ray", "start", "--head", f"--node-ip-address={subnet}.1",
                     "--port=6394", "--include-dashboard=false", *common], env=env, check=True, capture_output=True)
     joined = subprocess.run(["ip", "netns", "exec", worker, "ray", "start", f"--address={address}",
