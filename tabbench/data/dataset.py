@@ -113,6 +113,17 @@ def _is_number(text: str) -> bool:
         return False
 
 
+def _reject_stray_strings(series: pd.Series, col: str, dataset: str) -> None:
+    """A column whose values are numbers but for a few strings is a dirty numeric column, not a category."""
+    present = series.dropna()
+    numeric = pd.to_numeric(present, errors="coerce")
+    stray = numeric.isna()
+    if len(present) and 0 < stray.sum() <= 0.01 * len(present):
+        row = int(np.flatnonzero(series.notna().to_numpy())[np.flatnonzero(stray.to_numpy())[0]])
+        raise DataError(f"dataset {dataset!r}: column {col!r} is numeric but row {row} holds {present[stray].iloc[0]!r}; "
+                        "add that marker to na_values, clean the file, or list the column under 'categorical'")
+
+
 def _infer_task(y: pd.Series) -> str:
     if not pd.api.types.is_numeric_dtype(y) or pd.api.types.is_bool_dtype(y):
         return BINARY if y.nunique(dropna=True) == 2 else MULTICLASS
@@ -161,6 +172,8 @@ def build_dataset(cfg: DatasetConfig, raw: RawTable) -> Dataset:
     if cfg.categorical == "auto":
         categorical = {c for c in features.columns
                        if not pd.api.types.is_numeric_dtype(features[c]) or c in raw.categorical}
+        for col in sorted(categorical - set(raw.categorical), key=list(features.columns).index):
+            _reject_stray_strings(features[col], col, name)
         if cfg.categorical_max_levels is not None:
             categorical |= {c for c in features.columns
                             if features[c].nunique(dropna=True) <= cfg.categorical_max_levels}
@@ -179,20 +192,40 @@ def build_dataset(cfg: DatasetConfig, raw: RawTable) -> Dataset:
             example = features[col][bad].iloc[0]
             raise DataError(f"dataset {name!r}: column {col!r} is numeric but row {int(np.flatnonzero(bad)[0])} "
                             f"holds {example!r}; list the column under 'categorical' or clean the file")
-        typed[col] = values.astype(np.float64)
+        values = values.astype(np.float64)
+        infinite = np.isinf(values.to_numpy())
+        if infinite.any():
+            raise DataError(f"dataset {name!r}: column {col!r} holds an infinite value at row "
+                            f"{int(np.flatnonzero(infinite)[0])}; replace it in the file (or list it in na_values)")
+        typed[col] = values
         columns.append(Column(col, NUMERIC))
     X = pd.DataFrame(typed, index=pd.RangeIndex(len(features)))
+    empty = [col for col in X.columns if X[col].isna().all()]
+    if empty and cfg.source == "openml" and len(empty) < X.shape[1]:
+        # OpenML tables (e.g. anneal in OpenML-CC18) ship columns with no value at all, and a user
+        # cannot fix OpenML's file: drop them. In a file of the user's own they are an error.
+        X = X.drop(columns=empty)
+        columns = [c for c in columns if c.name not in empty]
+    elif empty:
+        raise DataError(f"dataset {name!r}: column(s) {empty} hold no value at all; add them to the dataset's "
+                        "'drop' list (or fix the file's separator if every column looks empty)")
 
     if task == REGRESSION:
         y = pd.to_numeric(y_raw, errors="coerce").to_numpy(dtype=np.float64)
         if np.isnan(y).any():
             raise DataError(f"dataset {name!r}: regression target {target!r} holds non-numeric values; "
                             "set task: binary or multiclass if it is a class label")
+        if np.ptp(y) == 0:
+            raise DataError(f"dataset {name!r}: regression target {target!r} is constant ({y[0]:g}); there is "
+                            "nothing to learn: pick another target column")
         classes = ()
     else:
         labels = _categorical(y_raw)
         classes = tuple(labels.cat.categories)
         y = labels.cat.codes.to_numpy().astype(np.int64)
+        if len(classes) < 2:
+            raise DataError(f"dataset {name!r}: target {target!r} has a single class ({classes[0]!r}); "
+                            "a classifier needs at least two: pick another target or check the file")
         if task == BINARY and len(classes) != 2:
             raise DataError(f"dataset {name!r}: task is binary but target {target!r} has {len(classes)} classes")
     meta = DatasetMeta(name=name, task=task, target=target, columns=tuple(columns), classes=classes)

@@ -33,8 +33,33 @@ def infer_format(path: str | Path) -> str:
             "tar": "image_tar"}.get(ext, "csv")
 
 
+class FormatError(ValueError):
+    """A data file could not be parsed; the message names the file and what to check."""
+
+
 def read_table(path: Path, fmt: str | None = None, header: bool = False, columns=None, skip_rows: int = 0,
                na_values=None, sep: str | None = None, **options) -> pd.DataFrame:
+    """Read one file into a DataFrame of raw values; column names from the header or ``columns``.
+
+    A missing, empty or corrupt file raises FormatError naming the file.
+    """
+    fmt = fmt or infer_format(path)
+    if Path(path).is_file() and Path(path).stat().st_size == 0:
+        raise FormatError(f"{path}: the file is empty; re-download it or fix the path")
+    try:
+        frame = _read_table(path, fmt, header, columns, skip_rows, na_values, sep, **options)
+    except FormatError:
+        raise
+    except (OSError, ValueError, EOFError, UnicodeDecodeError, pd.errors.ParserError) as exc:
+        raise FormatError(f"{path}: cannot be read as {fmt} ({type(exc).__name__}: {str(exc).strip()}); check the suite's "
+                          "format, sep, header and skip_rows, or replace a corrupt file") from exc
+    if frame.shape[0] == 0:
+        raise FormatError(f"{path}: no data rows (after skipping {skip_rows} lines and any header)")
+    return frame
+
+
+def _read_table(path: Path, fmt: str | None = None, header: bool = False, columns=None, skip_rows: int = 0,
+                na_values=None, sep: str | None = None, **options) -> pd.DataFrame:
     """Read one file into a DataFrame of raw values; column names from the header or ``columns``.
 
     ``options`` are format-specific: ``labels`` (idx: the labels file), ``pixel_prefix`` and
@@ -68,10 +93,12 @@ def read_table(path: Path, fmt: str | None = None, header: bool = False, columns
         # '\s+' runs on pandas' C parser (as delim_whitespace): leading/trailing blanks are ignored
         frame = pd.read_csv(path, sep=sep or _SEPARATORS[fmt], header=0 if header else None,
                             skiprows=skip_rows or None, na_values=na_values, skipinitialspace=True)
-        frame = frame.dropna(axis=1, how="all") if fmt == "whitespace" else frame
+        if fmt == "whitespace":  # trailing separators make empty columns at the end of each line
+            while frame.shape[1] > 1 and frame.iloc[:, -1].isna().all():
+                frame = frame.iloc[:, :-1]
     if columns is not None:
         if len(columns) != frame.shape[1]:
-            raise ValueError(f"{path}: the suite names {len(columns)} columns but the file has {frame.shape[1]}; "
+            raise FormatError(f"{path}: the suite names {len(columns)} columns but the file has {frame.shape[1]}; "
                              "fix the 'columns' list (or the file's separator/format)")
         frame.columns = list(columns)
     elif not header and fmt not in ("parquet", "arff", "idx", "image_tar"):
