@@ -110,7 +110,11 @@ def cmd_models(args) -> int:
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     for row in rows:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
-    return 0
+    from tabbench.plugins import BROKEN
+
+    for name, reason in BROKEN.items():
+        print(f"plugin {name!r} failed to load: {reason}", file=sys.stderr)
+    return 1 if BROKEN else 0
 
 
 def _suite_and_paths(args):

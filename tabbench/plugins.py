@@ -10,7 +10,9 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
+import warnings
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 
 import pluggy
@@ -24,6 +26,10 @@ PLUGINS_ENV = "TABBENCH_PLUGINS"
 
 class PluginError(Exception):
     """A plugin could not be loaded or registered something invalid."""
+
+
+#: Entry points that failed to import in this process, with the reason (shown by `tabbench models`).
+BROKEN: dict[str, str] = {}
 
 
 @dataclass(frozen=True)
@@ -60,13 +66,16 @@ def get_plugin_manager(plugin_files=()) -> pluggy.PluginManager:
     pm = pluggy.PluginManager(ENTRY_POINT_GROUP)
     pm.add_hookspecs(hookspecs)
     allowed = _allowed_entry_points()
-    if allowed is None:
-        pm.load_setuptools_entrypoints(ENTRY_POINT_GROUP)
-    else:
-        for name in allowed:
-            if not pm.load_setuptools_entrypoints(ENTRY_POINT_GROUP, name=name):
-                raise PluginError(f"{PLUGINS_ENV} names {name!r}, but no installed package provides a "
-                                  f"'{ENTRY_POINT_GROUP}' entry point of that name")
+    installed = sorted({ep.name for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)})
+    for name in installed if allowed is None else allowed:
+        if name not in installed:
+            raise PluginError(f"{PLUGINS_ENV} names {name!r}, but no installed package provides a "
+                              f"'{ENTRY_POINT_GROUP}' entry point of that name; installed: {', '.join(installed)}")
+        try:
+            pm.load_setuptools_entrypoints(ENTRY_POINT_GROUP, name=name)
+        except Exception as exc:  # one broken package must not hide every other model
+            BROKEN[name] = f"{type(exc).__name__}: {exc}"
+            warnings.warn(f"tabbench plugin {name!r} failed to load and is skipped: {BROKEN[name]}", stacklevel=2)
     for path in plugin_files:
         module = load_plugin_file(path)
         pm.register(module, name=str(Path(path).resolve()))

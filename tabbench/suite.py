@@ -333,9 +333,12 @@ def check_models(suite: Suite, registry: dict) -> None:
         path = f"models.{entry.label}"
         if entry.model not in registry:
             hint = difflib.get_close_matches(entry.model, list(registry), n=1)
+            from tabbench.plugins import BROKEN
+
+            broken = "".join(f"; plugin {n!r} failed to load ({why})" for n, why in BROKEN.items())
             raise SuiteError(suite.path, _join(path, "model") if entry.model != entry.label else path,
                              f"unknown model {entry.model!r}" + (f"; did you mean {hint[0]!r}?" if hint else "")
-                             + f"; registered models: {', '.join(sorted(registry)) or '(none)'}")
+                             + f"; registered models: {', '.join(sorted(registry)) or '(none)'}{broken}")
         spec = registry[entry.model].spec
         accepted = set(spec.default_params)
         named = [(f"{path}.params", entry.params), (f"{path}.search_space", entry.search_space or {})]

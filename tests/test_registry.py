@@ -97,3 +97,16 @@ def test_help_and_models_do_not_import_torch_ray_or_boosters():
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip().splitlines()[-1] == "HEAVY []"
+
+
+def test_a_broken_plugin_package_is_reported_and_does_not_hide_the_others(tmp_path):
+    site = tmp_path / "site"
+    (site / "tabbench_broken-1.0.dist-info").mkdir(parents=True)
+    (site / "tabbench_broken.py").write_text("import no_such_dependency_xyz\n")
+    (site / "tabbench_broken-1.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: tabbench-broken\nVersion: 1.0\n")
+    (site / "tabbench_broken-1.0.dist-info" / "entry_points.txt").write_text("[tabbench]\nbroken = tabbench_broken\n")
+    out = subprocess.run([sys.executable, "-m", "tabbench.cli", "models"], env={"PYTHONPATH": str(site), "PATH": ""},
+                         capture_output=True, text=True)
+    assert out.returncode == 1
+    assert "knn" in out.stdout and "gradient_boosting" in out.stdout
+    assert "plugin 'broken' failed to load: ModuleNotFoundError: No module named 'no_such_dependency_xyz'" in out.stderr
