@@ -14,6 +14,7 @@ import pickle
 import random
 import select
 import signal
+import sys
 import time
 import traceback
 from dataclasses import asdict, dataclass, field
@@ -180,6 +181,18 @@ def _die_with_parent():
         pass
 
 
+def _limit_threads(n: int) -> None:
+    """Run the job's native thread pools (BLAS, OpenMP, torch) on the CPUs Ray gave it, not every core."""
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ[var] = str(n)  # for libraries the job imports itself
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_num_threads(n)
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(n)  # for those already loaded (numpy's BLAS)
+
+
 def execute_isolated(job: Job, factory, meta, X, y, split, poll_s: float = 0.05) -> dict:
     """Run ``execute`` in a forked child so that the job's limits can be enforced from outside.
 
@@ -197,6 +210,7 @@ def execute_isolated(job: Job, factory, meta, X, y, split, poll_s: float = 0.05)
         try:
             os.close(read_fd)
             _die_with_parent()
+            _limit_threads(max(1, int(job.resources.get("num_cpus") or 1)))
             payload = pickle.dumps(execute(job, factory, meta, X, y, split))
             view = memoryview(payload)
             while view:

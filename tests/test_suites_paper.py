@@ -83,12 +83,11 @@ def test_uci_small_is_the_four_small_datasets_of_uci():
         assert {f: getattr(d, f) for f in same} == same, d.name
 
 
-def test_image_suite_uses_openml_and_the_papers_patches():
+def test_image_suite_uses_openml_and_the_papers_splits():
     mnist, cifar = suite("image").datasets
     assert (mnist.source, mnist.id, mnist.split.protocol, mnist.split.test_rows) == ("openml", 554, "fixed", 10000)
     assert (cifar.source, cifar.id, cifar.split.test_rows) == ("openml", 40927, 10000)
     assert 50000 * cifar.split.val_fraction == 5000  # 45k / 5k / 10k
-    assert (mnist.model_params["npt"]["patches"], cifar.model_params["npt"]["patches"]) == (49, 64)
 
 
 def test_openml_cc18_is_study_99_by_task_id():

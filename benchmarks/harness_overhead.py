@@ -1,0 +1,82 @@
+"""How much time the harness adds per job, on top of the model's own work.
+
+Runs the same N cheap jobs (k-NN on scikit-learn's wine data, 5-fold x seeds) three ways and prints
+milliseconds per job:
+  direct    tabbench.jobs.execute in this process: the model's fit + predict + metrics
+  isolated  tabbench.jobs.execute_isolated: the same in a forked child with enforced limits
+  ray       tabbench run on a local Ray (startup and shutdown timed separately)
+
+    python benchmarks/harness_overhead.py [--jobs 100]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from pathlib import Path
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--jobs", type=int, default=100)
+    args = parser.parse_args()
+    os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+
+    from tabbench.data.cache import DataPaths
+    from tabbench.jobs import execute, execute_isolated, plan
+    from tabbench.plugins import load_models
+    from tabbench.runner import RunOptions, load_data, run_suite
+    from tabbench.suite import parse_suite
+
+    seeds = max(1, args.jobs // 5)
+    raw = {"name": "overhead", "seeds": list(range(seeds)),
+           "datasets": [{"name": "wine", "source": "sklearn", "id": "wine", "split": {"protocol": "kfold", "k": 5}}],
+           "models": {"knn": {}}}
+    with tempfile.TemporaryDirectory() as tmp:
+        suite = parse_suite(raw, Path(tmp) / "overhead.yaml")
+        registry = load_models()
+        paths = DataPaths(cache=Path(tmp) / "cache")
+        loaded = load_data(suite, paths)
+        jobs = plan(suite, registry, loaded)
+        _, dataset, splits = loaded["wine"]
+        by_fold = {s.fold: s for s in splits}
+        factory = registry["knn"].spec.factory
+        execute(jobs[0], factory, dataset.meta, dataset.X, dataset.y, by_fold[0])  # warm imports
+
+        timings = {}
+        for name, fn in (("direct", execute), ("isolated", execute_isolated)):
+            t0 = time.perf_counter()
+            for job in jobs:
+                record = fn(job, factory, dataset.meta, dataset.X, dataset.y, by_fold[job.fold])
+                assert record["status"] == "ok", record
+            timings[name] = (time.perf_counter() - t0) / len(jobs) * 1000
+
+        import ray
+
+        t0 = time.perf_counter()
+        ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+        startup = time.perf_counter() - t0
+        run_suite(suite, RunOptions(results=Path(tmp) / "warm", progress=False, data_paths=paths))  # warm workers
+        t0 = time.perf_counter()
+        summary = run_suite(suite, RunOptions(results=Path(tmp) / "results", progress=False, data_paths=paths))
+        wall = time.perf_counter() - t0
+        ray.shutdown()
+        assert summary.done == len(jobs) and summary.failed == 0
+        cpus = os.cpu_count()
+        timings["ray"] = wall / len(jobs) * 1000
+
+    import platform
+
+    print(f"{len(jobs)} k-NN jobs on wine, {cpus} CPUs, {platform.processor() or platform.machine()}")
+    print(f"  direct   (model only, 1 process)       {timings['direct']:7.1f} ms/job")
+    print(f"  isolated (forked child per job)        {timings['isolated']:7.1f} ms/job   "
+          f"x{timings['isolated'] / timings['direct']:.2f} of direct")
+    print(f"  ray      (tabbench run, {cpus} workers, incl. leaderboard)"
+          f" {timings['ray']:7.1f} ms/job wall   x{timings['ray'] / timings['direct']:.2f} of direct")
+    print(f"  ray startup (once per run)             {startup * 1000:7.0f} ms")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,216 @@
+"""Time one NPT training step and measure its peak memory: fused attention vs explicit softmax.
+
+A training step is what ``NPT.fit`` does per step: BERT-style masking, forward, the masked loss,
+backward, element-wise gradient clipping and a LAMB + Lookahead update. Each (config, path) runs in
+a fresh subprocess, so peak memory is not polluted by an earlier measurement.
+
+Paths (same model, same maths):
+  explicit-fp32   softmax(QK^T / t) V written out (materialises the n x n matrix), fp32
+  fused-fp32      F.scaled_dot_product_attention, fp32
+  fused-bf16      F.scaled_dot_product_attention under bf16 autocast (the default on CUDA)
+  fused-bf16-ckpt the same with activation checkpointing per block
+
+Configs: the paper's batch shapes, rows x columns (target included) and embedding size e, 8 layers,
+8 heads: higgs 4096 x 29 e=64, protein 2048 x 10 e=128, boston 506 x 14 e=128. ``--rows`` caps the
+rows (the CPU default caps them at 256: a full Higgs step takes about a minute on 2 CPU cores).
+
+Peak memory: CUDA: torch.cuda.max_memory_allocated / max_memory_reserved over the timed steps.
+CPU: VmHWM (peak resident set) of the worker after resetting it (echo 5 > /proc/self/clear_refs)
+once the model and optimiser exist and the warm-up steps have run (freed memory returned to the OS
+with malloc_trim); "added" subtracts the resident set just before the timed steps (the weights,
+optimiser state and Lookahead's slow weights), i.e. the step's working memory.
+
+    python benchmarks/npt_step.py                       # all configs, all paths, default device
+    python benchmarks/npt_step.py --device cpu --rows 256 --steps 3 --threads 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+CONFIGS = {  # name: (rows, numeric features, categorical feature cardinalities, target cardinality, e)
+    "higgs": (4096, 28, (), 2, 64),  # binary target
+    "protein": (2048, 9, (), 0, 128),  # regression target
+    "boston": (506, 11, (2, 9), 0, 128),  # CHAS and RAD categorical, as in the paper
+}
+PATHS = ("explicit-fp32", "fused-fp32", "fused-bf16", "fused-bf16-ckpt")
+
+
+def _rss_kib(field="VmRSS"):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+def worker(name, path, rows, steps, warmup, device, threads, layers, heads):
+    import torch
+
+    from tabbench_plugins import npt_model as nm
+    from tabbench_plugins import npt_optim as no
+
+    if threads:
+        torch.set_num_threads(threads)
+    torch.manual_seed(0)
+    n, n_num, cat, target, e = CONFIGS[name]
+    n = min(n, rows) if rows else n
+    cards = (0,) * n_num + tuple(cat) + (target,)
+    d = len(cards)
+    dev = torch.device(device)
+    cfg = nm.NPTConfig(cards=cards, e=e, n_layers=layers, n_heads=heads,
+                       attention="explicit" if path.startswith("explicit") else "fused",
+                       checkpointing=path.endswith("ckpt"))
+    bf16 = "bf16" in path
+    model = nm.NPT(cfg).to(dev)
+    params = list(model.parameters())
+    opt = no.Lookahead(no.Lamb(params, lr=1e-3))
+    # a real-looking table: standardised numeric values, uniform classes; nothing missing
+    x = torch.randn(n, d, device=dev)
+    for j, c in enumerate(cards):
+        if c:
+            x[:, j] = torch.randint(0, c, (n,), device=dev).float()
+    missing = torch.zeros(n, d, dtype=torch.bool, device=dev)
+    p = torch.tensor([0.15] * (d - 1) + [1.0], device=dev)
+    cards_t = torch.tensor(cards, dtype=torch.float32, device=dev)
+    gen = torch.Generator(device=dev).manual_seed(0)
+
+    def step():
+        c = nm.corrupt(x, missing, ~missing, p, cards_t, gen)
+        with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=bf16):
+            out = model(c.x, c.m)
+        losses = nm.entry_losses(out, x, cards)
+        loss = 0.5 * nm.masked_mean(losses[:, :-1], c.scored[:, :-1]) + 0.5 * nm.masked_mean(losses[:, -1], c.scored[:, -1])
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        grads = [q.grad for q in params if q.grad is not None]
+        torch._foreach_clamp_min_(grads, -1.0)
+        torch._foreach_clamp_max_(grads, 1.0)
+        opt.step()
+
+    def sync():
+        if dev.type == "cuda":
+            torch.cuda.synchronize()
+
+    for _ in range(warmup):
+        step()
+    sync()
+    if dev.type == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+    else:  # give freed warm-up activations back to the OS, so the baseline is the resident state only
+        import ctypes
+
+        try:
+            ctypes.CDLL("libc.so.6").malloc_trim(0)
+        except OSError:
+            pass
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        base = _rss_kib() * 1024
+    times = []
+    for _ in range(steps):
+        t0 = time.perf_counter()
+        step()
+        sync()
+        times.append(time.perf_counter() - t0)
+    if dev.type == "cuda":
+        peak, reserved = torch.cuda.max_memory_allocated(), torch.cuda.max_memory_reserved()
+        dev_name = torch.cuda.get_device_name(dev)
+    else:
+        peak, reserved = _rss_kib("VmHWM") * 1024, None
+        dev_name = _cpu_name() + f", {torch.get_num_threads()} threads"
+    ms = statistics.median(times) * 1000
+    return {"config": name, "path": path, "rows": n, "cols": d, "e": e, "n_params": model.n_params(),
+            "ms": ms, "rows_per_s": n / (ms / 1000), "peak": peak, "added": peak - base, "reserved": reserved,
+            "device": dev_name, "steps": steps}
+
+
+def _cpu_name():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "CPU"
+
+
+def gib(b):
+    return "-" if b is None else f"{b / 2**30:.2f}"
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--configs", default=",".join(CONFIGS))
+    ap.add_argument("--paths", default=",".join(PATHS))
+    ap.add_argument("--device", default="auto")
+    ap.add_argument("--rows", type=int, default=None, help="cap on rows per batch (CPU default 256)")
+    ap.add_argument("--steps", type=int, default=None, help="timed steps (default: 10 on CUDA, 3 on CPU)")
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
+    ap.add_argument("--layers", type=int, default=8)
+    ap.add_argument("--heads", type=int, default=8)
+    ap.add_argument("--worker", nargs=2, metavar=("CONFIG", "PATH"), help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+
+    device = args.device
+    if device == "auto":
+        import torch
+
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    rows = args.rows if args.rows is not None else (None if device == "cuda" else 256)
+    steps = args.steps or (10 if device == "cuda" else 3)
+    if args.worker:
+        print(json.dumps(worker(*args.worker, rows, steps, args.warmup, device, args.threads, args.layers,
+                                args.heads)))
+        return
+
+    results = []
+    for name in args.configs.split(","):
+        for path in args.paths.split(","):
+            if path.endswith("bf16") or "bf16" in path:
+                if device == "cpu":
+                    import torch
+
+                    if not torch.ops.mkldnn._is_mkldnn_bf16_supported():
+                        continue
+            cmd = [sys.executable, os.path.abspath(__file__), "--worker", name, path, "--device", device,
+                   "--steps", str(steps), "--warmup", str(args.warmup), "--threads", str(args.threads),
+                   "--layers", str(args.layers), "--heads", str(args.heads)]
+            if rows:
+                cmd += ["--rows", str(rows)]
+            proc = subprocess.run(cmd, capture_output=True, text=True)
+            if proc.returncode != 0:
+                print(f"{name} {path}: failed\n{proc.stderr[-2000:]}", file=sys.stderr)
+                continue
+            results.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+            r = results[-1]
+            print(f"  done {name:8s} {path:16s} {r['ms']:10.1f} ms", file=sys.stderr, flush=True)
+    if not results:
+        return
+    print(f"device: {results[0]['device']}; {args.layers} layers, {args.heads} heads; median of {steps} steps "
+          f"after {args.warmup} warm-up")
+    mem = "peak alloc GiB" if device == "cuda" else "peak RSS GiB"
+    print(f"| config | rows x cols, e | params | path | ms/step | rows/s | {mem} | step added GiB | "
+          f"{'reserved GiB | ' if device == 'cuda' else ''}speed-up | peak ratio | added ratio |")
+    print("|---" * (12 if device == "cuda" else 11) + "|")
+    for r in results:
+        ref = next((b for b in results if b["config"] == r["config"] and b["path"] == "explicit-fp32"), None)
+        speed = f"{ref['ms'] / r['ms']:.2f}x" if ref else "-"
+        pr = f"{r['peak'] / ref['peak']:.2f}" if ref else "-"
+        ar = f"{r['added'] / ref['added']:.2f}" if ref and ref["added"] > 0 else "-"
+        res = f"{gib(r['reserved'])} | " if device == "cuda" else ""
+        print(f"| {r['config']} | {r['rows']} x {r['cols']}, {r['e']} | {r['n_params'] / 1e6:.1f}M | {r['path']} | "
+              f"{r['ms']:.0f} | {r['rows_per_s']:.0f} | {gib(r['peak'])} | {gib(r['added'])} | {res}{speed} | {pr} | {ar} |")
+
+
+if __name__ == "__main__":
+    main()

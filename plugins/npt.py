@@ -1,0 +1,315 @@
+"""Non-Parametric Transformers (Kossen et al., NeurIPS 2021) as a tabbench model: ``npt``.
+
+The model itself is in ``tabbench_plugins.npt_model``, the optimiser in ``tabbench_plugins.npt_optim``;
+both import torch, so this module imports them only inside ``fit`` (``tabbench models`` stays fast).
+
+Training (paper section 3 and appendix; the reference facts are in docs/npt-reference.md):
+
+* The table is the training rows plus the target as the last column. Each step, every observed
+  feature entry is masked with ``p_feature`` and every training target with ``p_target`` (BERT style:
+  of the masked entries a ``p_random`` share gets a random value and no mask bit, except where the
+  probability is 1). Loss ``lambda * L_features + (1 - lambda) * L_targets``, lambda cosine-annealed
+  from ``lambda_init`` to 0 over the run.
+* LAMB in Lookahead, LR constant for ``flat_fraction`` of the steps then cosine to 0, gradients
+  clipped (``clip_mode``), ``batch_size`` rows per step (None = the whole table; else shuffled or,
+  with ``class_balance``, class-stratified minibatches).
+* Every ``eval_every`` steps the validation loss is computed with the validation rows' targets masked
+  and the training rows as context; the parameters with the best validation loss are kept (on the
+  device, without a host sync) and used for prediction.
+* Prediction: the training rows are the context, the rows to predict have their target masked. With
+  minibatches every batch holds context and query rows in the proportion of their totals.
+
+Choices where the code and the paper (or this harness) differ, all settable:
+
+* ``clip_mode="value"``: the code clamps each gradient element to [-clip, clip] (the paper's
+  "gradient clipping 1"); ``"norm"`` clips the global norm instead.
+* Seeding: the code never seeds torch; here ``seed`` seeds initialisation, dropout, masking and
+  batching, and a CPU run is bit-for-bit reproducible.
+* Architecture flags ``ln_kv``, ``temperature``, ``residual``: see npt_model.py (defaults = code).
+* ``context_labels="auto"``: training labels are visible to the model at evaluation only when
+  ``p_target < 1``. With ``p_target = 1`` the model never saw a label as input during training (the
+  code then masks every target at evaluation too), so showing labels would feed it an input it never
+  learnt to read. ``True`` / ``False`` force either.
+* Inductive: the harness's ``fit`` never sees test rows, so unlike the code's default semi-supervised
+  mode (test and validation features in every training batch) the training batches hold training
+  rows only; validation rows are held out exactly as test rows are, so the validation loss is an
+  honest stand-in for the test loss.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+import tabbench
+from tabbench.spec import BINARY, CATEGORICAL, MULTICLASS, REGRESSION, ModelSpec
+
+DEFAULT_PARAMS = {
+    # architecture (paper defaults; e = 32 is the paper's Breast Cancer size, 64 / 128 elsewhere)
+    "e": 32, "n_layers": 8, "n_heads": 8, "dropout": 0.1, "att_dropout": 0.1,
+    # code-vs-paper architecture flags (defaults = the authors' code; see npt_model.py)
+    "ln_kv": False, "temperature": "hidden", "residual": "linear",
+    # optimisation
+    "lr": 1e-3, "steps": 500, "batch_size": None, "eval_batch_size": None,
+    "flat_fraction": None,  # None: 0.5 with whole-table batches (paper, small data), else 0.7
+    "clip": 1.0, "clip_mode": "value", "weight_decay": 0.0, "lookahead_alpha": 0.5, "lookahead_k": 6,
+    "eval_every": 6, "class_balance": False,
+    # masking objective
+    "p_feature": 0.15, "p_target": 1.0, "p_random": 0.1, "lambda_init": 1.0, "context_labels": "auto",
+    # execution
+    "device": "auto", "amp": True, "checkpointing": False, "attention": "fused",
+}
+
+
+class NPT:
+    """Non-Parametric Transformer estimator (tabbench contract, see tabbench/spec.py)."""
+
+    def __init__(self, meta, seed=0, **params):
+        self.meta = meta
+        self.seed = seed
+        self.params = params
+
+    # --- helpers ------------------------------------------------------------------------------
+
+    def _param(self, name):
+        return self.params.get(name, DEFAULT_PARAMS[name])
+
+    def _check_params(self):
+        unknown = set(self.params) - set(DEFAULT_PARAMS)
+        if unknown:
+            raise ValueError(f"npt: unknown params {sorted(unknown)}; accepted: {sorted(DEFAULT_PARAMS)}")
+        if self._param("clip_mode") not in ("value", "norm"):
+            raise ValueError("npt: clip_mode must be 'value' or 'norm'")
+        if self._param("context_labels") not in ("auto", True, False):
+            raise ValueError("npt: context_labels must be 'auto', true or false")
+        for name in ("p_feature", "p_target", "p_random", "lambda_init", "dropout", "att_dropout"):
+            if not 0 <= self._param(name) <= 1:
+                raise ValueError(f"npt: {name} must be in [0, 1], got {self._param(name)}")
+
+    def _encode(self, X, y=None):
+        """(n, d) float32 values and a bool missing mask; the target is the last column."""
+        cols, missing = [], []
+        for j, col in enumerate(self.meta.columns):
+            if col.kind == CATEGORICAL:
+                codes = X[col.name].cat.codes.to_numpy().astype(np.float64)
+                miss = codes < 0
+            else:
+                v = X[col.name].to_numpy(dtype=np.float64)
+                miss = np.isnan(v)
+                codes = (v - self.mean_[j]) / self.scale_[j]
+            cols.append(np.where(miss, 0.0, codes))
+            missing.append(miss)
+        n = len(X)
+        if y is None:
+            cols.append(np.zeros(n))
+            missing.append(np.zeros(n, dtype=bool))
+        else:
+            y = np.asarray(y)
+            cols.append(y.astype(np.float64) if self.meta.is_classification else self.y_scaler_.transform(y))
+            missing.append(np.zeros(n, dtype=bool))
+        return (np.stack(cols, 1).astype(np.float32).reshape(n, len(cols)),
+                np.stack(missing, 1).reshape(n, len(cols)))
+
+    def _batches(self, n_ctx, n_q, torch, device):
+        """Index batches over [context rows, query rows], both in the proportion of their totals."""
+        size = self._param("eval_batch_size") or self._param("batch_size")
+        total = n_ctx + n_q
+        n_b = 1 if not size or size >= total else math.ceil(total / size)
+        q = torch.arange(n_q, device=device)
+        if n_b == 1:
+            return [(torch.arange(n_ctx, device=device), q)]
+        g = torch.Generator(device=device).manual_seed(self.seed + 1)  # fixed: predict is deterministic
+        ctx = self._order(self.y_train_t_, g, torch)
+        return list(zip(torch.tensor_split(ctx, n_b), torch.tensor_split(q, n_b)))
+
+    def _order(self, y, g, torch):
+        """A random order of the training rows; class-stratified (every chunk keeps the class
+        proportions) when class_balance is set. Built on the device: nothing comes back to the host."""
+        n = len(y)
+        perm = torch.randperm(n, generator=g, device=y.device)
+        if not (self._param("class_balance") and self.meta.is_classification):
+            return perm
+        yp = y[perm].long()
+        onehot = torch.nn.functional.one_hot(yp, self.meta.n_classes)
+        rank = (onehot.cumsum(0) * onehot).sum(1) - 1  # position of each row within its class
+        count = onehot.sum(0)[yp]
+        key = (rank + torch.rand(n, generator=g, device=y.device)) / count
+        return perm[torch.argsort(key)]
+
+    def _autocast(self, torch):
+        enabled = bool(self._param("amp")) and (self.device_.type == "cuda" or self.cpu_bf16_)
+        return torch.autocast(self.device_.type, dtype=torch.bfloat16, enabled=enabled)
+
+    def _target_outputs(self, torch, xq, mq):
+        """Target-column outputs for query rows (xq, mq on the device), training rows as context."""
+        t = self.cfg_.d - 1
+        outs = []
+        for ci, qi in self._batches(len(self.x_train_), len(xq), torch, self.device_):
+            x = torch.cat([self.x_train_[ci], xq[qi]])
+            m = torch.cat([self.m_train_[ci], mq[qi]])
+            m[len(ci):, t] = True  # query targets are never visible
+            if not self.context_labels_:
+                m[:, t] = True
+            x = torch.where(m, torch.zeros_like(x), x)
+            with self._autocast(torch):
+                outs.append(self.model_(x, m, columns=[t])[t][len(ci):].float())
+        return torch.cat(outs)
+
+    # --- estimator API ------------------------------------------------------------------------
+
+    def fit(self, X, y, X_val=None, y_val=None):
+        import torch
+
+        from tabbench_plugins import npt_model as nm
+        from tabbench_plugins import npt_optim as no
+        from tabbench.preprocess import TargetScaler
+
+        self._check_params()
+        P = self._param
+        start = time.perf_counter()
+        device = P("device")
+        if device == "auto":
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        self.device_ = torch.device(device)
+        self.cpu_bf16_ = self.device_.type == "cpu" and torch.backends.mkldnn.is_available() and \
+            torch.ops.mkldnn._is_mkldnn_bf16_supported()
+        torch.manual_seed(self.seed)  # initialisation and dropout (the CUDA generators too)
+
+        # standardise numeric columns on the training rows; regression targets likewise
+        self.mean_, self.scale_ = {}, {}
+        for j, col in enumerate(self.meta.columns):
+            if col.kind != CATEGORICAL:
+                v = X[col.name].to_numpy(dtype=np.float64)
+                with np.errstate(all="ignore"):
+                    mu, sd = np.nanmean(v) if np.isfinite(v).any() else 0.0, np.nanstd(v) if np.isfinite(v).any() else 1.0
+                self.mean_[j] = mu if np.isfinite(mu) else 0.0
+                self.scale_[j] = sd if np.isfinite(sd) and sd > 0 else 1.0
+        if not self.meta.is_classification:
+            self.y_scaler_ = TargetScaler().fit(np.asarray(y, dtype=np.float64))
+        cards = tuple(max(len(c.categories), 1) if c.kind == CATEGORICAL else 0 for c in self.meta.columns)
+        cards += (self.meta.n_classes,) if self.meta.is_classification else (0,)
+        self.cfg_ = cfg = nm.NPTConfig(
+            cards=cards, e=P("e"), n_layers=P("n_layers"), n_heads=P("n_heads"), dropout=P("dropout"),
+            att_dropout=P("att_dropout"), ln_kv=P("ln_kv"), temperature=P("temperature"),
+            residual=P("residual"), attention=P("attention"), checkpointing=P("checkpointing"))
+        t = cfg.d - 1
+        dev = self.device_
+
+        # the data goes to the device once
+        xt, mt = self._encode(X, y)
+        self.x_train_, self.m_train_ = torch.from_numpy(xt).to(dev), torch.from_numpy(mt).to(dev)
+        self.y_train_t_ = self.x_train_[:, t]
+        has_val = X_val is not None and len(X_val) > 0
+        if has_val:
+            xv, mv = self._encode(X_val, y_val)
+            x_val, m_val = torch.from_numpy(xv).to(dev), torch.from_numpy(mv).to(dev)
+        cand = ~self.m_train_
+        p_col = torch.tensor([P("p_feature")] * t + [P("p_target")], device=dev)
+        cards_t = torch.tensor(cards, dtype=torch.float32, device=dev)
+        self.context_labels_ = P("p_target") < 1 if P("context_labels") == "auto" else bool(P("context_labels"))
+
+        self.model_ = model = nm.NPT(cfg).to(dev)
+        params = list(model.parameters())
+        opt = no.Lookahead(no.Lamb(params, lr=P("lr"), betas=(0.9, 0.999), eps=1e-6,
+                                   weight_decay=P("weight_decay")), alpha=P("lookahead_alpha"), k=P("lookahead_k"))
+        steps = int(P("steps"))
+        n = len(self.x_train_)
+        size = P("batch_size")
+        n_b = 1 if not size or size >= n else max(1, round(n / size))
+        flat = P("flat_fraction")
+        flat = (0.5 if n_b == 1 else 0.7) if flat is None else flat
+        gen = torch.Generator(device=dev).manual_seed(self.seed)
+        eval_every = max(1, int(P("eval_every")))
+
+        best = [p.detach().clone() for p in params]
+        best_loss = torch.tensor(float("inf"), device=dev)
+        best_step = torch.tensor(steps, device=dev)
+        batches = []
+        for step in range(steps):
+            model.train()
+            if not batches:  # a new epoch
+                batches = list(torch.tensor_split(self._order(self.y_train_t_, gen, torch), n_b)) if n_b > 1 else [None]
+            idx = batches.pop(0)
+            xb, mb, cb = (self.x_train_, self.m_train_, cand) if idx is None else \
+                (self.x_train_[idx], self.m_train_[idx], cand[idx])
+            c = nm.corrupt(xb, mb, cb, p_col, cards_t, gen, P("p_random"))
+            lam = no.cosine_tradeoff(step, steps, P("lambda_init"))
+            with self._autocast(torch):
+                out = model(c.x, c.m)
+            losses = nm.entry_losses(out, xb, cards)
+            loss = (1 - lam) * nm.masked_mean(losses[:, t], c.scored[:, t])
+            if lam > 0:
+                loss = loss + lam * nm.masked_mean(losses[:, :t], c.scored[:, :t])
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            grads = [p.grad for p in params if p.grad is not None]
+            if P("clip"):
+                if P("clip_mode") == "value":
+                    torch._foreach_clamp_min_(grads, -P("clip"))
+                    torch._foreach_clamp_max_(grads, P("clip"))
+                else:
+                    torch.nn.utils.clip_grad_norm_(params, P("clip"))
+            for group in opt.param_groups:
+                group["lr"] = P("lr") * no.flat_then_anneal(step, steps, flat)
+            opt.step()
+
+            if has_val and ((step + 1) % eval_every == 0 or step + 1 == steps):
+                model.eval()
+                with torch.no_grad():
+                    pred = self._target_outputs(torch, x_val, m_val)
+                    if self.meta.is_classification:
+                        vl = torch.nn.functional.cross_entropy(pred, x_val[:, t].long())
+                    else:
+                        vl = ((pred - x_val[:, t]) ** 2).mean()
+                    improved = vl < best_loss  # stays on the device: no sync in the loop
+                    best_loss = torch.where(improved, vl, best_loss)
+                    best_step = torch.where(improved, step + 1, best_step)
+                    for b, p in zip(best, params):
+                        b.copy_(torch.where(improved, p.detach(), b))
+        if has_val:
+            with torch.no_grad():
+                for b, p in zip(best, params):
+                    p.copy_(b)
+        model.eval()
+        self.info_ = {
+            "n_params": model.n_params(),
+            "best_step": int(best_step) if has_val else steps,
+            "best_val_loss": float(best_loss) if has_val else None,
+            "steps": steps,
+            "final_train_loss": float(loss.detach()) if steps else None,
+            "device": str(dev),
+            "amp": bool(P("amp")) and (dev.type == "cuda" or self.cpu_bf16_),
+            "fit_seconds": time.perf_counter() - start,
+        }
+        return self
+
+    def _query_outputs(self, X):
+        import torch
+
+        xq, mq = self._encode(X)
+        with torch.no_grad():
+            return self._target_outputs(torch, torch.from_numpy(xq).to(self.device_),
+                                        torch.from_numpy(mq).to(self.device_))
+
+    def predict_proba(self, X):
+        if not self.meta.is_classification:
+            raise AttributeError("predict_proba is only defined for classification")
+        return self._query_outputs(X).softmax(-1).double().cpu().numpy()
+
+    def predict(self, X):
+        if self.meta.is_classification:
+            return self.predict_proba(X).argmax(axis=1)
+        return self.y_scaler_.inverse_transform(self._query_outputs(X).double().cpu().numpy())
+
+
+@tabbench.hookimpl
+def register_models(register):
+    register(ModelSpec(
+        name="npt", factory=NPT, tasks=frozenset({BINARY, MULTICLASS, REGRESSION}),
+        default_params=dict(DEFAULT_PARAMS), search_space={},
+        cpus=1, gpus=lambda p: 1 if p.get("device") == "cuda" else 0,
+        requires=("torch",), install_hint="pip install 'tabbench[torch]'",
+        description="Non-Parametric Transformer (Kossen et al. 2021): attention between rows and columns",
+    ))

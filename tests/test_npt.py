@@ -1,0 +1,377 @@
+"""The NPT plugin (plugins/npt.py, npt_model.py, npt_optim.py): properties the paper relies on, on real data.
+
+Runs on the CPU with one torch thread (two threads collapse when the two cores are shared) and small
+models, so the file takes a few minutes; the budgets are stated where a test trains.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from sklearn.metrics import roc_auc_score  # noqa: E402
+
+from tabbench.data.cache import DataPaths  # noqa: E402
+from tabbench.data.dataset import DatasetConfig, SplitConfig, load_dataset  # noqa: E402
+from tabbench.data.splits import make_splits  # noqa: E402
+from tabbench.plugins import load_models  # noqa: E402
+from tabbench_plugins import npt_model as nm  # noqa: E402
+from tabbench_plugins import npt_optim as no  # noqa: E402
+from tabbench_plugins.npt import DEFAULT_PARAMS, NPT  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+POKER = REPO / ".." / "shared" / "datasets" / "uci" / "poker" / "poker-hand-training-true.data"
+SMALL = {"e": 16, "n_layers": 2, "n_heads": 4}
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def breast_cancer(tmp_path_factory):
+    split_cfg = SplitConfig("kfold", k=10, val_fraction=2 / 9)
+    ds = load_dataset(DatasetConfig("bc", "sklearn", id="breast_cancer", split=split_cfg),
+                      DataPaths.from_env(cache=tmp_path_factory.mktemp("cache")))
+    return ds, make_splits(ds, split_cfg)[0]
+
+
+@pytest.fixture(scope="module")
+def bc_model(breast_cancer):
+    """The reduced Breast Cancer run: whole table, e=16, 2 layers, 4 heads, 150 steps (paper: e=32,
+    8 layers, 8 heads, 2000 steps, lr 5e-4), everything else at the plugin's defaults."""
+    ds, sp = breast_cancer
+    model = NPT(ds.meta, 0, **SMALL, steps=150, device="cpu")
+    return model.fit(ds.X.iloc[sp.train], ds.y[sp.train], ds.X.iloc[sp.val], ds.y[sp.val])
+
+
+def bc_tensors(n=120):
+    """Real rows: the first n rows of Breast Cancer, standardised, with the class as the last column."""
+    from sklearn.datasets import load_breast_cancer
+
+    X, y = load_breast_cancer(return_X_y=True)
+    X = (X[:n] - X.mean(0)) / X.std(0)
+    x = torch.tensor(np.c_[X, y[:n]], dtype=torch.float32)
+    return x, (0,) * X.shape[1] + (2,)
+
+
+# --- registration ---------------------------------------------------------------------------------
+
+
+def test_registered_with_every_param_and_listing_imports_no_torch():
+    spec = load_models()["npt"].spec
+    assert dict(spec.default_params) == DEFAULT_PARAMS
+    assert spec.resources({**spec.default_params, "device": "cuda"})["num_gpus"] == 1
+    assert spec.resources({**spec.default_params, "device": "cpu"})["num_gpus"] == 0
+    code = "import sys; from tabbench.plugins import load_models; load_models(); assert 'torch' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)
+
+
+def test_unknown_param_is_rejected(breast_cancer):
+    ds, sp = breast_cancer
+    with pytest.raises(ValueError, match="unknown params"):
+        NPT(ds.meta, 0, embedding=8).fit(ds.X.iloc[sp.train], ds.y[sp.train])
+
+
+# --- the model --------------------------------------------------------------------------------------
+
+
+def test_paper_architecture_and_parameter_count():
+    """8 layers ABD/ABA alternating, ABD on d*e, ABA on e, rFF 4h with GELU; the count matches the
+    authors' 51.3M for Breast Cancer (31 columns, e=32) and 168.0M for Boston (14 columns, e=128)."""
+    bc = nm.NPT(nm.NPTConfig(cards=(0,) * 30 + (2,), e=32))
+    kinds = [type(b).__name__ for b in bc.blocks]
+    assert kinds == ["ABD", "ABA"] * 4
+    assert bc.blocks[0].rff[0].weight.shape == (4 * 31 * 32, 31 * 32)
+    assert isinstance(bc.blocks[0].rff[1], torch.nn.GELU)
+    assert bc.blocks[1].att.qkv.weight.shape == (3 * 32, 32)
+    assert round(bc.n_params() / 1e6, 1) == 51.3
+    boston = nm.NPT(nm.NPTConfig(cards=(0, 0, 0, 2, 0, 0, 0, 0, 9, 0, 0, 0, 0, 0), e=128))
+    assert round(boston.n_params() / 1e6, 1) == 168.0
+
+
+def test_row_permutation_equivariance():
+    torch.manual_seed(0)
+    x, cards = bc_tensors()
+    model = nm.NPT(nm.NPTConfig(cards=cards, **SMALL)).eval()
+    m = torch.zeros_like(x, dtype=torch.bool)
+    m[::3] = torch.rand(m[::3].shape) < 0.3  # some masked entries, targets included
+    x = torch.where(m, 0.0, x)
+    perm = torch.randperm(len(x))
+    with torch.no_grad():
+        out, out_p = model(x, m), model(x[perm], m[perm])
+    for j in out:
+        torch.testing.assert_close(out_p[j], out[j][perm], atol=1e-5, rtol=1e-4)
+    # ... and the rows really interact: changing one row changes the others' predictions
+    x2 = x.clone()
+    x2[0, :5] += 3.0
+    with torch.no_grad():
+        assert not torch.allclose(model(x2, m)[30][1:], out[30][1:])
+
+
+def test_estimator_predictions_are_row_permutation_equivariant(breast_cancer, bc_model):
+    ds, sp = breast_cancer
+    X_test = ds.X.iloc[sp.test]
+    perm = np.random.default_rng(0).permutation(len(X_test))
+    # the estimator runs under bf16 autocast on this CPU (amp=True): equal up to bf16 rounding
+    np.testing.assert_allclose(bc_model.predict_proba(X_test.iloc[perm]), bc_model.predict_proba(X_test)[perm],
+                               atol=3e-3)
+
+
+@pytest.mark.parametrize("flags", [{}, {"ln_kv": True, "temperature": "head", "residual": "identity"}])
+def test_fused_and_explicit_attention_agree(flags):
+    torch.manual_seed(0)
+    x, cards = bc_tensors()
+    m = torch.zeros_like(x, dtype=torch.bool)
+    m[:, -1] = True
+    x = torch.where(m, 0.0, x)
+    cfg = nm.NPTConfig(cards=cards, dropout=0.0, att_dropout=0.0, **SMALL, **flags)
+    fused = nm.NPT(cfg)
+    explicit = nm.NPT(replace(cfg, attention="explicit"))
+    explicit.load_state_dict(fused.state_dict())
+    outs, grads = [], []
+    for model in (fused, explicit):
+        out = model(x, m)
+        loss = nm.masked_mean(nm.entry_losses(out, bc_tensors()[0], cards), torch.ones_like(m))
+        loss.backward()
+        outs.append(torch.stack([out[j] for j in range(len(cards) - 1)], 1))
+        grads.append(torch.cat([p.grad.flatten() for p in model.parameters()]))
+    torch.testing.assert_close(outs[0], outs[1], atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(grads[0], grads[1], atol=1e-5, rtol=1e-3)
+    # attention maps come only from the explicit path: (rows x rows) for ABD, (cols x cols) for ABA
+    _, maps = fused.eval()(x, m, return_attention=True)
+    assert maps[0].shape == (1, 4, len(x), len(x)) and maps[1].shape == (len(x), 4, len(cards), len(cards))
+    torch.testing.assert_close(maps[0].sum(-1), torch.ones(1, 4, len(x)))
+
+
+def test_activation_checkpointing_gives_the_same_gradients():
+    torch.manual_seed(0)
+    x, cards = bc_tensors(60)
+    m = torch.zeros_like(x, dtype=torch.bool)
+    m[:, -1] = True
+    grads = []
+    for ckpt in (False, True):
+        torch.manual_seed(1)
+        model = nm.NPT(nm.NPTConfig(cards=cards, dropout=0.0, att_dropout=0.0, checkpointing=ckpt, **SMALL))
+        model(torch.where(m, 0.0, x), m, columns=[30])[30].logsumexp(-1).sum().backward()
+        grads.append(torch.cat([p.grad.flatten() for p in model.parameters() if p.grad is not None]))
+    torch.testing.assert_close(grads[0], grads[1])
+
+
+# --- masking ------------------------------------------------------------------------------------------
+
+
+def test_masking_rates_match_p_feature_and_p_target():
+    x1, cards = bc_tensors(569)
+    x = x1.repeat(20, 1)  # 11,380 real rows x 31 columns
+    n, d = x.shape
+    missing = torch.zeros(n, d, dtype=torch.bool)
+    missing[::7, 2] = True  # missing entries: always masked, never scored
+    p = torch.tensor([0.15] * (d - 1) + [0.5])
+    g = torch.Generator().manual_seed(0)
+    c = nm.corrupt(torch.where(missing, 0.0, x), missing, ~missing, p, torch.tensor(cards, dtype=torch.float32), g)
+
+    def close(rate, expected, count):  # within 5 standard errors
+        assert abs(rate - expected) < 5 * (expected * (1 - expected) / count) ** 0.5, (rate, expected)
+
+    feat_cand = (~missing[:, :-1]).sum().item()
+    close(c.scored[:, :-1].sum().item() / feat_cand, 0.15, feat_cand)
+    close(c.scored[:, -1].float().mean().item(), 0.5, n)
+    # BERT-style: ~10% of the selected entries get a random value and no mask bit
+    randomised = c.scored & ~c.m
+    close(randomised.sum().item() / c.scored.sum().item(), 0.1, c.scored.sum().item())
+    assert (c.x[randomised[:, -1], -1] >= 0).all() and (c.x[:, -1] <= 1).all()  # random classes are classes
+    assert (c.x[c.m] == 0).all() and c.m[missing].all() and not c.scored[missing].any()
+    unselected = ~c.scored & ~missing
+    assert torch.equal(c.x[unselected], x[unselected]) and not c.m[unselected].any()
+    # p = 1 (the paper's p_target for small data) masks every target and randomises none
+    c1 = nm.corrupt(x, torch.zeros_like(missing), ~missing, torch.tensor([0.0] * (d - 1) + [1.0]),
+                    torch.tensor(cards, dtype=torch.float32), g)
+    assert c1.m[:, -1].all() and c1.scored[:, -1].all() and (c1.x[:, -1] == 0).all()
+    assert not c1.m[:, :-1].any()
+
+
+def test_validation_and_test_targets_are_never_visible(breast_cancer, monkeypatch):
+    """Record every input the model gets during fit and predict: the rows being evaluated always have
+    their target masked (mask bit set, value zeroed); training batches hold training rows only."""
+    ds, sp = breast_cancer
+    seen = []
+    forward = nm.NPT.forward
+
+    def spy(self, x, m, *args, **kwargs):
+        seen.append((self.training, x.detach().clone(), m.clone()))
+        return forward(self, x, m, *args, **kwargs)
+
+    monkeypatch.setattr(nm.NPT, "forward", spy)
+    n_tr, n_val = len(sp.train), len(sp.val)
+    model = NPT(ds.meta, 0, **SMALL, steps=6, eval_every=3, p_target=0.5, device="cpu")
+    model.fit(ds.X.iloc[sp.train], ds.y[sp.train], ds.X.iloc[sp.val], ds.y[sp.val])
+    train_inputs = [(x, m) for training, x, m in seen if training]
+    eval_inputs = [(x, m) for training, x, m in seen if not training]
+    assert len(train_inputs) == 6 and len(eval_inputs) == 2
+    for x, m in train_inputs:
+        assert len(x) == n_tr
+    for x, m in eval_inputs:  # [training rows as context | validation rows]
+        assert len(x) == n_tr + n_val
+        assert m[n_tr:, -1].all() and (x[n_tr:, -1] == 0).all()
+        assert not m[:n_tr, -1].any()  # p_target < 1: the training labels are the context
+    seen.clear()
+    model.predict_proba(ds.X.iloc[sp.test])
+    (_, x, m), = seen
+    assert len(x) == n_tr + len(sp.test) and m[n_tr:, -1].all() and (x[n_tr:, -1] == 0).all()
+    # p_target = 1: the model never saw a label as input during training, nor does it at evaluation
+    model.params["p_target"] = 1.0
+    seen.clear()
+    model.fit(ds.X.iloc[sp.train], ds.y[sp.train], ds.X.iloc[sp.val], ds.y[sp.val])
+    assert all(m[:, -1].all() for _, _, m in seen)
+
+
+def test_class_balanced_minibatches_keep_class_proportions(breast_cancer):
+    ds, sp = breast_cancer
+    model = NPT(ds.meta, 0, class_balance=True)
+    y = torch.tensor(ds.y[sp.train])
+    order = model._order(y, torch.Generator().manual_seed(0), torch)
+    assert sorted(order.tolist()) == list(range(len(y)))
+    share = y.float().mean().item()
+    for chunk in torch.tensor_split(order, 8):  # 8 batches of ~50 rows: each within one row of the share
+        assert abs(y[chunk].float().sum().item() - share * len(chunk)) <= 1.0
+
+
+# --- the optimiser ---------------------------------------------------------------------------------
+
+
+def test_lamb_matches_the_cybertronai_rule_and_lookahead_pulls_back():
+    torch.manual_seed(0)
+    w = [torch.randn(5, 3, requires_grad=True), torch.zeros(4, requires_grad=True)]  # a zero-norm weight
+    ref = [p.detach().clone() for p in w]
+    m, v = [torch.zeros_like(p) for p in ref], [torch.zeros_like(p) for p in ref]
+    opt = no.Lamb(w, lr=0.1, eps=1e-6)
+    for _ in range(3):
+        grads = [torch.randn_like(p) for p in ref]
+        for p, g in zip(w, grads):
+            p.grad = g.clone()
+        opt.step()
+        for i, g in enumerate(grads):  # the rule, one parameter at a time, no bias correction
+            m[i] = 0.9 * m[i] + 0.1 * g
+            v[i] = 0.999 * v[i] + 0.001 * g * g
+            step = m[i] / (v[i].sqrt() + 1e-6)
+            wn, sn = ref[i].norm().clamp(0, 10), step.norm()
+            ratio = wn / sn if wn > 0 and sn > 0 else 1.0
+            ref[i] = ref[i] - 0.1 * ratio * step
+    for p, r in zip(w, ref):
+        torch.testing.assert_close(p.detach(), r)
+
+    # Lookahead, k = 2: the fast weights move 0 -> 1 -> 2, then are pulled halfway back to the slow
+    # weights (0): 1; then 1 -> 2 -> 3, pulled halfway back to the slow weights (now 1): 2
+    p = torch.zeros(3, requires_grad=True)
+    la = no.Lookahead(torch.optim.SGD([p], lr=1.0), alpha=0.5, k=2)
+    for expected in (1.0, 1.0, 2.0, 2.0):
+        p.grad = -torch.ones(3)
+        la.step()
+        assert torch.allclose(p.detach(), torch.full((3,), expected)), (p, expected)
+
+
+def test_schedules():
+    lr = [no.flat_then_anneal(s, 100, 0.5) for s in range(101)]
+    assert lr[:50] == [1.0] * 50 and lr[100] == 0.0 and all(a >= b for a, b in zip(lr[50:], lr[51:]))
+    assert no.flat_then_anneal(75, 100, 0.5) == pytest.approx(0.5)
+    lam = [no.cosine_tradeoff(s, 100, 1.0) for s in range(101)]
+    assert lam[0] == 1.0 and lam[50] == pytest.approx(0.5) and lam[100] == 0.0
+
+
+# --- behaviour on real data -------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_breast_cancer_fold0_auroc(breast_cancer, bc_model):
+    ds, sp = breast_cancer
+    proba = bc_model.predict_proba(ds.X.iloc[sp.test])
+    auroc = roc_auc_score(ds.y[sp.test], proba[:, 1])
+    print(f"npt breast cancer fold 0 AUROC {auroc:.4f}; info {bc_model.info_}")
+    assert auroc >= 0.98
+    assert bc_model.info_["n_params"] == sum(p.numel() for p in bc_model.model_.parameters())
+    assert 1 <= bc_model.info_["best_step"] <= 150
+
+
+def test_same_seed_same_predictions_other_seed_differs(breast_cancer):
+    ds, sp = breast_cancer
+    X, y, Xv, yv = ds.X.iloc[sp.train], ds.y[sp.train], ds.X.iloc[sp.val], ds.y[sp.val]
+    fit = lambda seed: NPT(ds.meta, seed, **SMALL, steps=8, batch_size=128, device="cpu").fit(X, y, Xv, yv)  # noqa
+    a, b, c = fit(3), fit(3), fit(4)
+    X_test = ds.X.iloc[sp.test]
+    np.testing.assert_array_equal(a.predict_proba(X_test), b.predict_proba(X_test))
+    assert not np.array_equal(a.predict_proba(X_test), c.predict_proba(X_test))
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not POKER.exists(), reason="../shared/datasets/uci/poker not present")
+def test_lookup_npt_copies_visible_duplicates_an_mlp_cannot():
+    """After the paper's semi-synthetic experiment (section 4.1): each table is real Poker Hand rows plus
+    a copy of them whose class is visible; the originals' classes are masked and predicted.
+
+    Training rows A, test rows B (disjoint). To make the lookup the only route at this scale (a few
+    thousand tiny steps instead of the paper's long runs), the training classes are shuffled across
+    rows every step, so they cannot be memorised from the cards. Evaluated on B: NPT reads the copies
+    (near-perfect accuracy, and it follows the copies when their classes are changed), while an MLP
+    trained on A's true classes gets the majority-class accuracy of a 300-row poker sample.
+    """
+    from sklearn.neural_network import MLPClassifier
+
+    raw = np.loadtxt(POKER, delimiter=",")[:450]
+    raw[:, :10] -= 1  # suits 1-4, ranks 1-13 -> class indices
+    A, B = torch.tensor(raw[:300], dtype=torch.float32), torch.tensor(raw[300:], dtype=torch.float32)
+    cards, t = (4, 13) * 5 + (10,), 10
+    torch.manual_seed(0)
+    model = nm.NPT(nm.NPTConfig(cards=cards, dropout=0.0, att_dropout=0.0, **SMALL))
+    opt = no.Lookahead(no.Lamb(model.parameters(), lr=1e-2))
+    p = torch.tensor([0.0] * t + [1.0])
+    cards_t = torch.tensor(cards, dtype=torch.float32)
+    g = torch.Generator().manual_seed(0)
+
+    def with_copies(rows, copies):
+        x = torch.cat([rows, copies])
+        cand = torch.zeros_like(x, dtype=torch.bool)
+        cand[: len(rows), t] = True  # the originals' classes are masked (p = 1) and scored
+        return x, nm.corrupt(x, torch.zeros_like(cand), cand, p, cards_t, g)
+
+    steps = 2000
+    for step in range(steps):
+        rows = A[torch.randperm(len(A), generator=g)[:32]].clone()
+        rows[:, t] = rows[torch.randperm(len(rows), generator=g), t]
+        x, c = with_copies(rows, rows)
+        loss = nm.masked_mean(nm.entry_losses(model(c.x, c.m, columns=range(11)), x, cards), c.scored)
+        opt.zero_grad()
+        loss.backward()
+        for q in model.parameters():
+            if q.grad is not None:
+                q.grad.clamp_(-1, 1)
+        for group in opt.param_groups:
+            group["lr"] = 1e-2 * no.flat_then_anneal(step, steps, 0.5)
+        opt.step()
+
+    def npt_accuracy(copies):
+        _, c = with_copies(B, copies)
+        with torch.no_grad():
+            pred = model.eval()(c.x, c.m, columns=[t])[t][: len(B)].argmax(-1)
+        return (pred == copies[:, t]).float().mean().item()
+
+    intervened = B.clone()
+    intervened[:, t] = B[torch.randperm(len(B), generator=g), t]
+    onehot = lambda T: np.eye(13)[T[:, :10].long().numpy()].reshape(len(T), -1)  # noqa: E731
+    mlp = MLPClassifier((64, 64), max_iter=500, random_state=0).fit(onehot(A), A[:, t].numpy())
+    mlp_acc = (mlp.predict(onehot(B)) == B[:, t].numpy()).mean()
+    acc, acc_intervened = npt_accuracy(B), npt_accuracy(intervened)
+    print(f"lookup: NPT {acc:.3f} (copies' classes changed: {acc_intervened:.3f}), MLP {mlp_acc:.3f}")
+    assert acc >= 0.9 and acc_intervened >= 0.9
+    assert mlp_acc <= 0.75
