@@ -34,6 +34,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--retry-failed", action="store_true", help="re-run jobs whose record is a failure")
     run.add_argument("--models", type=_csv, default=(), metavar="A,B", help="only these methods of the suite")
     run.add_argument("--datasets", type=_csv, default=(), metavar="X,Y", help="only these datasets of the suite")
+    run.add_argument("--folds", type=lambda t: tuple(int(x) for x in _csv(t)), default=(), metavar="0,1",
+                     help="only these folds of each dataset's split")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     _plugin_arg(run)
     _data_args(run)
@@ -68,7 +70,7 @@ def cmd_run(args) -> int:
 
     suite = load_suite(args.suite)
     options = RunOptions(results=Path(args.results), address=args.address, force=args.force,
-                         retry_failed=args.retry_failed, models=args.models, datasets=args.datasets,
+                         retry_failed=args.retry_failed, models=args.models, datasets=args.datasets, folds=args.folds,
                          plugin_files=tuple(args.plugin),
                          data_paths=DataPaths.from_env(args.cache, args.mirror, base=suite.path.parent),
                          progress=not args.no_progress)

@@ -35,6 +35,7 @@ class RunOptions:
     retry_failed: bool = False
     models: tuple = ()  # restrict to these method labels
     datasets: tuple = ()  # restrict to these dataset names
+    folds: tuple = ()  # restrict to these fold indices
     plugin_files: tuple = ()
     data_paths: DataPaths | None = None
     progress: bool = True
@@ -137,6 +138,8 @@ def run_suite(suite: Suite, options: RunOptions) -> RunSummary:
         jobs = plan(suite, registry, loaded, gpu_available)
         if options.models:
             jobs = [j for j in jobs if j.method in options.models]
+        if options.folds:
+            jobs = [j for j in jobs if j.fold in options.folds]
         summary.planned = len(jobs)
         if not options.force:
             existing = store.latest()

@@ -66,9 +66,10 @@ def test_resume_runs_no_job_twice_and_force_reruns_all(tmp_path, ray_session):
 
 
 def test_filters_restrict_models_and_datasets(tmp_path, ray_session):
-    summary = _run(tmp_path, models=("knn_k15",), datasets=("iris",))
+    summary = _run(tmp_path, models=("knn_k15",), datasets=("iris",), folds=(0, 2))
     frame = load_records(tmp_path / "results" / "small")
-    assert summary.done == 3 and set(frame["method"]) == {"knn_k15"} and set(frame["dataset"]) == {"iris"}
+    assert summary.done == 2 and set(frame["method"]) == {"knn_k15"} and set(frame["dataset"]) == {"iris"}
+    assert sorted(frame["fold"]) == [0, 2]
 
 
 def test_a_failing_model_is_recorded_and_the_run_completes(tmp_path, ray_session):
