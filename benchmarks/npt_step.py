@@ -34,20 +34,14 @@ import subprocess
 import sys
 import time
 
+from tabbench.measure import cpu_model, proc_status_kib
+
 CONFIGS = {  # name: (rows, numeric features, categorical feature cardinalities, target cardinality, e)
     "higgs": (4096, 28, (), 2, 64),  # binary target
     "protein": (2048, 9, (), 0, 128),  # regression target
     "boston": (506, 11, (2, 9), 0, 128),  # CHAS and RAD categorical, as in the paper
 }
 PATHS = ("explicit-fp32", "fused-fp32", "fused-bf16", "fused-bf16-ckpt")
-
-
-def _rss_kib(field="VmRSS"):
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    return 0
 
 
 def worker(name, path, rows, steps, warmup, device, threads, layers, heads):
@@ -113,7 +107,7 @@ def worker(name, path, rows, steps, warmup, device, threads, layers, heads):
             pass
         with open("/proc/self/clear_refs", "w") as f:
             f.write("5")
-        base = _rss_kib() * 1024
+        base = proc_status_kib("VmRSS") * 1024
     times = []
     for _ in range(steps):
         t0 = time.perf_counter()
@@ -124,23 +118,12 @@ def worker(name, path, rows, steps, warmup, device, threads, layers, heads):
         peak, reserved = torch.cuda.max_memory_allocated(), torch.cuda.max_memory_reserved()
         dev_name = torch.cuda.get_device_name(dev)
     else:
-        peak, reserved = _rss_kib("VmHWM") * 1024, None
-        dev_name = _cpu_name() + f", {torch.get_num_threads()} threads"
+        peak, reserved = proc_status_kib("VmHWM") * 1024, None
+        dev_name = cpu_model() + f", {torch.get_num_threads()} threads"
     ms = statistics.median(times) * 1000
     return {"config": name, "path": path, "rows": n, "cols": d, "e": e, "n_params": model.n_params(),
             "ms": ms, "rows_per_s": n / (ms / 1000), "peak": peak, "added": peak - base, "reserved": reserved,
             "device": dev_name, "steps": steps}
-
-
-def _cpu_name():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "CPU"
 
 
 def gib(b):

@@ -12,7 +12,8 @@ _CLEAR_REFS = "/proc/self/clear_refs"
 _STATUS = "/proc/self/status"
 
 
-def _status_kib(field: str) -> int | None:
+def proc_status_kib(field: str) -> int | None:
+    """A field of /proc/self/status in KiB (VmRSS, VmHWM, ...), None where there is no /proc."""
     try:
         with open(_STATUS) as fh:
             for line in fh:
@@ -39,14 +40,14 @@ class PeakMemory:
             self.exact = True
         except OSError:
             pass
-        self.start_bytes = (_status_kib("VmRSS") or 0) * 1024
+        self.start_bytes = (proc_status_kib("VmRSS") or 0) * 1024
         self.gpu = _cuda()
         if self.gpu is not None:
             self.gpu.reset_peak_memory_stats()
         return self
 
     def __exit__(self, *exc):
-        hwm = _status_kib("VmHWM") if self.exact else None
+        hwm = proc_status_kib("VmHWM") if self.exact else None
         if hwm is None:
             import resource
 
@@ -75,7 +76,7 @@ def _cuda():
 
 
 @lru_cache(maxsize=1)
-def _cpu_model() -> str:
+def cpu_model() -> str:
     try:
         with open("/proc/cpuinfo") as fh:
             for line in fh:
@@ -102,7 +103,7 @@ def environment() -> dict:
                 pass
     gpu = _cuda()
     return {
-        "cpu": _cpu_model(),
+        "cpu": cpu_model(),
         "cpu_count": os.cpu_count(),
         "gpu": gpu.get_device_name() if gpu is not None else None,
         "python": platform.python_version(),
