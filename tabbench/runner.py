@@ -60,6 +60,7 @@ class RunError(Exception):
 
 def load_data(suite: Suite, paths: DataPaths, only=()) -> dict:
     """name -> (config, Dataset, splits) for every dataset, loaded before any job starts."""
+    from tabbench.data.cache import DownloadError
     from tabbench.data.dataset import DataError
     from tabbench.data.sources import SourceError
 
@@ -71,7 +72,7 @@ def load_data(suite: Suite, paths: DataPaths, only=()) -> dict:
             dataset = load_dataset(cfg, paths)
             # a mirror stand-in may bring its own split (e.g. a subset's own test file)
             loaded[cfg.name] = (cfg, dataset, make_splits(dataset, dataset.split or cfg.split))
-        except (DataError, SourceError, OSError, ValueError) as exc:
+        except (DataError, SourceError, DownloadError, OSError, ValueError) as exc:
             errors.append(f"{suite.path}: dataset {cfg.name!r}: {exc}")
     if errors:
         raise RunError("\n".join(errors))

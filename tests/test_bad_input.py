@@ -4,6 +4,7 @@ import gzip
 
 import pytest
 
+from tabbench.data.cache import DataPaths
 from tabbench.data.dataset import DataError, DatasetConfig, load_dataset
 from tabbench.data.formats import FormatError
 from tabbench.data.sources import SourceError
@@ -99,3 +100,14 @@ def test_bad_data_fails_the_run_before_any_job_and_keeps_earlier_records(tmp_pat
     with pytest.raises(RunError, match=r"bad.yaml: dataset 'concrete': .*column 'col0' is numeric but row 3 holds 'oops'"):
         run_suite(parse_suite(raw, tmp_path / "bad.yaml"), RunOptions(results=tmp_path / "results", progress=False))
     assert [r["key"] for r in store.records()] == ["earlier"]  # nothing ran, nothing lost
+
+
+def test_a_failed_download_stops_the_run_before_any_job_naming_the_url(tmp_path):
+    missing = (tmp_path / "gone" / "housing.data").as_uri()
+    raw = {"name": "dl", "models": {"knn": {}}, "datasets": [
+        {"name": "boston", "source": "url", "url": missing, "format": "whitespace", "split": {"protocol": "holdout"}}]}
+    with pytest.raises(RunError, match=r"dataset 'boston': could not download file://.*housing.data.*Put the file in "
+                                       r"a mirror folder"):
+        run_suite(parse_suite(raw, tmp_path / "dl.yaml"),
+                  RunOptions(results=tmp_path / "results", progress=False,
+                             data_paths=DataPaths(cache=tmp_path / "cache")))
