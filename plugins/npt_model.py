@@ -38,7 +38,7 @@ softmax(QK^T)V, or attention maps are requested (``return_attention=True``), whi
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import torch
 import torch.nn as nn
@@ -68,9 +68,9 @@ class NPTConfig:
         assert self.n_layers >= 1, "n_layers must be >= 1"
         assert self.e % self.n_heads == 0, f"ABA: e={self.e} must be divisible by n_heads={self.n_heads}"
         assert (d * self.e) % self.n_heads == 0, f"ABD: d*e={d * self.e} must be divisible by n_heads"
-        assert self.temperature in ("hidden", "head"), f"temperature must be 'hidden' or 'head'"
-        assert self.residual in ("linear", "identity"), f"residual must be 'linear' or 'identity'"
-        assert self.attention in ("fused", "explicit"), f"attention must be 'fused' or 'explicit'"
+        assert self.temperature in ("hidden", "head"), "temperature must be 'hidden' or 'head'"
+        assert self.residual in ("linear", "identity"), "residual must be 'linear' or 'identity'"
+        assert self.attention in ("fused", "explicit"), "attention must be 'fused' or 'explicit'"
 
     @property
     def d(self) -> int:

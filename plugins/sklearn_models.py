@@ -6,8 +6,6 @@ on the training split). k-NN needs the scaling; the tree ensembles are indiffere
 
 from __future__ import annotations
 
-import numpy as np
-
 import tabbench
 from tabbench.preprocess import TabularEncoder, full_proba
 from tabbench.spec import BINARY, MULTICLASS, REGRESSION, ModelSpec

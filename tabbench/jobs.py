@@ -22,13 +22,12 @@ from datetime import datetime, timezone
 
 import numpy as np
 
-from tabbench.measure import PeakMemory, environment
+from tabbench.measure import PeakMemory, environment, proc_status_kib
 from tabbench.metrics import classification_metrics, regression_metrics
 
-OK, ERROR, TIMEOUT, OOM, GPU_OOM, CRASH, LOST = "ok", "error", "timeout", "oom", "gpu_oom", "crash", "lost"
 #: Every status a record can have. ``lost`` is an infrastructure failure (a Ray worker or node died
 #: and Ray's bounded retries were spent); the others are the job's own outcome and never retried.
-STATUSES = (OK, ERROR, TIMEOUT, OOM, GPU_OOM, CRASH, LOST)
+OK, ERROR, TIMEOUT, OOM, GPU_OOM, CRASH, LOST = "ok", "error", "timeout", "oom", "gpu_oom", "crash", "lost"
 
 
 @dataclass(frozen=True)
@@ -90,7 +89,7 @@ def plan(suite, registry, loaded, gpu_available=False) -> list[Job]:
             spec = registry[entry.model].spec
             if dataset.meta.task not in spec.tasks:
                 continue
-            dataset_params = (getattr(cfg, "model_params", None) or {}).get(entry.label, {})
+            dataset_params = (cfg.model_params or {}).get(entry.label, {})
             for trial, params in trial_configs(entry, spec):
                 params = resolve_params(spec, {**params, **dataset_params}, gpu_available)
                 for split in splits:
@@ -160,17 +159,6 @@ def failure_record(job: Job, status: str, message: str, error_type: str | None =
     return record
 
 
-def _rss_mb(pid: int) -> float:
-    try:
-        with open(f"/proc/{pid}/status") as fh:
-            for line in fh:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
-
-
 def _die_with_parent():
     """Linux: the kernel kills this process when its parent (the Ray worker) dies."""
     try:
@@ -232,7 +220,7 @@ def execute_isolated(job: Job, factory, meta, X, y, split, poll_s: float = 0.05)
                 chunks.append(chunk)
                 continue
             elapsed = time.monotonic() - started
-            peak_mb = max(peak_mb, _rss_mb(pid))
+            peak_mb = max(peak_mb, (proc_status_kib("VmRSS", pid) or 0) / 1024)
             if job.time_budget_s is not None and elapsed > job.time_budget_s:
                 status = TIMEOUT
             elif job.memory_budget_mb is not None and peak_mb > job.memory_budget_mb:

@@ -9,13 +9,12 @@ from functools import lru_cache
 from importlib import metadata
 
 _CLEAR_REFS = "/proc/self/clear_refs"
-_STATUS = "/proc/self/status"
 
 
-def proc_status_kib(field: str) -> int | None:
-    """A field of /proc/self/status in KiB (VmRSS, VmHWM, ...), None where there is no /proc."""
+def proc_status_kib(field: str, pid: int | str = "self") -> int | None:
+    """A field of /proc/<pid>/status in KiB (VmRSS, VmHWM, ...), None where there is no /proc."""
     try:
-        with open(_STATUS) as fh:
+        with open(f"/proc/{pid}/status") as fh:
             for line in fh:
                 if line.startswith(field + ":"):
                     return int(line.split()[1])

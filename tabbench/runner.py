@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import os
 import sys
-import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,8 +69,8 @@ def load_data(suite: Suite, paths: DataPaths, only=()) -> dict:
             continue
         try:
             dataset = load_dataset(cfg, paths)
-            # a mirror stand-in may bring its own split (e.g. a subset's own test file)
-            loaded[cfg.name] = (cfg, dataset, make_splits(dataset, dataset.split or cfg.split))
+            # dataset.split: the suite's, or a mirror stand-in's own (e.g. a subset's own test file)
+            loaded[cfg.name] = (cfg, dataset, make_splits(dataset, dataset.split))
         except (DataError, SourceError, DownloadError, OSError, ValueError) as exc:
             errors.append(f"{suite.path}: dataset {cfg.name!r}: {exc}")
     if errors:

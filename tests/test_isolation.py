@@ -2,8 +2,6 @@
 
 import textwrap
 
-import pytest
-
 from tabbench.runner import RunOptions, run_suite
 from tabbench.store import load_records
 from tabbench.suite import parse_suite

@@ -1,12 +1,10 @@
 """The runner on a real local Ray: end to end, resume, --force, and failures that do not stop a run."""
 
-import json
 import subprocess
 import sys
 import textwrap
 
 import pandas as pd
-import pytest
 
 from tabbench.runner import RunOptions, run_suite
 from tabbench.store import Store, load_records
