@@ -58,6 +58,10 @@ DEFAULT_PARAMS = {
     "eval_every": 6, "class_balance": False,
     # masking objective
     "p_feature": 0.15, "p_target": 1.0, "p_random": 0.1, "lambda_init": 1.0, "context_labels": "auto",
+    # images: a linear patch encoder (paper section 4.2). n_patches patches on a square grid over images
+    # of image_shape [channels, height, width], whose pixels are the feature columns, channel-major
+    # (tabbench.data.images); each patch is one column of the table. MNIST: 49 (4x4), CIFAR-10: 64 (4x4x3)
+    "n_patches": None, "image_shape": None,
     # execution
     "device": "auto", "amp": True, "checkpointing": False, "attention": "fused",
 }
@@ -87,9 +91,30 @@ class NPT:
         for name in ("p_feature", "p_target", "p_random", "lambda_init", "dropout", "att_dropout"):
             if not 0 <= self._param(name) <= 1:
                 raise ValueError(f"npt: {name} must be in [0, 1], got {self._param(name)}")
+        if self._param("n_patches"):
+            self.patch_order_ = self._patch_order()
+
+    def _patch_order(self):
+        """(n_patches, patch_dim) feature-column indices of each patch, patches in row-major grid order."""
+        P, shape = self._param("n_patches"), self._param("image_shape")
+        if not (isinstance(shape, (list, tuple)) and len(shape) == 3 and all(isinstance(v, int) and v > 0 for v in shape)):
+            raise ValueError(f"npt: n_patches needs image_shape: [channels, height, width], got {shape!r}")
+        c, h, w = shape
+        g = math.isqrt(P)
+        if g * g != P or h % g or w % g:
+            raise ValueError(f"npt: n_patches={P} must be a square grid (g x g) dividing the {h}x{w} image: "
+                             f"e.g. 49 for 28x28 (4x4 patches), 64 for 32x32")
+        features = self.meta.columns
+        if len(features) != c * h * w or any(col.kind == CATEGORICAL for col in features):
+            raise ValueError(f"npt: image_shape {list(shape)} needs {c * h * w} numeric pixel columns; "
+                             f"dataset {self.meta.name!r} has {len(features)} features")
+        grid = np.arange(c * h * w).reshape(c, g, h // g, g, w // g)  # channel-major, row-major pixels
+        return grid.transpose(1, 3, 0, 2, 4).reshape(P, -1)
 
     def _encode(self, X, y=None):
-        """(n, d) float32 values and a bool missing mask; the target is the last column."""
+        """(n, n_values) float32 values and an (n, d) bool missing mask; the target is the last column.
+        With patches the pixel columns come first in patch order and a patch is missing when all its
+        pixels are (a missing pixel of a patch otherwise reads as the column mean)."""
         cols, missing = [], []
         for j, col in enumerate(self.meta.columns):
             if col.kind == CATEGORICAL:
@@ -109,8 +134,12 @@ class NPT:
             y = np.asarray(y)
             cols.append(y.astype(np.float64) if self.meta.is_classification else self.y_scaler_.transform(y))
             missing.append(np.zeros(n, dtype=bool))
-        return (np.stack(cols, 1).astype(np.float32).reshape(n, len(cols)),
-                np.stack(missing, 1).reshape(n, len(cols)))
+        x, miss = np.stack(cols, 1).astype(np.float32).reshape(n, len(cols)), np.stack(missing, 1).reshape(n, len(cols))
+        if self._param("n_patches"):
+            order = self.patch_order_
+            x = np.concatenate([x[:, order.reshape(-1)], x[:, -1:]], 1)
+            miss = np.concatenate([miss[:, order].all(-1), miss[:, -1:]], 1)
+        return x, miss
 
     def _batches(self, n_ctx, n_q, torch, device):
         """Index batches over [context rows, query rows], both in the proportion of their totals."""
@@ -138,6 +167,11 @@ class NPT:
         key = (rank + torch.rand(n, generator=g, device=y.device)) / count
         return perm[torch.argsort(key)]
 
+    def _spread(self, m):
+        from tabbench_plugins.npt_model import spread
+
+        return spread(m, self.cfg_.n_patches, self.cfg_.patch_dim)
+
     def _autocast(self, torch):
         enabled = bool(self._param("amp")) and (self.device_.type == "cuda" or self.cpu_bf16_)
         return torch.autocast(self.device_.type, dtype=torch.bfloat16, enabled=enabled)
@@ -152,7 +186,7 @@ class NPT:
             m[len(ci):, t] = True  # query targets are never visible
             if not self.context_labels_:
                 m[:, t] = True
-            x = torch.where(m, torch.zeros_like(x), x)
+            x = torch.where(self._spread(m), torch.zeros_like(x), x)
             with self._autocast(torch):
                 outs.append(self.model_(x, m, columns=[t])[t][len(ci):].float())
         return torch.cat(outs)
@@ -188,19 +222,24 @@ class NPT:
                 self.scale_[j] = sd if np.isfinite(sd) and sd > 0 else 1.0
         if not self.meta.is_classification:
             self.y_scaler_ = TargetScaler().fit(np.asarray(y, dtype=np.float64))
-        cards = tuple(max(len(c.categories), 1) if c.kind == CATEGORICAL else 0 for c in self.meta.columns)
+        n_patches = P("n_patches") or 0
+        if n_patches:
+            cards = (0,) * n_patches
+        else:
+            cards = tuple(max(len(c.categories), 1) if c.kind == CATEGORICAL else 0 for c in self.meta.columns)
         cards += (self.meta.n_classes,) if self.meta.is_classification else (0,)
         self.cfg_ = cfg = nm.NPTConfig(
             cards=cards, e=P("e"), n_layers=P("n_layers"), n_heads=P("n_heads"), dropout=P("dropout"),
             att_dropout=P("att_dropout"), ln_kv=P("ln_kv"), temperature=P("temperature"),
-            residual=P("residual"), attention=P("attention"), checkpointing=P("checkpointing"))
+            residual=P("residual"), attention=P("attention"), checkpointing=P("checkpointing"),
+            n_patches=n_patches, patch_dim=self.patch_order_.shape[1] if n_patches else 0)
         t = cfg.d - 1
         dev = self.device_
 
         # the data goes to the device once
         xt, mt = self._encode(X, y)
         self.x_train_, self.m_train_ = torch.from_numpy(xt).to(dev), torch.from_numpy(mt).to(dev)
-        self.y_train_t_ = self.x_train_[:, t]
+        self.y_train_t_ = self.x_train_[:, -1]  # the target is the last value of a row
         has_val = X_val is not None and len(X_val) > 0
         if has_val:
             xv, mv = self._encode(X_val, y_val)
@@ -234,11 +273,11 @@ class NPT:
             idx = batches.pop(0)
             xb, mb, cb = (self.x_train_, self.m_train_, cand) if idx is None else \
                 (self.x_train_[idx], self.m_train_[idx], cand[idx])
-            c = nm.corrupt(xb, mb, cb, p_col, cards_t, gen, P("p_random"))
+            c = nm.corrupt(xb, mb, cb, p_col, cards_t, gen, P("p_random"), cfg.n_patches, cfg.patch_dim)
             lam = no.cosine_tradeoff(step, steps, P("lambda_init"))
             with self._autocast(torch):
                 out = model(c.x, c.m)
-            losses = nm.entry_losses(out, xb, cards)
+            losses = nm.entry_losses(out, xb, cards, cfg.n_patches, cfg.patch_dim)
             loss = (1 - lam) * nm.masked_mean(losses[:, t], c.scored[:, t])
             if lam > 0:
                 loss = loss + lam * nm.masked_mean(losses[:, :t], c.scored[:, :t])
@@ -260,9 +299,9 @@ class NPT:
                 with torch.no_grad():
                     pred = self._target_outputs(torch, x_val, m_val)
                     if self.meta.is_classification:
-                        vl = torch.nn.functional.cross_entropy(pred, x_val[:, t].long())
+                        vl = torch.nn.functional.cross_entropy(pred, x_val[:, -1].long())
                     else:
-                        vl = ((pred - x_val[:, t]) ** 2).mean()
+                        vl = ((pred - x_val[:, -1]) ** 2).mean()
                     improved = vl < best_loss  # stays on the device: no sync in the loop
                     best_loss = torch.where(improved, vl, best_loss)
                     best_step = torch.where(improved, step + 1, best_step)

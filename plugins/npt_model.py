@@ -9,9 +9,12 @@ bit per entry, and predicts every entry:
 
     embed      each column j: Linear(width_j -> e) of [standardised value | one-hot, mask bit],
                + learned column-index embedding + learned column-type embedding  -> H (n, d, e)
+               images: a patch of pixels is one column, Linear(patch pixels -> e) shared by all
+               patches (the paper's linear patch encoder), its index embedding marks its position
     8 layers   ABD, ABA, ABD, ... : ABD = self-attention ACROSS ROWS on (1, n, d*e);
                ABA = self-attention across the d columns of each row on (n, d, e)
     heads      each column j: Linear(e -> width_j - 1): class logits, or one standardised value
+               (a patch: its pixels, through one Linear shared by all patches)
 
 Each block is pre-LayerNorm (paper Eq. 4): H' = res(H) + MHSA(LN(H)); out = H' + rFF(LN(H')).
 
@@ -60,11 +63,17 @@ class NPTConfig:
     attention: str = "fused"  # "fused" (scaled_dot_product_attention) or "explicit" softmax
     checkpointing: bool = False  # activation checkpointing per block (trades compute for memory)
     ln_eps: float = 1e-12  # the code's LayerNorm epsilon; LayerNorm runs in fp32 under autocast
+    # linear patch encoder (images): the first n_patches columns are patches of patch_dim pixels each,
+    # embedded and decoded by one Linear shared by all patches (their index embedding tells them apart)
+    n_patches: int = 0
+    patch_dim: int = 0
 
     def __post_init__(self):
         d = len(self.cards)
         assert d >= 1, "the table needs at least one column"
         assert all(c >= 0 for c in self.cards), f"cards must be >= 0, got {self.cards}"
+        assert (self.n_patches == 0) == (self.patch_dim == 0), "n_patches and patch_dim go together"
+        assert self.n_patches < d and not any(self.cards[:self.n_patches]), "patch columns are numeric"
         assert self.n_layers >= 1, "n_layers must be >= 1"
         assert self.e % self.n_heads == 0, f"ABA: e={self.e} must be divisible by n_heads={self.n_heads}"
         assert (d * self.e) % self.n_heads == 0, f"ABD: d*e={d * self.e} must be divisible by n_heads"
@@ -74,7 +83,13 @@ class NPTConfig:
 
     @property
     def d(self) -> int:
+        """Columns the model attends over (a patch is one column)."""
         return len(self.cards)
+
+    @property
+    def n_values(self) -> int:
+        """Width of the input table x: a patch column holds patch_dim values, any other column one."""
+        return self.n_patches * self.patch_dim + self.d - self.n_patches
 
     def paper(self) -> "NPTConfig":
         """The same model with the paper's reading of every code-vs-paper deviation."""
@@ -154,62 +169,81 @@ class ColumnEmbedding(nn.Module):
 
     Numeric column: value * w_value + mask * w_mask + b. Categorical: W[:, class] + mask * w_mask + b,
     where the one-hot of a masked entry is all zeros. This is exactly a Linear on the paper's encoding
-    (same parameters, same initialisation), minus a (n, sum of widths) input tensor.
+    (same parameters, same initialisation), minus a (n, sum of widths) input tensor. Patch columns
+    (images): pixels @ W_patch + mask * w_mask + b, with W_patch shared by all patches.
     """
 
     def __init__(self, cfg: NPTConfig):
         super().__init__()
+        P, k = cfg.n_patches, cfg.patch_dim
         cards = torch.tensor(cfg.cards)
-        num, cat = (cards == 0).nonzero().flatten(), (cards > 0).nonzero().flatten()
-        offsets = torch.cumsum(cards[cat], 0) - cards[cat]
+        tail = cards[P:]  # the columns after the patches, one value each
+        num, cat = (tail == 0).nonzero().flatten(), (tail > 0).nonzero().flatten()
+        offsets = torch.cumsum(tail[cat], 0) - tail[cat]
         self.register_buffer("num_cols", num, persistent=False)
         self.register_buffer("cat_cols", cat, persistent=False)
         self.register_buffer("cat_offsets", offsets, persistent=False)
         self.register_buffer("order", torch.argsort(torch.cat([num, cat])), persistent=False)
+        self.n_patches, self.patch_dim = P, k
         d, e = cfg.d, cfg.e
         width = torch.where(cards == 0, 2, cards + 1).float()  # the paper's width_j, mask bit included
+        width[:P] = k + 1
         bound = (1 / width.sqrt())[:, None]  # nn.Linear's default init, per column
-        self.value = nn.Parameter((torch.rand(len(num), e) * 2 - 1) * bound[num])
-        self.classes = nn.Parameter((torch.rand(int(cards.sum()), e) * 2 - 1)
-                                    * bound[cat].repeat_interleave(cards[cat], dim=0))
+        self.value = nn.Parameter((torch.rand(len(num), e) * 2 - 1) * bound[P:][num])
+        self.classes = nn.Parameter((torch.rand(int(tail.sum()), e) * 2 - 1)
+                                    * bound[P:][cat].repeat_interleave(tail[cat], dim=0))
+        self.patch = nn.Linear(k, e, bias=False) if P else None  # the per-column bias is self.bias
         self.mask = nn.Parameter((torch.rand(d, e) * 2 - 1) * bound)
         self.bias = nn.Parameter((torch.rand(d, e) * 2 - 1) * bound)
-        self.index = nn.Embedding(d, e)  # learned column-index embedding
+        self.index = nn.Embedding(d, e)  # learned column-index embedding (the patch position for images)
         # learned column-type embedding; with a single type it would only duplicate the bias (code)
-        self.col_type = nn.Embedding(2, e) if len(num) and len(cat) else None
+        self.col_type = nn.Embedding(2, e) if (len(num) or P) and len(cat) else None
         self.register_buffer("types", (cards > 0).long(), persistent=False)
 
     def forward(self, x, m):
-        # x: (n, d) float, standardised values / class indices, 0 where masked; m: (n, d) bool mask bit
+        # x: (n, n_values) float, standardised values / class indices, 0 where masked;
+        # m: (n, d) bool mask bit per column
+        P, k = self.n_patches, self.patch_dim
+        xt = x[:, P * k:]
         keep = (~m).unsqueeze(-1).to(self.bias.dtype)
         parts = []
         if len(self.num_cols):
-            parts.append(x[:, self.num_cols, None] * self.value)  # (n, d_num, e)
+            parts.append(xt[:, self.num_cols, None] * self.value)  # (n, d_num, e)
         if len(self.cat_cols):
-            idx = x[:, self.cat_cols].long().clamp(min=0) + self.cat_offsets  # (n, d_cat)
+            idx = xt[:, self.cat_cols].long().clamp(min=0) + self.cat_offsets  # (n, d_cat)
             parts.append(F.embedding(idx, self.classes))  # (n, d_cat, e)
-        h = torch.cat(parts, 1)[:, self.order] * keep  # back to table order; masked entries -> zeros
-        h = h + m.unsqueeze(-1) * self.mask + self.bias + self.index.weight
+        h = torch.cat(parts, 1)[:, self.order]  # back to table order
+        if P:
+            h = torch.cat([self.patch(x[:, :P * k].reshape(len(x), P, k)), h], 1)  # (n, P, e) first
+        h = h * keep + m.unsqueeze(-1) * self.mask + self.bias + self.index.weight  # masked -> zeros
         if self.col_type is not None:
             h = h + self.col_type.weight[self.types]
         return h  # (n, d, e)
 
 
 class ColumnHeads(nn.Module):
-    """Per-column Linear(e -> width_j - 1): class logits for categorical columns, a value for numeric."""
+    """Per-column Linear(e -> width_j - 1): class logits for categorical columns, a value for numeric,
+    the patch_dim pixels of a patch column (one Linear shared by all patches)."""
 
     def __init__(self, cfg: NPTConfig):
         super().__init__()
-        self.cards = cfg.cards
-        self.heads = nn.ModuleList(nn.Linear(cfg.e, max(c, 1)) for c in cfg.cards)
+        self.cards, self.n_patches = cfg.cards, cfg.n_patches
+        self.patch = nn.Linear(cfg.e, cfg.patch_dim) if cfg.n_patches else None
+        self.heads = nn.ModuleList(nn.Linear(cfg.e, max(c, 1)) for c in cfg.cards[cfg.n_patches:])
 
     def forward(self, h, columns=None):
-        # h: (n, d, e) -> {column: (n, classes) logits or (n,) value}
+        # h: (n, d, e) -> {column: (n, classes) logits, (n,) value or (n, patch_dim) pixels}
+        P = self.n_patches
         columns = range(len(self.cards)) if columns is None else columns
         out = {}
+        patches = [j for j in columns if j < P]
+        if patches:
+            y = self.patch(h[:, :P])  # (n, P, patch_dim), one matmul for all patches
+            out.update((j, y[:, j]) for j in patches)
         for j in columns:
-            y = self.heads[j](h[:, j])
-            out[j] = y if self.cards[j] else y.squeeze(-1)
+            if j >= P:
+                y = self.heads[j - P](h[:, j])
+                out[j] = y if self.cards[j] else y.squeeze(-1)
         return out
 
 
@@ -224,7 +258,7 @@ class NPT(nn.Module):
         self.heads = ColumnHeads(cfg)
 
     def forward(self, x, m, columns=None, return_attention=False):
-        """x: (n, d) values, m: (n, d) bool mask bits -> {column: prediction} for ``columns`` (all)."""
+        """x: (n, n_values) values, m: (n, d) bool mask bits -> {column: prediction} for ``columns``."""
         maps = [] if return_attention else None
         h = self.drop(self.embed(x, m))
         for block in self.blocks:
@@ -244,44 +278,59 @@ class NPT(nn.Module):
 
 @dataclass
 class Corrupted:
-    x: torch.Tensor  # (n, d) model input values
+    x: torch.Tensor  # (n, n_values) model input values
     m: torch.Tensor  # (n, d) bool mask bits
     scored: torch.Tensor  # (n, d) bool entries the loss is computed on
 
 
-def corrupt(x, missing, candidates, p, cards, generator, p_random=0.1):
-    """BERT-style stochastic masking of a (n, d) table.
+def spread(t, n_patches=0, patch_dim=0):
+    """A per-column (n, d) tensor -> per-value (n, n_values): a patch column's entry repeated per pixel."""
+    if not n_patches:
+        return t
+    return torch.cat([t[:, :n_patches].repeat_interleave(patch_dim, 1), t[:, n_patches:]], 1)
+
+
+def corrupt(x, missing, candidates, p, cards, generator, p_random=0.1, n_patches=0, patch_dim=0):
+    """BERT-style stochastic masking of a table: x (n, n_values), the masks (n, d) per column.
 
     ``p`` and ``cards`` are (d,) tensors on x's device (built once, so masking copies nothing from the
     host). Each candidate entry of column j is selected with probability ``p[j]``. Where ``p[j] < 1`` a
     ``p_random`` share of the selected entries is replaced by a random value (a uniform class, or
-    N(0, 1)) with NO mask bit; the rest are zeroed with the mask bit set. ``p[j] == 1`` masks every
-    candidate and replaces none (as the authors' code does for the targets). Missing entries are
-    always zero with the mask bit and never scored.
+    N(0, 1) for each value) with NO mask bit; the rest are zeroed with the mask bit set. ``p[j] == 1``
+    masks every candidate and replaces none (as the authors' code does for the targets). Missing
+    entries are always zero with the mask bit and never scored. A patch column is one entry.
     """
-    dev = x.device
-    sel = candidates & (torch.rand(x.shape, generator=generator, device=dev) < p)
+    dev, shape = x.device, candidates.shape
+    sel = candidates & (torch.rand(shape, generator=generator, device=dev) < p)
     zero = sel
     if p_random > 0:
-        rnd = sel & (p < 1) & (torch.rand(x.shape, generator=generator, device=dev) < p_random)
-        u = torch.rand(x.shape, generator=generator, device=dev)
+        rnd = sel & (p < 1) & (torch.rand(shape, generator=generator, device=dev) < p_random)
+        u = torch.rand(shape, generator=generator, device=dev)
         g = torch.randn(x.shape, generator=generator, device=dev)
-        random_value = torch.where(cards > 0, torch.minimum(torch.floor(u * cards), cards - 1), g)
-        x = torch.where(rnd, random_value, x)
+        cls = torch.minimum(torch.floor(u * cards), cards - 1)
+        random_value = torch.where(spread((cards > 0).expand(shape), n_patches, patch_dim),
+                                   spread(cls, n_patches, patch_dim), g)
+        x = torch.where(spread(rnd, n_patches, patch_dim), random_value, x)
         zero = sel & ~rnd
     m = zero | missing
-    return Corrupted(torch.where(m, torch.zeros_like(x), x), m, sel & ~missing)
+    return Corrupted(torch.where(spread(m, n_patches, patch_dim), torch.zeros_like(x), x), m, sel & ~missing)
 
 
-def entry_losses(out, x_true, cards):
-    """(n, d) per-entry loss: cross-entropy for categorical, squared error (standardised) numeric."""
+def entry_losses(out, x_true, cards, n_patches=0, patch_dim=0):
+    """(n, d) per-entry loss: cross-entropy for categorical, squared error (standardised) numeric,
+    mean squared error over the pixels of a patch."""
     cols = []
-    for j in range(len(cards)):
+    if n_patches:
+        pred = torch.stack([out[j] for j in range(n_patches)], 1).float()  # (n, P, patch_dim)
+        pixels = x_true[:, :n_patches * patch_dim].reshape(len(x_true), n_patches, patch_dim)
+        cols.extend(((pred - pixels) ** 2).mean(-1).unbind(1))
+    offset = n_patches * (patch_dim - 1)  # value index of column j >= n_patches is j + offset
+    for j in range(n_patches, len(cards)):
         if cards[j]:
-            target = x_true[:, j].long().clamp(min=0)  # missing entries (-1 codes) are never scored
+            target = x_true[:, j + offset].long().clamp(min=0)  # missing entries (-1 codes) are never scored
             cols.append(F.cross_entropy(out[j].float(), target, reduction="none"))
         else:
-            cols.append((out[j].float() - x_true[:, j]) ** 2)
+            cols.append((out[j].float() - x_true[:, j + offset]) ** 2)
     return torch.stack(cols, 1)
 
 

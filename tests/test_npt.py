@@ -375,3 +375,116 @@ def test_lookup_npt_copies_visible_duplicates_an_mlp_cannot():
     print(f"lookup: NPT {acc:.3f} (copies' classes changed: {acc_intervened:.3f}), MLP {mlp_acc:.3f}")
     assert acc >= 0.9 and acc_intervened >= 0.9
     assert mlp_acc <= 0.75
+
+
+# --- the linear patch encoder (images, paper section 4.2) ------------------------------------------
+
+SHARED = REPO / ".." / "shared" / "datasets"
+CIFAR_TAR = SHARED / "image" / "cifar10" / "cifar10-test-jpeg.tar"
+needs_images = pytest.mark.skipif(not (SHARED / "image").is_dir(), reason=f"{SHARED / 'image'} is absent")
+
+
+@pytest.fixture(scope="module")
+def mnist(tmp_path_factory):
+    """The image suite's MNIST, loaded through the offline mirror (5,000 training + 10,000 test images)."""
+    from tabbench.suite import load_suite
+
+    cfg, = [d for d in load_suite(REPO / "suites" / "image.yaml").datasets if d.name == "mnist"]
+    paths = DataPaths(cache=tmp_path_factory.mktemp("cache"), mirrors=(SHARED.resolve(),), base=REPO)
+    return load_dataset(cfg, paths)
+
+
+def cifar_images(n=12):
+    """The first n CIFAR-10 test JPEGs of the offline copy, decoded, as (n, 3, 32, 32) and an image table."""
+    import io
+    import tarfile
+
+    from PIL import Image
+
+    from tabbench.data.images import image_table
+
+    with tarfile.open(CIFAR_TAR) as tar:
+        names = sorted(m.name for m in tar.getmembers() if m.name.endswith(".jpg"))[:n]
+        pixels = np.stack([np.asarray(Image.open(io.BytesIO(tar.extractfile(name).read()))) for name in names])
+    pixels = pixels.transpose(0, 3, 1, 2)  # (n, 32, 32, 3) -> channel-major (n, 3, 32, 32)
+    return pixels, image_table(pixels, [0, 1] * (n // 2), prefix="a", start=0)
+
+
+def image_meta(table):
+    from tabbench.spec import NUMERIC, Column, DatasetMeta
+
+    columns = tuple(Column(c, NUMERIC) for c in table.columns[:-1])
+    return DatasetMeta("cifar", "binary", "class", columns, ("0", "1"))
+
+
+@needs_images
+def test_cifar_patches_are_4x4x3_blocks_in_grid_order():
+    """64 patches of a 32x32x3 image: patch g*8+h holds rows 4g..4g+3 and columns 4h..4h+3 of all three
+    channels; the estimator's input table holds exactly those (standardised) pixels, then the label."""
+    pixels, table = cifar_images()
+    X, y = table.drop(columns="class"), table["class"].to_numpy()
+    model = NPT(image_meta(table), 0, **SMALL, steps=0, n_patches=64, image_shape=[3, 32, 32], device="cpu")
+    model.fit(X, y)
+    order = model.patch_order_
+    assert order.shape == (64, 48)
+    flat = X.to_numpy(dtype=np.float64)
+    for g, h in [(0, 0), (2, 5), (7, 7)]:
+        block = pixels[:, :, 4 * g:4 * g + 4, 4 * h:4 * h + 4].reshape(len(pixels), -1)
+        np.testing.assert_array_equal(flat[:, order[8 * g + h]], block)
+    x, missing = model._encode(X, y)
+    assert x.shape == (len(X), 64 * 48 + 1) and missing.shape == (len(X), 65) and not missing.any()
+    mean, scale = np.array([model.mean_[j] for j in range(3072)]), np.array([model.scale_[j] for j in range(3072)])
+    np.testing.assert_allclose(x[:, :-1], ((flat - mean) / scale)[:, order.reshape(-1)], rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(x[:, -1], y)
+
+
+@needs_images
+@pytest.mark.parametrize("params, message", [
+    ({"n_patches": 64}, "needs image_shape"),
+    ({"n_patches": 60, "image_shape": [3, 32, 32]}, "square grid"),
+    ({"n_patches": 49, "image_shape": [1, 28, 28]}, "784 numeric pixel columns"),
+])
+def test_patch_params_are_checked_against_the_table(params, message):
+    _, table = cifar_images(2)
+    with pytest.raises(ValueError, match=message):
+        NPT(image_meta(table), 0, **params).fit(table.drop(columns="class"), table["class"].to_numpy())
+
+
+@needs_images
+def test_a_patch_is_masked_as_one_entry(mnist):
+    x = torch.tensor(mnist.X.to_numpy()[:2000] / 255.0, dtype=torch.float32)
+    order = torch.tensor(np.arange(784).reshape(7, 4, 7, 4).transpose(0, 2, 1, 3).reshape(49, 16))
+    x = torch.cat([x[:, order.reshape(-1)], torch.tensor(mnist.y[:2000, None], dtype=torch.float32)], 1)
+    n = len(x)
+    none = torch.zeros(n, 50, dtype=torch.bool)
+    p = torch.tensor([0.15] * 49 + [0.0])
+    cards = torch.tensor([0.0] * 49 + [10.0])
+    c = nm.corrupt(x, none, ~none, p, cards, torch.Generator().manual_seed(0), 0.1, n_patches=49, patch_dim=16)
+    assert c.m.shape == c.scored.shape == (n, 50) and c.x.shape == x.shape
+    rate = c.scored[:, :49].float().mean().item()
+    assert abs(rate - 0.15) < 5 * (0.15 * 0.85 / (n * 49)) ** 0.5
+    pix = c.x[:, :784].reshape(n, 49, 16)
+    orig = x[:, :784].reshape(n, 49, 16)
+    assert (pix[c.m[:, :49]] == 0).all()  # a masked patch: all its pixels zeroed
+    kept = ~c.scored[:, :49]
+    assert torch.equal(pix[kept], orig[kept])  # an unselected patch: every pixel untouched
+    randomised = c.scored[:, :49] & ~c.m[:, :49]  # ~10% of the selected patches: N(0, 1) noise, no mask bit
+    assert randomised.any() and (pix[randomised] != orig[randomised]).all(-1).all()
+    assert torch.equal(c.x[:, -1], x[:, -1]) and not c.m[:, -1].any()
+
+
+@needs_images
+def test_patch_encoder_learns_mnist(mnist):
+    """49 linear 4x4 patches (the paper's MNIST encoder) on real digits: 1,500 training images,
+    batches of 128, 200 steps, e=16, 2 layers (paper: 60,000 images, 500k steps) beats chance (0.1)
+    by far on 500 of the official test images."""
+    X, y = mnist.X, mnist.y
+    rows = np.random.default_rng(0).permutation(5000)  # the 5,000 training images are sorted by class
+    tr, va, te = rows[:1500], rows[1500:1700], np.arange(5000, 5500)
+    model = NPT(mnist.meta, 0, **SMALL, steps=200, batch_size=128, lr=3e-3, lambda_init=0.5, eval_every=25,
+                p_target=0.15, n_patches=49, image_shape=[1, 28, 28], amp=False, device="cpu")
+    model.fit(X.iloc[tr], y[tr], X.iloc[va], y[va])
+    assert model.cfg_.d == 50 and model.cfg_.patch_dim == 16
+    accuracy = (model.predict(X.iloc[te]) == y[te]).mean()
+    print(f"npt mnist patches: accuracy {accuracy:.3f} on 500 test images, info {model.info_}")
+    assert accuracy > 0.5

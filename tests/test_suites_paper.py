@@ -39,8 +39,16 @@ def test_tabular_suites_run_all_nine_methods(name):
     assert {m.model for m in suite(name).models} == NINE
 
 
-def test_image_suite_runs_the_eight_baselines_until_npt_has_a_patch_encoder():
-    assert {m.model for m in suite("image").models} == NINE - {"npt"}
+def test_image_suite_runs_all_nine_with_the_papers_npt_patches():
+    s = suite("image")
+    assert {m.model for m in s.models} == NINE
+    shared = next(m for m in s.models if m.model == "npt").params
+    assert (shared["batch_size"], shared["lr"], shared["n_layers"]) == (512, 1e-3, 8)
+    mnist, cifar = (d.model_params["npt"] for d in s.datasets)
+    assert (mnist["n_patches"], mnist["image_shape"], mnist["e"], mnist["steps"], mnist["p_target"]) == \
+        (49, [1, 28, 28], 16, 500000, 0.15)
+    assert (cifar["n_patches"], cifar["image_shape"], cifar["e"], cifar["steps"], cifar["p_target"]) == \
+        (64, [3, 32, 32], 64, 1000000, 1.0)
 
 
 # name: (task, protocol, k, folds, val_fraction, test_rows, NPT e/batch/steps/lr as in the paper's table)
