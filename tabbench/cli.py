@@ -41,7 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
     _data_args(run)
 
     board = sub.add_parser("leaderboard", help="regenerate a suite's leaderboard tables from its records")
-    board.add_argument("target", help="a suite YAML file or a suite's results folder (e.g. results/quickstart)")
+    board.add_argument("target", help="a suite YAML file (adds its published: comparison) or a suite's results "
+                                      "folder (e.g. results/quickstart)")
     board.add_argument("--results", default="results", metavar="DIR", help="results root for a suite file")
 
     models = sub.add_parser("models", help="list the registered models")
@@ -86,16 +87,17 @@ def cmd_run(args) -> int:
 def cmd_leaderboard(args) -> int:
     from tabbench.leaderboard import write_leaderboard
 
-    target = Path(args.target)
+    target, published = Path(args.target), None
     if target.is_file():
         from tabbench.suite import load_suite
 
-        target = Path(args.results) / load_suite(target).name
+        suite = load_suite(target)
+        target, published = Path(args.results) / suite.name, suite.published
     if not (target / "records").is_dir():
         print(f"tabbench: {target} has no records/ folder; run the suite first or pass its results folder",
               file=sys.stderr)
         return 2
-    print(f"Leaderboard: {write_leaderboard(target)}")
+    print(f"Leaderboard: {write_leaderboard(target, published)}")
     return 0
 
 

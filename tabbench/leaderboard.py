@@ -112,9 +112,38 @@ def _cost_rows(frame: pd.DataFrame) -> list:
     return rows
 
 
-def write_leaderboard(suite_dir: str | Path) -> Path:
-    """Regenerate leaderboard.md / leaderboard.csv (and selected_params.csv when tuning) in suite_dir."""
+def _published_section(t: dict, labels: dict, published) -> list:
+    """Our test metric and mean rank next to the published ones, for the datasets both have."""
+    metric, ranks = t["metric"], t["ranks"]
+    datasets = [d for d in t["mean"].columns if d in published.metrics]
+    if not datasets:
+        return []
+    ours_n, theirs = len(t["mean"].columns), published.ranks.get(metric, {})
+    header = ["method", f"mean rank (ours over {ours_n} / published)"] + [labels[d] for d in datasets]
+    rows = []
+    for m, r in ranks.iterrows():
+        rank = theirs.get(m)
+        cells = [f"{_fmt(r['mean_rank'], r['se'], 2)} / {_fmt(*rank, 2) if rank else '–'}"]
+        for d in datasets:
+            value = published.metrics[d].get(m)
+            cells.append(f"{_fmt(t['mean'].loc[m, d], t['se'].loc[m, d])} / {_fmt(*value) if value else '–'}")
+        rows.append([m] + cells)
+    notes = [f"Each cell: ours / published. Published ranks are over the publication's datasets of this task, "
+             f"ours over this run's {ours_n}."]
+    if any(labels[d] != d for d in datasets):  # a subset's label names it
+        notes.append("Subset or stand-in data (labelled above) is not the published dataset: compare with care.")
+    return [f"### Against {published.name} (test {metric})", "", _md_table(header, rows), "", *notes, ""]
+
+
+def write_leaderboard(suite_dir: str | Path, published_path: str | Path | None = None) -> Path:
+    """Regenerate leaderboard.md / leaderboard.csv (and selected_params.csv when tuning) in suite_dir;
+    with ``published_path`` (a suite's ``published:`` file) also the published numbers side by side."""
     suite_dir = Path(suite_dir)
+    published = None
+    if published_path is not None:
+        from tabbench.published import load_published
+
+        published = load_published(published_path)
     records = Store(suite_dir).frame()
     md_path = suite_dir / "leaderboard.md"
     suite_dir.mkdir(parents=True, exist_ok=True)
@@ -146,12 +175,17 @@ def write_leaderboard(suite_dir: str | Path) -> Path:
         rows = [[m] + [_fmt(t["mean"].loc[m, d], t["se"].loc[m, d]) for d in t["mean"].columns]
                 for m in ranks.index]
         md += [_md_table(["method"] + [labels[d] for d in t["mean"].columns], rows), ""]
+        if published is not None:
+            md += _published_section(t, labels, published)
         for m, r in ranks.iterrows():
             csv_rows.append({"table": f"rank_{metric}", "method": m, "dataset": "", "value": r["mean_rank"],
                              "se": r["se"]})
             for d in t["mean"].columns:
-                csv_rows.append({"table": f"test_{metric}", "method": m, "dataset": d,
-                                 "value": t["mean"].loc[m, d], "se": t["se"].loc[m, d], "rank": r[d]})
+                row = {"table": f"test_{metric}", "method": m, "dataset": d,
+                       "value": t["mean"].loc[m, d], "se": t["se"].loc[m, d], "rank": r[d]}
+                if published is not None and m in published.metrics.get(d, {}):
+                    row["published"], row["published_se"] = published.metrics[d][m]
+                csv_rows.append(row)
     md += ["## Costs per job", "", "Mean fit and predict seconds and the largest peak resident memory of one "
            "job (above its worker's baseline) over successful jobs; peak GPU memory allocated when CUDA was used.",
            "Failures are counted over all jobs, tuning trials included.", ""]

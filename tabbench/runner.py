@@ -158,7 +158,7 @@ def run_suite(suite: Suite, options: RunOptions) -> RunSummary:
             ray.shutdown()
     from tabbench.leaderboard import write_leaderboard
 
-    write_leaderboard(store.dir)
+    write_leaderboard(store.dir, suite.published)
     return summary
 
 

@@ -59,6 +59,7 @@ class Suite:
     budget: Budget = Budget()
     plugins: tuple = ()  # plugin files, resolved against the suite's folder
     description: str = ""
+    published: Path | None = None  # published results to compare with (tabbench/published.py)
 
 
 # --- field checking -------------------------------------------------------------------------------
@@ -272,7 +273,7 @@ def _model(c: _Checker, label, raw, path) -> ModelEntry:
     return ModelEntry(**out)
 
 
-_SUITE_KEYS = {"name", "description", "datasets", "models", "seeds", "budget", "plugins"}
+_SUITE_KEYS = {"name", "description", "datasets", "models", "seeds", "budget", "plugins", "published"}
 
 
 def parse_suite(raw, file="<suite>") -> Suite:
@@ -309,7 +310,16 @@ def parse_suite(raw, file="<suite>") -> Suite:
     base = Path(str(file)).parent
     plugins = tuple(str((base / c.string(p, f"plugins[{i}]")).resolve()) for i, p in enumerate(plugins_raw))
     description = c.string(raw["description"], "description") if "description" in raw else ""
-    return Suite(name, Path(str(file)), datasets, models, seeds, budget, plugins, description)
+    published = None
+    if raw.get("published") is not None:
+        from tabbench.published import PublishedError, load_published
+
+        published = (base / c.string(raw["published"], "published")).resolve()
+        try:
+            load_published(published)
+        except PublishedError as exc:
+            c.fail("published", f"{exc} (the path is relative to the suite's folder)")
+    return Suite(name, Path(str(file)), datasets, models, seeds, budget, plugins, description, published)
 
 
 def load_suite(path) -> Suite:

@@ -88,3 +88,18 @@ def test_a_model_whose_library_is_missing_is_reported_with_the_install_hint():
     with pytest.raises(SuiteError, match=r"s.yaml: models.knn: model 'knn' needs no_such_module_xyz, which is not "
                                          r"installed; pip install 'tabbench\[extra\]'"):
         check_models(suite, registry)
+
+
+def test_published_file_is_checked_when_the_suite_loads(tmp_path):
+    suite = {"datasets": [{"name": "bc", "source": "sklearn", "id": "breast_cancer",
+                           "split": {"protocol": "kfold", "k": 2}}], "models": {"knn": {}},
+             "published": "paper.yaml"}
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(suite))
+    with pytest.raises(SuiteError, match=r"s\.yaml: published: .*paper\.yaml: cannot read"):
+        load_suite(path)
+    (tmp_path / "paper.yaml").write_text("metrics:\n  bc: {knn: high}\n")
+    with pytest.raises(SuiteError, match=r"metrics\.bc\.knn: expected a number or \[mean, standard error\]"):
+        load_suite(path)
+    (tmp_path / "paper.yaml").write_text("metrics:\n  bc: {knn: [0.98, 0.01]}\n")
+    assert load_suite(path).published == tmp_path / "paper.yaml"

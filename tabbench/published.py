@@ -1,0 +1,62 @@
+"""Published results to compare a leaderboard with: a suite's ``published:`` file.
+
+The file (e.g. suites/published/npt-paper.yaml) holds, per dataset and method, the test value of the
+dataset's primary metric (a number, or [mean, standard error]), and per metric the published mean
+rank [mean, standard error] of each method. ``tabbench leaderboard`` then prints our numbers and the
+published ones side by side.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tabbench.metrics import PRIMARY
+
+
+class PublishedError(ValueError):
+    """A published-results file is malformed; the message names the file and the field."""
+
+
+@dataclass(frozen=True)
+class Published:
+    name: str
+    path: Path
+    metrics: dict = field(default_factory=dict)  # dataset -> method -> (value, se or None)
+    ranks: dict = field(default_factory=dict)  # metric -> method -> (mean rank, se or None)
+
+
+def _pairs(value, where, file) -> dict:
+    if not isinstance(value, dict):
+        raise PublishedError(f"{file}: {where}: expected a mapping of method -> value or [mean, se], got {value!r}")
+    out = {}
+    for method, v in value.items():
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            out[str(method)] = (float(v), None)
+        elif isinstance(v, list) and len(v) == 2 and all(isinstance(x, (int, float)) for x in v):
+            out[str(method)] = (float(v[0]), float(v[1]))
+        else:
+            raise PublishedError(f"{file}: {where}.{method}: expected a number or [mean, standard error], got {v!r}")
+    return out
+
+
+def load_published(path) -> Published:
+    import yaml
+
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise PublishedError(f"{path}: cannot read the published-results file: {exc.strerror or exc}") from exc
+    except yaml.YAMLError as exc:
+        raise PublishedError(f"{path}: not valid YAML: {exc}") from exc
+    if not isinstance(raw, dict) or set(raw) - {"name", "metrics", "ranks"}:
+        raise PublishedError(f"{path}: expected a mapping with keys name, metrics, ranks")
+    metrics = {str(d): _pairs(v, f"metrics.{d}", path) for d, v in (raw.get("metrics") or {}).items()}
+    known = {metric for metric, _ in PRIMARY.values()}
+    ranks = {}
+    for metric, v in (raw.get("ranks") or {}).items():
+        if metric not in known:
+            raise PublishedError(f"{path}: ranks.{metric}: unknown metric; expected one of {sorted(known)}")
+        ranks[metric] = _pairs(v, f"ranks.{metric}", path)
+    return Published(str(raw.get("name", path.stem)), path, metrics, ranks)
