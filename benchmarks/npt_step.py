@@ -143,6 +143,10 @@ def main(argv=None):
     ap.add_argument("--heads", type=int, default=8)
     ap.add_argument("--worker", nargs=2, metavar=("CONFIG", "PATH"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    for option, given, known in (("--configs", args.configs, CONFIGS), ("--paths", args.paths, PATHS)):
+        unknown = sorted(set(given.split(",")) - set(known))
+        if unknown:
+            ap.error(f"{option}: unknown {', '.join(unknown)}; choose from {', '.join(known)}")
 
     device = args.device
     if device == "auto":
