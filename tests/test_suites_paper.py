@@ -17,7 +17,6 @@ from tabbench.suite import load_suite
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT / ".." / "shared" / "datasets"
 SUITES = sorted((ROOT / "suites").glob("*.yaml"))
-PAPER_SUITES = ("uci", "uci-small", "image", "openml-cc18")
 NINE = {"knn", "random_forest", "gradient_boosting", "xgboost", "catboost", "lightgbm", "mlp", "tabnet", "npt"}
 needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason=f"offline datasets folder {SHARED} is absent")
 
@@ -34,7 +33,7 @@ def test_every_suite_validates(path):
         assert set(d.model_params or {}) <= {m.label for m in s.models}, d.name
 
 
-@pytest.mark.parametrize("name", ["uci", "uci-small", "openml-cc18"])
+@pytest.mark.parametrize("name", ["uci", "uci-small", "uci-large-cpu", "openml-cc18"])
 def test_tabular_suites_run_all_nine_methods(name):
     assert {m.model for m in suite(name).models} == NINE
 
@@ -87,11 +86,16 @@ def test_uci_suite_is_the_papers_protocol():
         assert d.source == "openml" or d.url.startswith("https://archive.ics.uci.edu/")
 
 
-def test_uci_small_is_the_four_small_datasets_of_uci():
-    small, full = suite("uci-small"), {d.name: d for d in suite("uci").datasets}
-    assert [d.name for d in small.datasets] == ["breast_cancer", "boston", "yacht", "concrete"]
+@pytest.mark.parametrize("name, datasets", [
+    ("uci-small", ["breast_cancer", "boston", "yacht", "concrete"]),
+    ("uci-large-cpu", ["higgs", "income", "poker_hand", "forest_cover", "protein"]),
+])
+def test_reduced_suites_take_their_datasets_unchanged_from_uci(name, datasets):
+    small, full = suite(name), {d.name: d for d in suite("uci").datasets}
+    assert [d.name for d in small.datasets] == datasets
     for d in small.datasets:
-        same = {f: getattr(full[d.name], f) for f in ("source", "url", "split", "columns", "target", "categorical")}
+        same = {f: getattr(full[d.name], f) for f in ("source", "url", "test_url", "id", "split", "columns", "target",
+                                                  "categorical", "categorical_max_levels")}
         assert {f: getattr(d, f) for f in same} == same, d.name
 
 
