@@ -125,8 +125,9 @@ def _published_section(t: dict, labels: dict, published) -> list:
         rank = theirs.get(m)
         cells = [f"{_fmt(r['mean_rank'], r['se'], 2)} / {_fmt(*rank, 2) if rank else '–'}"]
         for d in datasets:
-            value = published.metrics[d].get(m)
-            cells.append(f"{_fmt(t['mean'].loc[m, d], t['se'].loc[m, d])} / {_fmt(*value) if value else '–'}")
+            value = published.metrics[d].get(m)  # as printed in the publication: its own digits
+            shown = "–" if not value else f"{value[0]:g}" + (f" ± {value[1]:g}" if value[1] is not None else "")
+            cells.append(f"{_fmt(t['mean'].loc[m, d], t['se'].loc[m, d])} / {shown}")
         rows.append([m] + cells)
     notes = [f"Each cell: ours / published. Published ranks are over the publication's datasets of this task, "
              f"ours over this run's {ours_n}."]
