@@ -8,6 +8,7 @@ datasets +- its standard error (sample std / sqrt(#datasets)).
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -194,6 +195,7 @@ def write_leaderboard(suite_dir: str | Path, published_path: str | Path | None =
                      _cost_rows(all_runs)), ""]
     if all_runs["trial"].notna().any():
         params = selected[selected["trial"].notna()][RUN_KEYS + ["trial", "params"]]
+        params = params.assign(params=params["params"].map(lambda p: json.dumps(p, sort_keys=True)))
         params.to_csv(suite_dir / "selected_params.csv", index=False)
         md += ["Tuned methods: the configuration chosen per dataset and fold (best validation score) is in "
                "`selected_params.csv`.", ""]

@@ -1,6 +1,7 @@
 """Tuning: every trial is a job with its own record; the leaderboard uses the best validation score."""
 
 import itertools
+import json
 
 import pandas as pd
 
@@ -43,6 +44,7 @@ def test_random_search_selects_the_best_validation_config_and_resume_skips_trial
         best = trials.loc[trials["val_log_loss"].idxmin()]
         chosen = selected[selected["fold"] == fold].iloc[0]
         assert chosen["trial"] == best["trial"]
+        assert json.loads(chosen["params"]) == best["params"]  # the full configuration, as JSON
     board = pd.read_csv(tmp_path / "results" / "tuned" / "leaderboard.csv")
     reported = board[(board.table == "test_accuracy")]["value"].iloc[0]
     best_rows = frame.loc[frame.groupby("fold")["val_log_loss"].idxmin()]
