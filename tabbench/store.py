@@ -5,11 +5,16 @@ fsynced, so two runs appending to the same store never interleave, and a run kil
 at most a partial last line without a newline; readers ignore it and the next writer cuts it off
 before appending. Records are never rewritten: a re-run (``--force``) appends, and readers keep the
 newest record per job key.
+
+A published results folder may keep its records compressed as ``records.jsonl.gz`` (``gzip
+records.jsonl``): readers read it first, and later runs append to a new ``records.jsonl`` beside it,
+so a resumed or extended run still skips every archived job.
 """
 
 from __future__ import annotations
 
 import fcntl
+import gzip
 import json
 import os
 from contextlib import contextmanager
@@ -17,12 +22,14 @@ from pathlib import Path
 
 RECORDS_DIR = "records"
 RECORDS_FILE = "records.jsonl"
+ARCHIVE_FILE = "records.jsonl.gz"
 
 
 class Store:
     def __init__(self, suite_dir: str | Path):
         self.dir = Path(suite_dir)
         self.path = self.dir / RECORDS_DIR / RECORDS_FILE
+        self.archive = self.dir / RECORDS_DIR / ARCHIVE_FILE
 
     @contextmanager
     def _locked(self):
@@ -49,18 +56,19 @@ class Store:
             os.fsync(fd)
 
     def records(self) -> list[dict]:
-        """Every complete record, newest last per key."""
-        if not self.path.exists():
-            return []
+        """Every complete record, newest last per key: the archive's, then the live file's."""
         out = []
-        with open(self.path, "rb") as fh:
-            for raw in fh:
-                if not raw.endswith(b"\n"):
-                    break  # a partial last line from a killed writer
-                try:
-                    out.append(json.loads(raw))
-                except json.JSONDecodeError:
-                    continue
+        for path, opener in ((self.archive, gzip.open), (self.path, open)):
+            if not path.exists():
+                continue
+            with opener(path, "rb") as fh:
+                for raw in fh:
+                    if not raw.endswith(b"\n"):
+                        break  # a partial last line from a killed writer
+                    try:
+                        out.append(json.loads(raw))
+                    except json.JSONDecodeError:
+                        continue
         return out
 
     def latest(self) -> dict[str, dict]:
