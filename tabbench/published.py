@@ -52,6 +52,9 @@ def load_published(path) -> Published:
         raise PublishedError(f"{path}: not valid YAML: {exc}") from exc
     if not isinstance(raw, dict) or set(raw) - {"name", "metrics", "ranks"}:
         raise PublishedError(f"{path}: expected a mapping with keys name, metrics, ranks")
+    for key in ("metrics", "ranks"):
+        if not isinstance(raw.get(key) or {}, dict):
+            raise PublishedError(f"{path}: {key}: expected a mapping, got {raw[key]!r}")
     metrics = {str(d): _pairs(v, f"metrics.{d}", path) for d, v in (raw.get("metrics") or {}).items()}
     known = {metric for metric, _ in PRIMARY.values()}
     ranks = {}
