@@ -350,5 +350,6 @@ def register_models(register):
         default_params=dict(DEFAULT_PARAMS), search_space={},
         cpus=1, gpus=lambda p: 1 if p.get("device") == "cuda" else 0,
         requires=("torch",), install_hint="pip install 'tabbench[torch]'",
+        deterministic=False,  # seeded torch training: last digits differ across CPUs
         description="Non-Parametric Transformer (Kossen et al. 2021): attention between rows and columns",
     ))

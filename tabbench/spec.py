@@ -83,6 +83,10 @@ class ModelSpec:
     # that every forked job starts with them loaded (a top-level name is checked without importing it).
     requires: tuple = ()
     install_hint: str = ""  # how to get them, e.g. "pip install 'tabbench[boosters]'"
+    # A seeded fit gives the same predictions on any machine up to float rounding (k-NN, tree ensembles).
+    # False for seeded neural training (torch), whose last digits differ across CPUs and grow over the
+    # epochs: `tabbench compare` then allows a band instead of an exact match.
+    deterministic: bool = True
 
     def __post_init__(self):
         unknown = set(self.tasks) - set(TASKS)

@@ -1,0 +1,168 @@
+"""Two result folders side by side: is a run a reproduction of another (e.g. of the published one)?
+
+Per method and dataset, the primary test metric of the runs both folders hold (same method,
+dataset and split fingerprints, fold, repeat and seed; for tuned methods the configuration each
+folder selected), ours against theirs, and a verdict:
+
+* a model whose spec is ``deterministic`` must give the same number on every run: the largest
+  per-run difference may be float noise at most (``FLOAT_NOISE`` relative), else it is FLAGGED;
+* a seeded neural model (``deterministic=False``: torch training, whose last digits depend on the
+  CPU's kernels and grow over the epochs) may differ, but its mean over folds must stay within
+  ``BAND_SE`` combined standard errors of the two means, the error bars the leaderboard prints.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from tabbench.leaderboard import RUN_KEYS, select_trials
+from tabbench.metrics import PRIMARY
+from tabbench.store import Store
+
+#: Relative difference below which two runs of a deterministic model count as equal (float rounding
+#: of a different BLAS or CPU; a changed split, library or bug moves metrics far more).
+FLOAT_NOISE = 1e-6
+#: Band of a seeded neural model: |mean difference| <= BAND_SE x sqrt(se_ours^2 + se_theirs^2).
+BAND_SE = 2.0
+FLAGGED = "FLAGGED"
+COLUMNS = ["method", "dataset", "task", "metric", "runs", "ours", "theirs", "difference", "max_run_difference",
+           "allowed", "kind", "verdict", "note"]
+
+
+def _deterministic_models(plugin_files=()) -> dict:
+    from tabbench.plugins import load_models
+
+    return {name: entry.spec.deterministic for name, entry in load_models(tuple(plugin_files)).items()}
+
+
+def _metric_column(frame: pd.DataFrame) -> pd.Series:
+    """The primary test metric of each record's task."""
+    values = pd.Series(np.nan, index=frame.index)
+    for task, (metric, _) in PRIMARY.items():
+        column = f"test_{metric}"
+        if column in frame:
+            mask = frame["task"] == task
+            values[mask] = frame.loc[mask, column]
+    return values
+
+
+def _selected(folder: Path) -> pd.DataFrame:
+    frame = Store(folder).frame()
+    if frame.empty:
+        return frame
+    frame = select_trials(frame)
+    return frame.assign(value=_metric_column(frame))
+
+
+def _se(values: pd.Series) -> float:
+    return float(values.std(ddof=1) / math.sqrt(len(values))) if len(values) > 1 else 0.0
+
+
+def _cell(method, dataset, runs: pd.DataFrame, deterministic: bool | None) -> dict:
+    task = runs["task"].iloc[0]
+    metric = PRIMARY[task][0]
+    ok = runs[(runs["status_ours"] == "ok") & (runs["status_theirs"] == "ok")]
+    row = {"method": method, "dataset": dataset, "task": task, "metric": metric, "runs": len(ok),
+           "kind": "deterministic" if deterministic else "seeded"}
+    notes = []
+    failed = len(runs) - len(ok)
+    if failed:
+        notes.append(f"{failed} run(s) failed in one folder")
+    if "trial_ours" in runs and (runs["trial_ours"].fillna(-1) != runs["trial_theirs"].fillna(-1)).any():
+        notes.append(f"{int((runs['trial_ours'].fillna(-1) != runs['trial_theirs'].fillna(-1)).sum())} run(s) "
+                     "selected another configuration")
+    if ok.empty:
+        return {**row, "verdict": FLAGGED, "note": "; ".join(notes or ["no run succeeded in both"])}
+    ours, theirs = ok["value_ours"], ok["value_theirs"]
+    diff = ours - theirs
+    row.update(ours=float(ours.mean()), theirs=float(theirs.mean()), difference=float(diff.mean()),
+               max_run_difference=float(diff.abs().max()))
+    scale = max(1.0, float(theirs.abs().max()))
+    if deterministic:
+        row["allowed"] = FLOAT_NOISE * scale
+        verdict_ok = row["max_run_difference"] <= row["allowed"]
+    else:
+        row["allowed"] = max(FLOAT_NOISE * scale, BAND_SE * math.hypot(_se(ours), _se(theirs)))
+        verdict_ok = abs(row["difference"]) <= row["allowed"]
+    if row["max_run_difference"] == 0:
+        verdict = "identical"
+    elif verdict_ok:
+        verdict = "float noise" if deterministic else "within band"
+    else:
+        verdict = FLAGGED
+    if failed and verdict != FLAGGED:
+        verdict = FLAGGED
+    return {**row, "verdict": verdict, "note": "; ".join(notes)}
+
+
+def compare(ours: str | Path, theirs: str | Path, plugin_files=()) -> pd.DataFrame:
+    """One row per (method, dataset) that ``ours`` holds: the comparison with ``theirs`` (see module doc)."""
+    a, b = _selected(Path(ours)), _selected(Path(theirs))
+    if a.empty:
+        return pd.DataFrame(columns=COLUMNS)
+    deterministic = _deterministic_models(plugin_files)
+    keys = RUN_KEYS + ["dataset_fingerprint", "split_fingerprint"]
+    fields = ["task", "model", "value", "status", "trial"]
+    if b.empty:
+        b = pd.DataFrame(columns=keys + fields)
+    joined = a[keys + fields].merge(b[keys + fields], on=keys, how="left", suffixes=("_ours", "_theirs"),
+                                    indicator=True)
+    joined = joined.rename(columns={"task_ours": "task"})
+    rows = []
+    for (method, dataset), runs in joined.groupby(["method", "dataset"], sort=True):
+        matched = runs[runs["_merge"] == "both"]
+        if matched.empty:
+            other = b[(b["method"] == method) & (b["dataset"] == dataset)] if len(b) else b
+            note = ("their runs of it are on other data or splits (fingerprints differ)" if len(other)
+                    else "not in their folder")
+            rows.append({"method": method, "dataset": dataset, "task": runs["task"].iloc[0],
+                         "metric": PRIMARY[runs["task"].iloc[0]][0], "runs": 0, "verdict": "not compared",
+                         "note": note})
+            continue
+        model = matched["model_ours"].iloc[0]
+        row = _cell(method, dataset, matched, deterministic.get(model))
+        if len(matched) < len(runs):
+            row["note"] = "; ".join(x for x in (row["note"], f"{len(runs) - len(matched)} run(s) not in theirs") if x)
+        rows.append(row)
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _num(value, digits=4) -> str:
+    return "–" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.{digits}g}"
+
+
+def report(table: pd.DataFrame, ours: Path, theirs: Path) -> str:
+    """The comparison as markdown: a table, the verdict counts and the tolerances it used."""
+    lines = [f"# {ours} against {theirs}", "",
+             "Primary test metric per method and dataset, mean over the runs both folders hold "
+             "(same data, split, fold and seed); difference = ours - theirs.", ""]
+    header = ["method", "dataset", "metric", "runs", "ours", "theirs", "difference", "max per run", "allowed",
+              "verdict", "note"]
+    lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for r in table.itertuples():
+        cells = [r.method, r.dataset, r.metric, r.runs, _num(r.ours), _num(r.theirs), _num(r.difference, 2),
+                 _num(r.max_run_difference, 2), _num(r.allowed, 2),
+                 f"**{r.verdict}**" if r.verdict == FLAGGED else r.verdict, r.note or ""]
+        lines.append("| " + " | ".join(str(c) for c in cells) + " |")
+    counts = table["verdict"].value_counts()
+    lines += ["", f"{len(table)} method x dataset cells: "
+              + ", ".join(f"{n} {v}" for v, n in counts.items()) + ".", "",
+              f"Allowed: deterministic models (k-NN, tree ensembles, boosters) must match run for run to float "
+              f"noise ({FLOAT_NOISE:g} relative); seeded neural models (spec deterministic=False) may differ in "
+              f"the last digits of every step, so their mean over folds must lie within {BAND_SE:g} combined "
+              "standard errors of the two means. FLAGGED: outside that, or a run failed in one folder only.", ""]
+    return "\n".join(lines)
+
+
+def write_comparison(ours: str | Path, theirs: str | Path, plugin_files=()) -> tuple[pd.DataFrame, str, Path]:
+    """Compare, and write ``comparison.md`` and ``comparison.csv`` into ``ours``."""
+    ours, theirs = Path(ours), Path(theirs)
+    table = compare(ours, theirs, plugin_files)
+    text = report(table, ours, theirs)
+    (ours / "comparison.md").write_text(text)
+    table.to_csv(ours / "comparison.csv", index=False)
+    return table, text, ours / "comparison.md"
