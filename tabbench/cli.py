@@ -22,6 +22,11 @@ def _plugin_arg(p):
     p.add_argument("--plugin", metavar="PATH", action="append", default=[], help="load a plugin file (repeatable)")
 
 
+def _reference_arg(p):
+    p.add_argument("--reference", default="results", metavar="DIR",
+                   help="root of the published result folders a run is checked against (default: results/)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tabbench", description="Benchmark NPT and tabular baselines, reproducibly.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -29,7 +34,9 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run a suite's jobs (resumes: finished jobs are skipped)")
     run.add_argument("suite", help="suite YAML file, e.g. suites/quickstart.yaml")
     run.add_argument("--address", help="existing Ray cluster address (default: $RAY_ADDRESS, else a local Ray)")
-    run.add_argument("--results", default="results", metavar="DIR", help="results root (default: results/)")
+    run.add_argument("--results", metavar="DIR", help="results root the run writes to (default: runs/; "
+                     "--results results adds jobs to the published folders, e.g. a new model's)")
+    _reference_arg(run)
     run.add_argument("--force", action="store_true", help="re-run jobs that already have a record")
     run.add_argument("--retry-failed", action="store_true", help="re-run jobs whose record is a failure")
     run.add_argument("--models", type=_csv, default=(), metavar="A,B", help="only these methods of the suite")
@@ -44,6 +51,27 @@ def build_parser() -> argparse.ArgumentParser:
     board.add_argument("target", help="a suite YAML file (adds its published: comparison) or a suite's results "
                                       "folder (e.g. results/quickstart)")
     board.add_argument("--results", default="results", metavar="DIR", help="results root for a suite file")
+
+    compare = sub.add_parser("compare", help="compare two result folders per method and dataset; writes "
+                                             "comparison.md and .csv into the first")
+    compare.add_argument("ours", help="a suite's results folder, e.g. runs/quickstart")
+    compare.add_argument("theirs", help="the folder to check it against, e.g. results/quickstart")
+    _plugin_arg(compare)
+
+    plan = sub.add_parser("plan", help="jobs a run would do, those already done, resources and estimated hours; "
+                                       "runs nothing")
+    plan.add_argument("suite")
+    plan.add_argument("--results", metavar="DIR", help="results root a run would write to (default: runs/)")
+    _reference_arg(plan)
+    plan.add_argument("--basis", metavar="DIR", action="append", default=[],
+                      help="results folder or root whose records give the time estimates (repeatable; default: "
+                           "the --results and --reference roots)")
+    plan.add_argument("--gpus", type=int, default=0, metavar="N",
+                      help="plan for N GPUs (default 0: device=auto resolves to cpu)")
+    plan.add_argument("--models", type=_csv, default=(), metavar="A,B", help="only these methods of the suite")
+    plan.add_argument("--datasets", type=_csv, default=(), metavar="X,Y", help="only these datasets of the suite")
+    _plugin_arg(plan)
+    _data_args(plan)
 
     models = sub.add_parser("models", help="list the registered models")
     _plugin_arg(models)
@@ -70,7 +98,7 @@ def cmd_run(args) -> int:
     from tabbench.suite import load_suite
 
     suite = load_suite(args.suite)
-    options = RunOptions(results=Path(args.results), address=args.address, force=args.force,
+    options = RunOptions(results=Path(args.results or RunOptions.results), address=args.address, force=args.force,
                          retry_failed=args.retry_failed, models=args.models, datasets=args.datasets, folds=args.folds,
                          plugin_files=tuple(args.plugin),
                          data_paths=DataPaths.from_env(args.cache, args.mirror, base=suite.path.parent),
@@ -81,7 +109,50 @@ def cmd_run(args) -> int:
           f"{summary.failed} failed ({failures}).")
     print(f"Records:     {summary.results_dir / 'records' / 'records.jsonl'}")
     print(f"Leaderboard: {summary.results_dir / 'leaderboard.md'}")
+    reference = Path(args.reference) / suite.name
+    if (reference / "records").is_dir() and reference.resolve() != summary.results_dir.resolve():
+        from tabbench.compare import write_comparison
+
+        table, text, path = write_comparison(summary.results_dir, reference, tuple(args.plugin) + suite.plugins)
+        print(f"\nReproduction check against the published {reference}:\n\n{text}Written: {path}")
     return 1 if summary.failed else 0
+
+
+def cmd_compare(args) -> int:
+    from tabbench.compare import FLAGGED, write_comparison
+
+    for folder in (args.ours, args.theirs):
+        if not (Path(folder) / "records").is_dir():
+            print(f"tabbench: {folder} has no records/ folder; pass a suite's results folder, "
+                  "e.g. runs/quickstart or results/quickstart", file=sys.stderr)
+            return 2
+    table, text, path = write_comparison(args.ours, args.theirs, tuple(args.plugin))
+    print(f"{text}Written: {path} and comparison.csv")
+    return 1 if (table["verdict"] == FLAGGED).any() else 0
+
+
+def cmd_plan(args) -> int:
+    from tabbench.plan import format_plan, make_plan
+    from tabbench.plugins import load_models
+    from tabbench.runner import RunError, RunOptions, load_data
+    from tabbench.suite import check_models
+
+    suite, paths = _suite_and_paths(args)
+    registry = load_models(tuple(args.plugin) + suite.plugins)
+    check_models(suite, registry)
+    loaded, unloaded = {}, {}
+    for cfg in suite.datasets:
+        if args.datasets and cfg.name not in args.datasets:
+            continue
+        try:
+            loaded.update(load_data(suite, paths, (cfg.name,)))
+        except RunError as exc:
+            unloaded[cfg.name] = str(exc)
+    results = Path(args.results or RunOptions.results)
+    plan = make_plan(suite, registry, loaded, results / suite.name, Path(args.reference) / suite.name,
+                     args.basis or [results, args.reference], args.gpus, args.models, unloaded)
+    print(format_plan(plan))
+    return 0
 
 
 def cmd_leaderboard(args) -> int:
@@ -194,7 +265,7 @@ def cmd_validate(args) -> int:
     return 0
 
 
-COMMANDS = {"run": cmd_run, "leaderboard": cmd_leaderboard, "models": cmd_models, "validate": cmd_validate,
+COMMANDS = {"run": cmd_run, "compare": cmd_compare, "plan": cmd_plan, "leaderboard": cmd_leaderboard, "models": cmd_models, "validate": cmd_validate,
             "datasets": cmd_datasets, "fetch": cmd_fetch}
 
 

@@ -28,7 +28,8 @@ INFRA_RETRIES = 2
 
 @dataclass
 class RunOptions:
-    results: Path = Path("results")
+    # A run writes to runs/ (git-ignored); results/ holds the published folders it is checked against.
+    results: Path = Path("runs")
     address: str | None = None
     force: bool = False
     retry_failed: bool = False

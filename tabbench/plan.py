@@ -1,0 +1,202 @@
+"""What a run of a suite would do and cost, before it starts: ``tabbench plan SUITE``.
+
+The jobs are planned exactly as ``tabbench run`` plans them (same keys), from the suite, the
+registry and the loaded datasets; nothing is started (no Ray, no fit). Per method and dataset:
+jobs planned (configurations x splits x seeds), those whose record already exists in the results
+folder a run would write to (and in the published folder of the same suite, when that is another
+one), the Ray resources of one job, and an estimate of CPU and GPU hours for the jobs still to run:
+the median job time (fit and evaluation) of successful records of the same method on the same
+data (dataset fingerprint, hence the same shape) in the basis folders, times the job's CPUs and
+GPUs. Where no such record exists the estimate says 'no basis'.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from tabbench.store import RECORDS_DIR, Store
+
+
+@dataclass
+class PlanRow:
+    method: str
+    dataset: str
+    shape: str  # rows x features
+    configs: int
+    splits: int
+    seeds: int
+    planned: int
+    done: int  # a record exists in the results folder a run writes to: the run skips the job
+    published: int | None  # a record exists in the published folder (None: no published folder)
+    resources: dict
+    median_s: float | None = None
+    basis_records: int = 0
+    basis: str = "no basis"
+    cpu_hours: float | None = None
+    gpu_hours: float | None = None
+
+    @property
+    def pending(self) -> int:
+        return self.planned - self.done
+
+
+@dataclass
+class Plan:
+    suite: str
+    results_dir: Path
+    published_dir: Path | None
+    rows: list = field(default_factory=list)
+    unloaded: dict = field(default_factory=dict)  # dataset -> why it could not be loaded
+    basis_dirs: tuple = ()
+    gpus: int = 0
+
+
+def suite_folders(paths) -> list[Path]:
+    """Each path is a suite's results folder (it has records/) or a root holding such folders."""
+    out = []
+    for path in map(Path, paths):
+        if (path / RECORDS_DIR).is_dir():
+            out.append(path)
+        elif path.is_dir():
+            out += sorted(p for p in path.iterdir() if (p / RECORDS_DIR).is_dir())
+    return list(dict.fromkeys(out))
+
+
+def _basis_frame(folders) -> pd.DataFrame:
+    columns = ["method", "dataset", "dataset_fingerprint", "params", "seconds", "folder"]
+    frames = []
+    for folder in folders:
+        records = [r for r in Store(folder).latest().values() if r.get("status") == "ok"]
+        frames.append(pd.DataFrame({
+            "method": [r["method"] for r in records], "dataset": [r["dataset"] for r in records],
+            "dataset_fingerprint": [r["dataset_fingerprint"] for r in records],
+            "params": [json.dumps(r.get("params"), sort_keys=True, default=str) for r in records],
+            "seconds": [r.get("wall_seconds", r.get("fit_seconds")) for r in records],
+            "folder": str(folder)}))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
+
+
+def _params_note(planned: set, basis: set) -> str:
+    """Whether the basis ran the configurations planned, or which parameters differ."""
+    if planned <= basis:
+        return "same configurations"
+    if len(planned) == 1 and len(basis) == 1:
+        a, b = json.loads(next(iter(planned))), json.loads(next(iter(basis)))
+        diff = [f"{k} {b.get(k)} -> {a.get(k)}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+        return "params differ: " + ", ".join(diff)
+    return f"{len(planned & basis)} of {len(planned)} planned configurations in the basis"
+
+
+def _estimate(row: PlanRow, jobs: list, basis: pd.DataFrame, dataset: str) -> None:
+    fingerprint = jobs[0].dataset_fingerprint
+    match = basis[(basis["method"] == row.method) & (basis["dataset_fingerprint"] == fingerprint)]
+    match = match[match["seconds"].notna()]
+    if match.empty:
+        other = basis[(basis["method"] == row.method) & (basis["dataset"] == dataset)]
+        row.basis = "no basis" + (" (records of this dataset name are on other data, e.g. a subset)"
+                                  if len(other) else "")
+        return
+    row.median_s = float(match["seconds"].median())
+    planned = {json.dumps(j.params, sort_keys=True, default=str) for j in jobs}
+    folders = ", ".join(sorted(set(match["folder"])))
+    row.basis_records = len(match)
+    row.basis = f"median job time of its records in {folders}; {_params_note(planned, set(match['params']))}"
+    row.cpu_hours = row.pending * row.median_s * float(row.resources.get("num_cpus") or 0) / 3600
+    row.gpu_hours = row.pending * row.median_s * float(row.resources.get("num_gpus") or 0) / 3600
+
+
+def make_plan(suite, registry, loaded: dict, results_dir: Path, published_dir: Path | None, basis_dirs=(),
+              gpus: int = 0, models=(), unloaded=None) -> Plan:
+    """``loaded``: dataset name -> (config, Dataset, splits), as ``tabbench.runner.load_data`` returns."""
+    from tabbench.jobs import plan as plan_jobs
+
+    jobs = plan_jobs(suite, registry, loaded, gpu_available=gpus > 0)
+    if models:
+        jobs = [j for j in jobs if j.method in models]
+    done = set(Store(results_dir).latest())
+    same = published_dir is None or Path(published_dir).resolve() == Path(results_dir).resolve()
+    published = None if same or not (Path(published_dir) / RECORDS_DIR).is_dir() else set(
+        Store(published_dir).latest())
+    basis = _basis_frame(suite_folders(basis_dirs))
+    out = Plan(suite.name, Path(results_dir), None if same else published_dir, unloaded=dict(unloaded or {}),
+               basis_dirs=tuple(map(str, suite_folders(basis_dirs))), gpus=gpus)
+    groups: dict = {}
+    for job in jobs:
+        groups.setdefault((job.method, job.dataset), []).append(job)
+    for (method, dataset), group in groups.items():
+        X = loaded[dataset][1].X
+        row = PlanRow(method, dataset, f"{X.shape[0]} x {X.shape[1]}", len({j.trial for j in group}),
+                      len({(j.fold, j.repeat) for j in group}), len({j.seed for j in group}), len(group),
+                      sum(j.key in done for j in group),
+                      None if published is None else sum(j.key in published for j in group), group[0].resources)
+        _estimate(row, group, basis, dataset)
+        out.rows.append(row)
+    return out
+
+
+def _hours(value) -> str:
+    return "–" if value is None else f"{value:.3g}"
+
+
+def _resources(res: dict) -> str:
+    return ", ".join(f"{float(res.get(k) or 0):g} {name}" for k, name in (("num_cpus", "cpu"), ("num_gpus", "gpu")))
+
+
+def _table(header, rows) -> list[str]:
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    return ["  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip() for r in [header, *rows]]
+
+
+def format_plan(plan: Plan) -> str:
+    has_published = plan.published_dir is not None
+    header = ["method", "dataset", "rows x cols", "jobs (configs x splits x seeds)", "done"]
+    header += ["published"] if has_published else []
+    header += ["resources/job", "median s (records)", "cpu h", "gpu h"]
+    rows = []
+    for r in plan.rows:
+        cells = [r.method, r.dataset, r.shape, f"{r.planned} = {r.configs} x {r.splits} x {r.seeds}", r.done]
+        cells += [r.published] if has_published else []
+        cells += [_resources(r.resources), "–" if r.median_s is None else f"{r.median_s:.2f} ({r.basis_records})",
+                  _hours(r.cpu_hours), _hours(r.gpu_hours)]
+        rows.append(cells)
+    planned, done = sum(r.planned for r in plan.rows), sum(r.done for r in plan.rows)
+    lines = [f"Plan for suite {plan.suite}: nothing is run, no Ray is started.", ""] + _table(header, rows) + [""]
+    lines.append("done: a record exists where the run writes; cpu h and gpu h: for the jobs not done.")
+    lines.append(f"{planned:,} jobs planned, {done:,} already done in {plan.results_dir} "
+                 f"(a run there would run {planned - done:,}).")
+    if has_published:
+        published = sum(r.published for r in plan.rows)
+        lines.append(f"{published:,} of them have a published record in {plan.published_dir} "
+                     f"(`--results {plan.published_dir.parent}` would run {planned - published:,}).")
+    lines += ["", "Estimate per method for the jobs still to run (median job seconds x jobs x resources):"]
+    for method in dict.fromkeys(r.method for r in plan.rows):
+        part = [r for r in plan.rows if r.method == method]
+        todo = [r for r in part if r.pending]
+        missing = [r for r in todo if r.cpu_hours is None]
+        text = (f"  {method}: {_hours(sum(r.cpu_hours or 0 for r in part))} CPU h, "
+                f"{_hours(sum(r.gpu_hours or 0 for r in part))} GPU h")
+        if missing:
+            text += (f" for {sum(r.pending for r in todo if r not in missing):,} jobs; no basis for "
+                     f"{sum(r.pending for r in missing):,} jobs ({', '.join(r.dataset for r in missing)})")
+        lines.append(text if todo else f"  {method}: nothing to run")
+        bases = {r.basis for r in todo}
+        if len(bases) == 1 and len(todo) > 1:
+            lines.append(f"      every dataset: {bases.pop()}")
+        else:
+            lines += [f"      {r.dataset}: {r.basis}" for r in todo]
+    total_cpu = sum(r.cpu_hours or 0 for r in plan.rows)
+    total_gpu = sum(r.gpu_hours or 0 for r in plan.rows)
+    unknown = sum(r.pending for r in plan.rows if r.cpu_hours is None)
+    lines += ["", f"Total with a basis: {_hours(total_cpu)} CPU hours, {_hours(total_gpu)} GPU hours"
+              + (f"; {unknown:,} jobs have no basis and are not counted." if unknown else ".")]
+    lines.append(f"Basis folders: {', '.join(plan.basis_dirs) or 'none'}.")
+    lines.append(f"GPUs: {plan.gpus} assumed (device: auto resolves to {'cuda' if plan.gpus else 'cpu'}); "
+                 "pass --gpus N to plan for a machine with GPUs.")
+    for name, why in plan.unloaded.items():
+        lines.append(f"Not planned: dataset {name!r} could not be loaded: {why}")
+    return "\n".join(lines)
+
