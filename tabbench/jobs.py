@@ -24,10 +24,13 @@ import numpy as np
 
 from tabbench.measure import PeakMemory, environment, proc_status_kib
 from tabbench.metrics import classification_metrics, regression_metrics
+from tabbench.predictions import InvalidPredictions, check_probabilities, check_regression_predictions
 
 #: Every status a record can have. ``lost`` is an infrastructure failure (a Ray worker or node died
 #: and Ray's bounded retries were spent); the others are the job's own outcome and never retried.
+#: ``invalid``: the model ran, but its predictions break the contract (NaN, wrong shape, ...).
 OK, ERROR, TIMEOUT, OOM, GPU_OOM, CRASH, LOST = "ok", "error", "timeout", "oom", "gpu_oom", "crash", "lost"
+INVALID = "invalid"
 
 
 @dataclass(frozen=True)
@@ -104,12 +107,16 @@ def plan(suite, registry, loaded, gpu_available=False) -> list[Job]:
 
 
 def _evaluate(estimator, meta, X, y) -> dict:
+    """Metrics of the estimator's outputs on (X, y); outputs that break the contract raise InvalidPredictions."""
     if meta.is_classification:
-        return classification_metrics(y, estimator.predict_proba(X), meta.n_classes)
-    return regression_metrics(y, estimator.predict(X))
+        return classification_metrics(y, check_probabilities(estimator.predict_proba(X), len(X), meta.n_classes),
+                                      meta.n_classes)
+    return regression_metrics(y, check_regression_predictions(estimator.predict(X), len(X)))
 
 
 def _status_of(exc: BaseException) -> str:
+    if isinstance(exc, InvalidPredictions):
+        return INVALID
     name = type(exc).__name__
     if name == "OutOfMemoryError" or "CUDA out of memory" in str(exc):
         return GPU_OOM

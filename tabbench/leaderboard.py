@@ -89,7 +89,10 @@ def summarise(frame: pd.DataFrame) -> dict:
         for (method, dataset), runs in part.groupby(["method", "dataset"]):
             values = runs[column] if column in runs else pd.Series(np.nan, index=runs.index)
             if (runs["status"] != "ok").any() or values.isna().any():
-                incomplete.append((method, dataset, int((runs["status"] != "ok").sum()), len(runs)))
+                failed = int((runs["status"] != "ok").sum())  # any failure status: error, invalid, timeout, ...
+                why = f"{failed} of {len(runs)} runs failed" if failed else \
+                    f"{int(values.isna().sum())} of {len(runs)} runs have no test {metric}"
+                incomplete.append((method, dataset, why))
                 continue
             mean.loc[method, dataset] = values.mean()
             se.loc[method, dataset] = values.std(ddof=1) / math.sqrt(len(values)) if len(values) > 1 else np.nan
@@ -172,7 +175,7 @@ def write_leaderboard(suite_dir: str | Path, published_path: str | Path | None =
                   f"fold failed) takes the worst rank, {len(ranks)}.")
         if t["incomplete"]:
             md.append("Worst rank imputed for: " + "; ".join(
-                f"{m} on {d} ({f} of {n} runs failed)" for m, d, f, n in t["incomplete"]) + ".")
+                f"{m} on {d} ({why})" for m, d, why in t["incomplete"]) + ".")
         md += ["", f"### Test {metric} per dataset (mean ± standard error over folds and seeds)", ""]
         rows = [[m] + [_fmt(t["mean"].loc[m, d], t["se"].loc[m, d]) for d in t["mean"].columns]
                 for m in ranks.index]

@@ -14,6 +14,8 @@ SELECTION = {BINARY: "log_loss", "multiclass": "log_loss", REGRESSION: "mse"}
 
 
 def classification_metrics(y: np.ndarray, proba: np.ndarray, n_classes: int) -> dict:
+    """``proba`` has passed tabbench.predictions.check_probabilities; clipping and renormalising only
+    removes the rounding it tolerates."""
     from sklearn.metrics import accuracy_score, log_loss, roc_auc_score
 
     proba = np.clip(np.asarray(proba, dtype=np.float64), 0.0, None)
@@ -28,6 +30,7 @@ def classification_metrics(y: np.ndarray, proba: np.ndarray, n_classes: int) -> 
 
 
 def regression_metrics(y: np.ndarray, pred: np.ndarray) -> dict:
-    err = np.asarray(pred, dtype=np.float64).ravel() - np.asarray(y, dtype=np.float64)
+    """``pred`` has passed tabbench.predictions.check_regression_predictions: one finite value per row."""
+    err = np.asarray(pred, dtype=np.float64) - np.asarray(y, dtype=np.float64)
     mse = float(np.mean(err**2))
     return {"rmse": float(np.sqrt(mse)), "mse": mse, "mae": float(np.mean(np.abs(err)))}
