@@ -72,7 +72,9 @@ class DownloadError(Exception):
 
 def download_target(url: str, paths: DataPaths) -> Path:
     """Where ``url`` is kept in the cache (whether or not it has been downloaded yet)."""
-    filename = Path(urllib.parse.urlparse(url).path).name or "download"
+    filename = Path(urllib.parse.urlparse(url).path).name
+    if filename in ("", ".."):  # a URL ending in /.. must not name a folder above the cache entry
+        filename = "download"
     return paths.cache / "downloads" / hashlib.sha256(url.encode()).hexdigest()[:12] / filename
 
 

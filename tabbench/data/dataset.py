@@ -1,95 +1,36 @@
-"""A Dataset: typed feature frame + encoded target + metadata + content fingerprint."""
+"""The Dataset builder: a raw table -> typed feature frame + encoded target + metadata + content fingerprint.
+
+The top of the data layer, with splits: ``load_dataset`` reads a dataset from wherever
+tabbench.data.mirror locates it; ``describe`` and ``fetch`` are what ``tabbench datasets`` and
+``tabbench fetch`` show. DataError messages name the column or field, not the dataset (the caller
+that knows the suite entry adds that once).
+"""
 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 
-from tabbench.data.cache import DataPaths
-from tabbench.data.sources import RawTable, load_raw
+from tabbench.data.cache import DataPaths, DownloadError, checked_sha256, fetch_url
+from tabbench.data.mirror import BUNDLED, CACHE, LOCAL, MIRROR, MISSING, REMOTE, find_stand_in, load_raw, locate
+from tabbench.data.sources import download_openml
+from tabbench.data.splits import make_splits
+from tabbench.data.types import DataError, Dataset, DatasetConfig, RawTable, SplitConfig
 from tabbench.spec import BINARY, CATEGORICAL, MULTICLASS, NUMERIC, REGRESSION, Column, DatasetMeta
 
 
-class DataError(Exception):
-    """The data does not fit the suite's description; the message names the dataset and column."""
-
-
-@dataclass(frozen=True)
-class SplitConfig:
-    protocol: str = "holdout"  # kfold | holdout | fixed | openml_task
-    k: int = 5
-    seed: int = 42
-    folds: tuple | None = None  # which folds to run (None = all)
-    repeats: tuple | None = None  # openml_task: which repeats (None = all)
-    val_fraction: float = 0.125  # share of each fold's training part held out for validation
-    test_fraction: float = 0.2  # holdout only
-    test_rows: int | None = None  # fixed: the last N rows are the test set (else the source's test file)
-    stratify: bool = True  # classification splits keep class proportions
-
-
-@dataclass(frozen=True)
-class DatasetConfig:
-    name: str
-    source: str
-    split: SplitConfig = field(default_factory=SplitConfig)
-    id: Any = None  # sklearn set name or OpenML dataset id
-    task_id: int | None = None  # OpenML task id
-    path: str | None = None
-    test_path: str | None = None
-    url: str | None = None
-    sha256: str | None = None
-    mirror_path: str | None = None
-    test_url: str | None = None
-    test_sha256: str | None = None
-    test_mirror_path: str | None = None
-    format: str | None = None
-    header: bool = False
-    columns: tuple | None = None
-    skip_rows: int = 0
-    na_values: tuple | None = None
-    sep: str | None = None
-    target: Any = None  # column name or integer position (negative counts from the end)
-    task: str | None = None  # inferred when absent
-    categorical: Any = "auto"  # "auto" or a list of column names / positions
-    drop: tuple = ()
-    subset: str | None = None  # set when the data is a declared subset of the original
-    # numeric columns with at most this many distinct values are categorical too (the NPT paper's
-    # rule for Income: get_num_cat_auto with cutoff 55); None = no such rule
-    categorical_max_levels: int | None = None
-    # per-method params for this dataset, {method label: {param: value}}; the runner updates the
-    # suite's model params with them (the paper's NPT config differs per dataset)
-    model_params: dict | None = field(default=None, hash=False)
-
-
-@dataclass
-class Dataset:
-    meta: DatasetMeta
-    X: pd.DataFrame
-    y: np.ndarray
-    fingerprint: str
-    n_test_rows: int | None = None
-    openml_task: Any = None
-    origin: str = ""
-    subset: str | None = None  # the subset/substitute label when this is not the whole original
-    split: SplitConfig | None = None  # the split protocol for this data (the suite's, or a stand-in's own)
-
-    def __len__(self) -> int:
-        return len(self.y)
-
-
-def _resolve_column(frame: pd.DataFrame, ref, what: str, dataset: str) -> str:
+def _resolve_column(frame: pd.DataFrame, ref, what: str) -> str:
     if isinstance(ref, (int, np.integer)) and not isinstance(ref, bool):
         if not -frame.shape[1] <= ref < frame.shape[1]:
-            raise DataError(f"dataset {dataset!r}: {what} position {ref} is out of range; the table has "
+            raise DataError(f"{what} position {ref} is out of range; the table has "
                             f"{frame.shape[1]} columns")
         return frame.columns[ref]
     if str(ref) not in frame.columns:
         shown = ", ".join(map(str, frame.columns[:12])) + (" ..." if frame.shape[1] > 12 else "")
-        raise DataError(f"dataset {dataset!r}: {what} column {ref!r} not found; columns are: {shown}")
+        raise DataError(f"{what} column {ref!r} not found; columns are: {shown}")
     return str(ref)
 
 
@@ -113,14 +54,14 @@ def _is_number(text: str) -> bool:
         return False
 
 
-def _reject_stray_strings(series: pd.Series, col: str, dataset: str) -> None:
+def _reject_stray_strings(series: pd.Series, col: str) -> None:
     """A column whose values are numbers but for a few strings is a dirty numeric column, not a category."""
     present = series.dropna()
     numeric = pd.to_numeric(present, errors="coerce")
     stray = numeric.isna()
     if len(present) and 0 < stray.sum() <= 0.01 * len(present):
         row = int(np.flatnonzero(series.notna().to_numpy())[np.flatnonzero(stray.to_numpy())[0]])
-        raise DataError(f"dataset {dataset!r}: column {col!r} is numeric but row {row} holds {present[stray].iloc[0]!r}; "
+        raise DataError(f"column {col!r} is numeric but row {row} holds {present[stray].iloc[0]!r}; "
                         "add that marker to na_values, clean the file, or list the column under 'categorical'")
 
 
@@ -157,15 +98,15 @@ def build_dataset(cfg: DatasetConfig, raw: RawTable) -> Dataset:
     frame = raw.frame
     name = cfg.name
     if frame.shape[0] == 0:
-        raise DataError(f"dataset {name!r}: {raw.origin} has no rows")
+        raise DataError(f"{raw.origin} has no rows")
     for ref in cfg.drop:
-        frame = frame.drop(columns=[_resolve_column(frame, ref, "drop", name)])
+        frame = frame.drop(columns=[_resolve_column(frame, ref, "drop")])
     target_ref = cfg.target if cfg.target is not None else (raw.default_target or -1)
-    target = _resolve_column(frame, target_ref, "target", name)
+    target = _resolve_column(frame, target_ref, "target")
     y_raw = frame[target]
     features = frame.drop(columns=[target])
     if y_raw.isna().any():
-        raise DataError(f"dataset {name!r}: target column {target!r} has {int(y_raw.isna().sum())} missing "
+        raise DataError(f"target column {target!r} has {int(y_raw.isna().sum())} missing "
                         "values; drop those rows from the file or pick another target")
     task = cfg.task or _infer_task(y_raw)
 
@@ -173,12 +114,12 @@ def build_dataset(cfg: DatasetConfig, raw: RawTable) -> Dataset:
         categorical = {c for c in features.columns
                        if not pd.api.types.is_numeric_dtype(features[c]) or c in raw.categorical}
         for col in sorted(categorical - set(raw.categorical), key=list(features.columns).index):
-            _reject_stray_strings(features[col], col, name)
+            _reject_stray_strings(features[col], col)
         if cfg.categorical_max_levels is not None:
             categorical |= {c for c in features.columns
                             if features[c].nunique(dropna=True) <= cfg.categorical_max_levels}
     else:
-        categorical = {_resolve_column(frame, ref, "categorical", name) for ref in cfg.categorical}
+        categorical = {_resolve_column(frame, ref, "categorical") for ref in cfg.categorical}
         categorical.discard(target)
     columns, typed = [], {}
     for col in features.columns:
@@ -190,12 +131,12 @@ def build_dataset(cfg: DatasetConfig, raw: RawTable) -> Dataset:
         bad = values.isna() & features[col].notna()
         if bad.any():
             example = features[col][bad].iloc[0]
-            raise DataError(f"dataset {name!r}: column {col!r} is numeric but row {int(np.flatnonzero(bad)[0])} "
+            raise DataError(f"column {col!r} is numeric but row {int(np.flatnonzero(bad)[0])} "
                             f"holds {example!r}; list the column under 'categorical' or clean the file")
         values = values.astype(np.float64)
         infinite = np.isinf(values.to_numpy())
         if infinite.any():
-            raise DataError(f"dataset {name!r}: column {col!r} holds an infinite value at row "
+            raise DataError(f"column {col!r} holds an infinite value at row "
                             f"{int(np.flatnonzero(infinite)[0])}; replace it in the file (or list it in na_values)")
         typed[col] = values
         columns.append(Column(col, NUMERIC))
@@ -207,16 +148,16 @@ def build_dataset(cfg: DatasetConfig, raw: RawTable) -> Dataset:
         X = X.drop(columns=empty)
         columns = [c for c in columns if c.name not in empty]
     elif empty:
-        raise DataError(f"dataset {name!r}: column(s) {empty} hold no value at all; add them to the dataset's "
+        raise DataError(f"column(s) {empty} hold no value at all; add them to the dataset's "
                         "'drop' list (or fix the file's separator if every column looks empty)")
 
     if task == REGRESSION:
         y = pd.to_numeric(y_raw, errors="coerce").to_numpy(dtype=np.float64)
         if np.isnan(y).any():
-            raise DataError(f"dataset {name!r}: regression target {target!r} holds non-numeric values; "
+            raise DataError(f"regression target {target!r} holds non-numeric values; "
                             "set task: binary or multiclass if it is a class label")
         if np.ptp(y) == 0:
-            raise DataError(f"dataset {name!r}: regression target {target!r} is constant ({y[0]:g}); there is "
+            raise DataError(f"regression target {target!r} is constant ({y[0]:g}); there is "
                             "nothing to learn: pick another target column")
         classes = ()
     else:
@@ -224,10 +165,10 @@ def build_dataset(cfg: DatasetConfig, raw: RawTable) -> Dataset:
         classes = tuple(labels.cat.categories)
         y = labels.cat.codes.to_numpy().astype(np.int64)
         if len(classes) < 2:
-            raise DataError(f"dataset {name!r}: target {target!r} has a single class ({classes[0]!r}); "
+            raise DataError(f"target {target!r} has a single class ({classes[0]!r}); "
                             "a classifier needs at least two: pick another target or check the file")
         if task == BINARY and len(classes) != 2:
-            raise DataError(f"dataset {name!r}: task is binary but target {target!r} has {len(classes)} classes")
+            raise DataError(f"task is binary but target {target!r} has {len(classes)} classes")
     meta = DatasetMeta(name=name, task=task, target=target, columns=tuple(columns), classes=classes)
     return Dataset(meta, X, y, fingerprint_frame(X, y), raw.n_test_rows, raw.openml_task, raw.origin, cfg.subset,
                    cfg.split)
@@ -274,9 +215,6 @@ def describe(cfg: DatasetConfig, paths: DataPaths, load: bool = True) -> dict:
     columns (features + target), task, target, classes, fingerprint, split (the protocol in use),
     splits (one {fold, repeat, train, val, test, fingerprint} per split), or error.
     """
-    from tabbench.data.mirror import REMOTE, MISSING, locate
-    from tabbench.data.splits import make_splits
-
     location = locate(cfg, paths)
     out = {"name": cfg.name, "source": describe_source(cfg), "location": location.kind,
            "files": [str(f) for f in location.files], "subset": location.subset or cfg.subset,
@@ -305,10 +243,6 @@ def fetch(cfg: DatasetConfig, paths: DataPaths) -> dict:
     ``stand-in`` when the download failed but a mirror stand-in will be used (``note`` says why and
     ``subset`` what it is). Raises DownloadError when nothing usable can be had.
     """
-    from tabbench.data.cache import DownloadError, checked_sha256, fetch_url
-    from tabbench.data.mirror import BUNDLED, CACHE, LOCAL, MIRROR, MISSING, find_stand_in, locate
-    from tabbench.data.sources import download_openml
-
     location = locate(cfg, paths)
     out = {"name": cfg.name, "status": location.kind, "files": [str(f) for f in location.files],
            "sha256": {}, "subset": None, "note": location.note}
@@ -318,7 +252,7 @@ def fetch(cfg: DatasetConfig, paths: DataPaths) -> dict:
         out["status"] = "cached" if location.kind == CACHE else location.kind
         return out
     if location.kind == MISSING:
-        raise DownloadError(f"dataset {cfg.name!r}: {location.note}")
+        raise DownloadError(location.note)
     try:
         if cfg.source == "url":
             files = [fetch_url(cfg.url, cfg.sha256, paths, cfg.mirror_path)]

@@ -17,7 +17,8 @@ A stand-in that is not the whole original carries a subset label, which the Data
 a run on the full dataset. A stand-in may also override the split (a subset of Higgs has its own
 500-row test file, not "the last 500,000 rows"); the Dataset's ``split`` is the one to use.
 
-Order of preference: cache (a verified download) > exact mirror copy > stand-in > download.
+Order of preference: cache (a verified download) > exact mirror copy > stand-in > download;
+``load_raw`` reads a dataset from the first of these that is there.
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ import yaml
 from tabbench.data.cache import DataPaths, cached_copy
 from tabbench.data.formats import FORMATS, read_table
 from tabbench.data.images import pixel_columns
-from tabbench.data.sources import RawTable
+from tabbench.data.sources import LOADERS
+from tabbench.data.types import RawTable, SplitConfig
 
 PACKAGED_MAPPING = Path(__file__).with_name("mirrors.yaml")
 MIRROR_MAPPING_NAME = "tabbench-mirror.yaml"  # a mirror's own mapping, used instead of the packaged one
@@ -123,18 +125,12 @@ def _check_entry(file, key, entry) -> dict:
             raise MirrorError(f"{where}.test_read: only read options {sorted(_READ_KEYS)} are allowed")
     if entry.get("target_position") not in (None, "first", "last"):
         raise MirrorError(f"{where}.target_position: expected first or last")
-    split_keys = {f.name for f in fields(_split_cls())}
+    split_keys = {f.name for f in fields(SplitConfig)}
     if set(entry.get("split") or {}) - split_keys:
         raise MirrorError(f"{where}.split: unknown fields {sorted(set(entry['split']) - split_keys)}")
     if entry.get("substitute") and not entry.get("subset"):
         raise MirrorError(f"{where}: a substitute needs a 'subset' label saying what it is")
     return entry
-
-
-def _split_cls():
-    from tabbench.data.dataset import SplitConfig
-
-    return SplitConfig
 
 
 @lru_cache(maxsize=None)
@@ -343,3 +339,12 @@ def read_stand_in(cfg, stand_in: StandIn) -> RawTable:
     files = " + ".join(str(p) for p in stand_in.files)
     return RawTable(frame, default_target=entry.get("default_target"), n_test_rows=n_test,
                     origin=f"{files} (mirror stand-in for {stand_in.key})", overrides=overrides)
+
+
+def load_raw(cfg, paths: DataPaths) -> RawTable:
+    """The table as published: a declared stand-in where ``locate`` picks one, else the source's own loader
+    (which reads the cache, an exact mirror copy, or downloads)."""
+    location = locate(cfg, paths)
+    if location.kind == STAND_IN:
+        return read_stand_in(cfg, location.stand_in)
+    return LOADERS[cfg.source](cfg, paths)

@@ -1,37 +1,24 @@
 """Dataset sources: sklearn (bundled sets), file, url (checked download), openml (dataset or task).
 
-Each returns a RawTable: all columns including the target, as the publisher ships them. A url or
-openml source that is neither cached nor copied exactly in a mirror may be served by a declared
-stand-in from a mirror (tabbench.data.mirror); its RawTable then carries the stand-in's subset label
-and any config overrides (e.g. its own test file as the fixed test set).
+Each returns a RawTable: all columns including the target, as the publisher ships them (a url
+source from the cache, an exact mirror copy or a checked download). Whether a declared mirror
+stand-in is read instead is decided one layer up, by tabbench.data.mirror.load_raw.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
-from tabbench.data.cache import DataPaths, fetch_url
+from tabbench.data.cache import DataPaths, DownloadError, fetch_url
 from tabbench.data.formats import read_table
+from tabbench.data.types import RawTable
 
 SKLEARN_SETS = ("breast_cancer", "diabetes", "wine", "digits", "iris")
 SOURCES = ("sklearn", "file", "url", "openml")
-
-
-@dataclass
-class RawTable:
-    frame: pd.DataFrame
-    default_target: str | None = None
-    n_test_rows: int | None = None  # rows at the end that came from a separate test file
-    openml_task: Any = None
-    categorical: tuple = ()  # columns the source itself declares categorical (openml, arff)
-    origin: str = ""  # what was read: a path, a URL, an OpenML id
-    overrides: dict = field(default_factory=dict)  # DatasetConfig fields this copy changes (stand-ins)
 
 
 class SourceError(Exception):
@@ -81,9 +68,6 @@ def load_file(cfg, paths: DataPaths) -> RawTable:
 
 
 def load_url(cfg, paths: DataPaths) -> RawTable:
-    stand_in = _stand_in(cfg, paths)
-    if stand_in is not None:
-        return stand_in
     path = fetch_url(cfg.url, cfg.sha256, paths, cfg.mirror_path)
     test = fetch_url(cfg.test_url, cfg.test_sha256, paths, cfg.test_mirror_path) if cfg.test_url else None
     return _with_test_file(cfg, _read(cfg, path), test, cfg.url)
@@ -100,17 +84,7 @@ def _openml_cache(paths: DataPaths) -> Path:
     return root
 
 
-def _stand_in(cfg, paths: DataPaths) -> RawTable | None:
-    from tabbench.data import mirror
-
-    location = mirror.locate(cfg, paths)
-    return mirror.read_stand_in(cfg, location.stand_in) if location.kind == mirror.STAND_IN else None
-
-
 def load_openml(cfg, paths: DataPaths) -> RawTable:
-    stand_in = _stand_in(cfg, paths)
-    if stand_in is not None:
-        return stand_in
     os.environ.setdefault("OPENML_SKIP_PARQUET", "true")
     import openml
 
@@ -133,8 +107,6 @@ def load_openml(cfg, paths: DataPaths) -> RawTable:
 
 def download_openml(cfg, paths: DataPaths) -> list:
     """Put an OpenML dataset (or task, with its splits and dataset) into the cache; its folders."""
-    from tabbench.data.cache import DownloadError
-
     os.environ.setdefault("OPENML_SKIP_PARQUET", "true")
     import openml
 
@@ -160,7 +132,3 @@ def download_openml(cfg, paths: DataPaths) -> list:
 
 
 LOADERS = {"sklearn": load_sklearn, "file": load_file, "url": load_url, "openml": load_openml}
-
-
-def load_raw(cfg, paths: DataPaths) -> RawTable:
-    return LOADERS[cfg.source](cfg, paths)

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tabbench.data.dataset import DataError, Dataset, SplitConfig
+from tabbench.data.types import DataError, Dataset, SplitConfig
 
 PROTOCOLS = ("kfold", "holdout", "fixed", "openml_task", "npt_code")
 

@@ -1,0 +1,102 @@
+"""The data layer's plain types, at the bottom of tabbench/data: every other module imports them.
+
+DatasetConfig, SplitConfig  what a suite says about a dataset and how to split it
+RawTable                    what a source (or a mirror stand-in) returns: the table as published
+Dataset                     what the builder (tabbench.data.dataset) makes of it: typed and fingerprinted
+DataError                   the data does not fit its description
+
+tabbench/data/__init__.py lists the layers above; tests/test_data_layer.py checks that imports go
+one way only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from tabbench.spec import DatasetMeta
+
+
+class DataError(Exception):
+    """The data does not fit the suite's description; the message names the column or field and the fix.
+
+    It does not name the dataset: the caller that knows which suite entry it loaded says that once
+    (``tabbench.runner.load_data``: ``SUITE: dataset 'NAME': MESSAGE``).
+    """
+
+
+@dataclass(frozen=True)
+class SplitConfig:
+    protocol: str = "holdout"  # kfold | holdout | fixed | openml_task
+    k: int = 5
+    seed: int = 42
+    folds: tuple | None = None  # which folds to run (None = all)
+    repeats: tuple | None = None  # openml_task: which repeats (None = all)
+    val_fraction: float = 0.125  # share of each fold's training part held out for validation
+    test_fraction: float = 0.2  # holdout only
+    test_rows: int | None = None  # fixed: the last N rows are the test set (else the source's test file)
+    stratify: bool = True  # classification splits keep class proportions
+
+
+@dataclass(frozen=True)
+class DatasetConfig:
+    name: str
+    source: str
+    split: SplitConfig = field(default_factory=SplitConfig)
+    id: Any = None  # sklearn set name or OpenML dataset id
+    task_id: int | None = None  # OpenML task id
+    path: str | None = None
+    test_path: str | None = None
+    url: str | None = None
+    sha256: str | None = None
+    mirror_path: str | None = None
+    test_url: str | None = None
+    test_sha256: str | None = None
+    test_mirror_path: str | None = None
+    format: str | None = None
+    header: bool = False
+    columns: tuple | None = None
+    skip_rows: int = 0
+    na_values: tuple | None = None
+    sep: str | None = None
+    target: Any = None  # column name or integer position (negative counts from the end)
+    task: str | None = None  # inferred when absent
+    categorical: Any = "auto"  # "auto" or a list of column names / positions
+    drop: tuple = ()
+    subset: str | None = None  # set when the data is a declared subset of the original
+    # numeric columns with at most this many distinct values are categorical too (the NPT paper's
+    # rule for Income: get_num_cat_auto with cutoff 55); None = no such rule
+    categorical_max_levels: int | None = None
+    # per-method params for this dataset, {method label: {param: value}}; the runner updates the
+    # suite's model params with them (the paper's NPT config differs per dataset)
+    model_params: dict | None = field(default=None, hash=False)
+
+
+@dataclass
+class RawTable:
+    frame: pd.DataFrame
+    default_target: str | None = None
+    n_test_rows: int | None = None  # rows at the end that came from a separate test file
+    openml_task: Any = None
+    categorical: tuple = ()  # columns the source itself declares categorical (openml, arff)
+    origin: str = ""  # what was read: a path, a URL, an OpenML id
+    overrides: dict = field(default_factory=dict)  # DatasetConfig fields this copy changes (stand-ins)
+
+
+@dataclass
+class Dataset:
+    meta: DatasetMeta
+    X: pd.DataFrame
+    y: np.ndarray
+    fingerprint: str
+    n_test_rows: int | None = None
+    openml_task: Any = None
+    origin: str = ""
+    subset: str | None = None  # the subset/substitute label when this is not the whole original
+    split: SplitConfig | None = None  # the split protocol for this data (the suite's, or a stand-in's own)
+
+    def __len__(self) -> int:
+        return len(self.y)
