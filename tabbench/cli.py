@@ -47,10 +47,24 @@ def build_parser() -> argparse.ArgumentParser:
     _plugin_arg(run)
     _data_args(run)
 
-    board = sub.add_parser("leaderboard", help="regenerate a suite's leaderboard tables from its records")
-    board.add_argument("target", help="a suite YAML file (adds its published: comparison) or a suite's results "
-                                      "folder (e.g. results/quickstart)")
-    board.add_argument("--results", default="results", metavar="DIR", help="results root for a suite file")
+    board = sub.add_parser(
+        "leaderboard", help="regenerate leaderboard tables, significance tests, figures and LaTeX from records",
+        description="Rank the records of one or more result folders (run nothing): leaderboard.md and .csv, "
+                    "Friedman / Nemenyi / Wilcoxon-Holm tests with critical-difference diagrams, the win-rate "
+                    "matrix, the cost-against-quality scatter and leaderboard.tex. Several targets are ranked "
+                    "together into RESULTS/NAME/, e.g. `tabbench leaderboard results/uci-small "
+                    "results/uci-large-cpu --name uci-cpu --published suites/published/npt-paper.yaml`.")
+    board.add_argument("targets", nargs="+", metavar="TARGET",
+                       help="a results folder (e.g. results/quickstart), or a suite YAML file: its folder under "
+                            "--results, and its published: file for the side-by-side comparison")
+    board.add_argument("--name", help="write to RESULTS/NAME/ (required with several targets; default: the one "
+                                      "target's own folder)")
+    board.add_argument("--published", metavar="FILE", help="published numbers to set beside ours, e.g. "
+                                                          "suites/published/npt-paper.yaml (default: the "
+                                                          "published: file of the suites named)")
+    board.add_argument("--results", default="results", metavar="DIR", help="results root (default: results/)")
+    board.add_argument("--tables-only", action="store_true",
+                       help="only leaderboard.md and .csv: no tests, figures or LaTeX (no `report` extra needed)")
 
     compare = sub.add_parser("compare", help="compare two result folders per method and dataset; writes "
                                              "comparison.md and .csv into the first")
@@ -132,44 +146,61 @@ def cmd_compare(args) -> int:
 
 
 def cmd_plan(args) -> int:
-    from tabbench.plan import format_plan, make_plan
-    from tabbench.plugins import load_models
-    from tabbench.runner import RunError, RunOptions, load_data
-    from tabbench.suite import check_models
+    from tabbench.plan import format_plan, plan_suite
+    from tabbench.runner import RunOptions
 
     suite, paths = _suite_and_paths(args)
-    registry = load_models(tuple(args.plugin) + suite.plugins)
-    check_models(suite, registry)
-    loaded, unloaded = {}, {}
-    for cfg in suite.datasets:
-        if args.datasets and cfg.name not in args.datasets:
-            continue
-        try:
-            loaded.update(load_data(suite, paths, (cfg.name,)))
-        except RunError as exc:
-            unloaded[cfg.name] = str(exc)
     results = Path(args.results or RunOptions.results)
-    plan = make_plan(suite, registry, loaded, results / suite.name, Path(args.reference) / suite.name,
-                     args.basis or [results, args.reference], args.gpus, args.models, unloaded)
+    plan = plan_suite(suite, paths, results / suite.name, Path(args.reference) / suite.name,
+                      args.basis or [results, args.reference], args.gpus, args.models, args.datasets,
+                      tuple(args.plugin))
     print(format_plan(plan))
     return 0
 
 
 def cmd_leaderboard(args) -> int:
     from tabbench.leaderboard import write_leaderboard
+    from tabbench.report.sources import SourceError
 
-    target, published = Path(args.target), None
-    if target.is_file():
-        from tabbench.suite import load_suite
+    folders, published = [], {Path(args.published)} if args.published else set()
+    for target in map(Path, args.targets):
+        if target.is_file():
+            from tabbench.suite import load_suite
 
-        suite = load_suite(target)
-        target, published = Path(args.results) / suite.name, suite.published
-    if not (target / "records").is_dir():
-        print(f"tabbench: {target} has no records/ folder; run the suite first or pass its results folder",
-              file=sys.stderr)
+            suite = load_suite(target)
+            folders.append(Path(args.results) / suite.name)
+            if suite.published and not args.published:
+                published.add(suite.published)
+        else:
+            folders.append(target)
+    problem = None
+    if len(published) > 1:
+        problem = f"the suites name different published: files ({', '.join(map(str, sorted(published)))}); " \
+                  "choose one with --published FILE"
+    elif len(folders) > 1 and not args.name:
+        problem = "several targets are ranked together into RESULTS/NAME/: add --name NAME"
+    elif not args.tables_only and not _report_installed():
+        problem = "the tests and figures need the report extra: pip install 'tabbench[report]' (or pass --tables-only)"
+    for folder in folders:
+        if not (folder / "records").is_dir():
+            problem = f"{folder} has no records/ folder; run the suite first or pass its results folder"
+    if problem:
+        print(f"tabbench: {problem}", file=sys.stderr)
         return 2
-    print(f"Leaderboard: {write_leaderboard(target, published)}")
+    out = Path(args.results) / args.name if args.name else folders[0]
+    try:
+        path = write_leaderboard(out, next(iter(published), None), sources=folders, report=not args.tables_only)
+    except SourceError as exc:
+        print(f"tabbench: {exc}", file=sys.stderr)
+        return 2
+    print(f"Leaderboard: {path}")
     return 0
+
+
+def _report_installed() -> bool:
+    from importlib.util import find_spec
+
+    return all(find_spec(name) for name in ("matplotlib", "scikit_posthocs"))
 
 
 def cmd_models(args) -> int:

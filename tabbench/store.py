@@ -80,16 +80,21 @@ class Store:
 
     def frame(self):
         """The newest record per key as a flat pandas DataFrame (metrics as ``test_auroc`` etc.)."""
-        import pandas as pd
+        return records_frame(self.latest().values())
 
-        rows = []
-        for record in self.latest().values():
-            row = {k: v for k, v in record.items() if k != "metrics"}
-            for split, values in (record.get("metrics") or {}).items():
-                for name, value in values.items():
-                    row[f"{split}_{name}"] = value
-            rows.append(row)
-        return pd.DataFrame(rows)
+
+def records_frame(records):
+    """Records as a flat pandas DataFrame: one row per record, metrics as ``test_auroc`` etc."""
+    import pandas as pd
+
+    rows = []
+    for record in records:
+        row = {k: v for k, v in record.items() if k != "metrics"}
+        for split, values in (record.get("metrics") or {}).items():
+            for name, value in values.items():
+                row[f"{split}_{name}"] = value
+        rows.append(row)
+    return pd.DataFrame(rows)
 
 
 def _jsonable(value):

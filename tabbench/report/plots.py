@@ -1,0 +1,87 @@
+"""The report's figures, each written as SVG and PNG: critical-difference diagrams (drawn by
+scikit-posthocs), the win-rate heatmap and the cost-against-quality scatter (matplotlib).
+
+Figures are reproducible byte for byte: no date in the SVG, fixed element ids, text kept as text.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plt.rcParams.update({"svg.hashsalt": "tabbench", "svg.fonttype": "none", "font.size": 9})
+    return plt
+
+
+def save(fig, stem: Path) -> list[Path]:
+    """Write ``stem``.svg and ``stem``.png and close the figure."""
+    plt = _pyplot()
+    paths = [stem.with_suffix(".svg"), stem.with_suffix(".png")]
+    fig.savefig(paths[0], bbox_inches="tight", metadata={"Date": None})
+    fig.savefig(paths[1], bbox_inches="tight", dpi=150, metadata={"Software": None})
+    plt.close(fig)
+    return paths
+
+
+def cd_diagram(mean_ranks: pd.Series, pvalues: pd.DataFrame, title: str, cd: float | None = None):
+    """A critical-difference diagram: each method at its mean rank, bars joining methods whose p-value is
+    at least 0.05. Labels read ``method (mean rank)``."""
+    import scikit_posthocs as sp
+
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7, 0.3 * len(mean_ranks) + 1.2))
+    sp.critical_difference_diagram(mean_ranks, pvalues, ax=ax, cd=cd, label_fmt_left="{label} ({rank:.2f})",
+                                   label_fmt_right="({rank:.2f}) {label}")
+    ax.set_title(title, pad=24)
+    return fig
+
+
+def win_rate_heatmap(share: pd.DataFrame, n_folds: int):
+    plt = _pyplot()
+    order = share.mean(axis=1).sort_values(ascending=False).index
+    share = share.loc[order, order]
+    fig, ax = plt.subplots(figsize=(0.6 * len(order) + 2, 0.5 * len(order) + 1.5))
+    image = ax.imshow(share.to_numpy(dtype=float), cmap="RdBu", vmin=0, vmax=1)
+    for i in range(len(order)):
+        for j in range(len(order)):
+            if i != j:
+                ax.text(j, i, f"{share.iat[i, j]:.2f}", ha="center", va="center", fontsize=7)
+    ax.set_xticks(range(len(order)), order, rotation=45, ha="right")
+    ax.set_yticks(range(len(order)), order)
+    ax.set_xlabel("column method")
+    ax.set_ylabel("row method")
+    ax.set_title(f"Share of {n_folds} (dataset, fold) pairs where the row beats the column")
+    fig.colorbar(image, ax=ax, shrink=0.8)
+    return fig
+
+
+def cost_scatter(table: pd.DataFrame, fronts: dict):
+    """Mean rank against each cost column in ``fronts`` (column -> (axis label, Pareto mask)), log x."""
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, len(fronts), figsize=(4.5 * len(fronts), 4), squeeze=False)
+    for ax, (column, (label, front)) in zip(axes[0], fronts.items()):
+        data = table[[column, "mean_rank"]].dropna()
+        ax.scatter(data[column], data["mean_rank"], color="tab:blue", zorder=3)
+        on = data[front.reindex(data.index, fill_value=False)].sort_values(column)
+        ax.step(on[column], on["mean_rank"], where="post", color="tab:red", zorder=2, label="Pareto front")
+        ax.scatter(on[column], on["mean_rank"], facecolors="none", edgecolors="tab:red", s=120, zorder=4)
+        for method, row in data.iterrows():
+            ax.annotate(method, (row[column], row["mean_rank"]), xytext=(4, 4), textcoords="offset points",
+                        fontsize=7)
+        ax.set_xscale("log")
+        ax.set_xlabel(label)
+        ax.set_ylabel("mean rank over all datasets (lower is better)")
+        ax.invert_yaxis()
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(loc="lower right", fontsize=7)
+    fig.suptitle("Cost against quality: one point per method")
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,67 @@
+"""The report's sections of leaderboard.md, each writing the files it links (figures, CSV)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from tabbench.leaderboard import _md_table
+from tabbench.report import cost, plots, significance as sig, winrate
+
+COST_AXES = {"fit_seconds": ("time", "fit seconds per result (geometric mean over datasets)"),
+             "rss_mib": ("memory", "peak resident memory of one job, MiB"),
+             "gpu_mib": ("GPU memory", "peak GPU memory allocated, MiB")}
+
+
+def _image(stem: str, alt: str) -> list:
+    return [f"![{alt}]({stem}.svg)", "", f"Files: [`{stem}.svg`]({stem}.svg), [`{stem}.png`]({stem}.png).", ""]
+
+
+def _diagram(out_dir: Path, stem: str, result: sig.Significance, pvalues: pd.DataFrame, test: str) -> list:
+    title = f"{test}: mean rank over {result.n_datasets} datasets ({result.family})"
+    plots.save(plots.cd_diagram(result.mean_ranks, pvalues, title, result.cd if test == "Nemenyi" else None),
+               out_dir / stem)
+    return _image(stem, f"{test} critical-difference diagram, {result.family}")
+
+
+def significance_section(out_dir: Path, family: str, ranks: pd.DataFrame, scores: pd.DataFrame | None) -> list:
+    """Friedman, then the Nemenyi and Wilcoxon-Holm diagrams the datasets allow; the notes say which not."""
+    result = sig.significance(family, ranks, scores)
+    md = [f"### Significance ({family})", "", *[f"- {note}" for note in result.notes], ""]
+    if result.nemenyi is not None:
+        md += _diagram(out_dir, f"cd-nemenyi-{family}", result, result.nemenyi, "Nemenyi")
+    if result.wilcoxon is not None:
+        md += _diagram(out_dir, f"cd-wilcoxon-{family}", result, result.wilcoxon, "Wilcoxon-Holm")
+    return md
+
+
+def win_rate_section(out_dir: Path, selected: pd.DataFrame) -> list:
+    share, counted = winrate.win_rates(selected)
+    if share.empty:
+        return []
+    n_folds = len(winrate.fold_results(selected))
+    share.round(4).to_csv(out_dir / "win-rate.csv", index_label="method")
+    plots.save(plots.win_rate_heatmap(share, n_folds), out_dir / "win-rate")
+    return ["## Pairwise win rates", "",
+            f"Share of the {n_folds} (dataset, fold) pairs on which the row's method beats the column's by the "
+            "dataset's test metric (seeds averaged; a tie counts half; a result beats a failed or missing one; "
+            "a pair where both failed is left out). `win-rate.csv` has the numbers.", "",
+            *_image("win-rate", "win-rate matrix")]
+
+
+def cost_section(out_dir: Path, runs: pd.DataFrame, mean_rank: pd.Series) -> list:
+    table = cost.cost_table(runs, mean_rank)
+    columns = [c for c in COST_AXES if c != "gpu_mib" or table[c].notna().any()]
+    fronts = {c: (COST_AXES[c][1], cost.pareto_front(table["mean_rank"], table[c])) for c in columns}
+    plots.save(plots.cost_scatter(table, fronts), out_dir / "cost")
+    rows = [[m, f"{r['mean_rank']:.2f}", f"{r['fit_seconds']:.3g}", f"{r['rss_mib']:.0f}",
+             "–" if pd.isna(r["gpu_mib"]) else f"{r['gpu_mib']:.0f}",
+             ", ".join(COST_AXES[c][0] for c in columns if fronts[c][1][m]) or "–"] for m, r in table.iterrows()]
+    return ["## Cost against quality", "",
+            "Mean rank over every dataset against the fit time one result costs (all tuning trials of a fold summed, "
+            "averaged per dataset, geometric mean over datasets) and the largest peak memory of one job. The "
+            "Pareto front (circled) holds the methods no other method beats on both.", "",
+            *_image("cost", "mean rank against fit time and peak memory"),
+            _md_table(["method", "mean rank", "fit s per result", "peak RSS MiB", "peak GPU MiB", "on the front of"],
+                      rows), ""]
