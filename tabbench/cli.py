@@ -103,6 +103,9 @@ def build_parser() -> argparse.ArgumentParser:
     validate = sub.add_parser("validate", help="check a suite and its models without loading data or running")
     validate.add_argument("suite")
     _plugin_arg(validate)
+
+    schema = sub.add_parser("schema", help="print the suite format as JSON Schema (suites/suite.schema.json)")
+    schema.add_argument("--markdown", action="store_true", help="print the field reference of suites/README.md instead")
     return parser
 
 
@@ -123,7 +126,7 @@ def cmd_run(args) -> int:
           f"{summary.failed} failed ({failures}).")
     print(f"Records:     {summary.results_dir / 'records' / 'records.jsonl'}")
     print(f"Leaderboard: {summary.results_dir / 'leaderboard.md'}")
-    reference = Path(args.reference) / suite.name
+    reference = suite.results_dir(args.reference)
     if (reference / "records").is_dir() and reference.resolve() != summary.results_dir.resolve():
         from tabbench.compare import write_comparison
 
@@ -151,7 +154,7 @@ def cmd_plan(args) -> int:
 
     suite, paths = _suite_and_paths(args)
     results = Path(args.results or RunOptions.results)
-    plan = plan_suite(suite, paths, results / suite.name, Path(args.reference) / suite.name,
+    plan = plan_suite(suite, paths, suite.results_dir(results), suite.results_dir(args.reference),
                       args.basis or [results, args.reference], args.gpus, args.models, args.datasets,
                       tuple(args.plugin))
     print(format_plan(plan))
@@ -168,7 +171,7 @@ def cmd_leaderboard(args) -> int:
             from tabbench.suite import load_suite
 
             suite = load_suite(target)
-            folders.append(Path(args.results) / suite.name)
+            folders.append(suite.results_dir(args.results))
             if suite.published and not args.published:
                 published.add(suite.published)
         else:
@@ -296,26 +299,33 @@ def cmd_validate(args) -> int:
     return 0
 
 
-COMMANDS = {"run": cmd_run, "compare": cmd_compare, "plan": cmd_plan, "leaderboard": cmd_leaderboard, "models": cmd_models, "validate": cmd_validate,
+def cmd_schema(args) -> int:
+    from tabbench.suite import reference_markdown, schema_text
+
+    print(reference_markdown() if args.markdown else schema_text(), end="")
+    return 0
+
+
+COMMANDS = {"schema": cmd_schema, "run": cmd_run, "compare": cmd_compare, "plan": cmd_plan, "leaderboard": cmd_leaderboard, "models": cmd_models, "validate": cmd_validate,
             "datasets": cmd_datasets, "fetch": cmd_fetch}
 
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     from tabbench.plugins import PluginError
-    from tabbench.suite import SuiteError
 
     try:
         return COMMANDS[args.command](args)
     except KeyboardInterrupt:
         return 130  # the runner has said what was kept and how to resume
-    except (SuiteError, PluginError) as exc:
+    except PluginError as exc:
         print(f"tabbench: {exc}", file=sys.stderr)
         return 2
     except Exception as exc:
         from tabbench.runner import RunError
+        from tabbench.suite import SuiteError  # here, so that `tabbench models` does not load pydantic
 
-        if isinstance(exc, RunError):
+        if isinstance(exc, (SuiteError, RunError)):
             print(f"tabbench: {exc}", file=sys.stderr)
             return 2
         raise

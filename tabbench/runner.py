@@ -131,7 +131,7 @@ def run_suite(suite: Suite, options: RunOptions) -> RunSummary:
     paths = options.data_paths or DataPaths.from_env(base=suite.path.parent)
     loaded = load_data(suite, paths, options.datasets)
 
-    store = Store(Path(options.results) / suite.name)
+    store = Store(suite.results_dir(options.results))
     summary = RunSummary(results_dir=store.dir)
     ray, started = _start_ray(options.address)
     try:

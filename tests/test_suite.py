@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tabbench.data.splits import PROTOCOLS
 from tabbench.plugins import load_models
 from tabbench.suite import SuiteError, check_models, load_suite, parse_suite
 from tests.conftest import ROOT
@@ -28,10 +29,10 @@ def _with(path, value):
 @pytest.mark.parametrize("path, value, message", [
     (("datasets", 0, "split", "k"), "ten", "s.yaml: datasets[0].split.k: expected an integer >= 2, got 'ten'"),
     (("datasets", 0, "split", "val_fraction"), 1.5, "datasets[0].split.val_fraction: expected a number in (0.0, 1.0)"),
-    (("datasets", 0, "split", "protocol"), "kfolds", "expected one of kfold, holdout, fixed, openml_task, got 'kfolds'; did you mean 'kfold'?"),
+    (("datasets", 0, "split", "protocol"), "kfolds", f"expected one of {', '.join(PROTOCOLS)}, got 'kfolds'; did you mean 'kfold'?"),
     (("datasets", 0, "spilt"), {}, "s.yaml: datasets[0].spilt: unknown field 'spilt'; did you mean 'split'?"),
     (("datasets", 0, "id"), "wines", "datasets[0].id: expected one of breast_cancer, diabetes, wine, digits, iris"),
-    (("seeds",), "0", "s.yaml: seeds: expected a non-empty list of integers"),
+    (("seeds",), "0", "s.yaml: seeds: expected a non-empty list, each an integer >= 0, got '0' (str)"),
     (("models", "knn", "tunning"), "grid", "models.knn.tunning: unknown field 'tunning'; did you mean 'tuning'?"),
     (("budget",), {"time_s": -1}, "budget.time_s: expected a number > 0.0"),
 ])
