@@ -35,6 +35,7 @@ class PlanRow:
     resources: dict
     median_s: float | None = None
     basis_records: int = 0
+    same_space: bool = True  # the basis ran the planned configurations (or a sample of them)
     basis: str = "no basis"
     cpu_hours: float | None = None
     gpu_hours: float | None = None
@@ -67,12 +68,13 @@ def suite_folders(paths) -> list[Path]:
 
 
 def _basis_frame(folders) -> pd.DataFrame:
-    columns = ["method", "dataset", "dataset_fingerprint", "params", "seconds", "folder"]
+    columns = ["method", "dataset", "subset", "dataset_fingerprint", "params", "seconds", "folder"]
     frames = []
     for folder in folders:
         records = [r for r in Store(folder).latest().values() if r.get("status") == "ok"]
         frames.append(pd.DataFrame({
             "method": [r["method"] for r in records], "dataset": [r["dataset"] for r in records],
+            "subset": [r.get("subset") or "" for r in records],
             "dataset_fingerprint": [r["dataset_fingerprint"] for r in records],
             "params": [json.dumps(r.get("params"), sort_keys=True, default=str) for r in records],
             "seconds": [r.get("wall_seconds", r.get("fit_seconds")) for r in records],
@@ -80,31 +82,34 @@ def _basis_frame(folders) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
 
 
-def _params_note(planned: set, basis: set) -> str:
-    """Whether the basis ran the configurations planned, or which parameters differ."""
+def _params_note(planned: set, basis: set) -> tuple[str, bool]:
+    """How the basis's configurations relate to the planned ones, and whether they are the same space
+    (all planned, or a sample of the planned grid) rather than other parameters."""
     if planned <= basis:
-        return "same configurations"
-    if len(planned) == 1 and len(basis) == 1:
-        a, b = json.loads(next(iter(planned))), json.loads(next(iter(basis)))
-        diff = [f"{k} {b.get(k)} -> {a.get(k)}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
-        return "params differ: " + ", ".join(diff)
-    return f"{len(planned & basis)} of {len(planned)} planned configurations in the basis"
+        return "same configurations", True
+    if basis & planned:
+        return f"{len(planned & basis)} of {len(planned)} planned configurations", True
+    a, b = json.loads(next(iter(planned))), json.loads(next(iter(basis)))
+    diff = [f"{k} {b.get(k)} -> {a.get(k)}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+    return "other params (" + ", ".join(diff) + ")", False
 
 
-def _estimate(row: PlanRow, jobs: list, basis: pd.DataFrame, dataset: str) -> None:
-    fingerprint = jobs[0].dataset_fingerprint
-    match = basis[(basis["method"] == row.method) & (basis["dataset_fingerprint"] == fingerprint)]
-    match = match[match["seconds"].notna()]
+def _estimate(row: PlanRow, jobs: list, basis: pd.DataFrame) -> None:
+    """Median job seconds of the method's successful records on the same data (same fingerprint), else on
+    the same dataset and subset with another fingerprint (another encoding or version of the same rows)."""
+    job = jobs[0]
+    mine = basis[(basis["method"] == row.method) & basis["seconds"].notna()]
+    match, how = mine[mine["dataset_fingerprint"] == job.dataset_fingerprint], ""
     if match.empty:
-        other = basis[(basis["method"] == row.method) & (basis["dataset"] == dataset)]
-        row.basis = "no basis" + (" (records of this dataset name are on other data, e.g. a subset)"
-                                  if len(other) else "")
+        match = mine[(mine["dataset"] == job.dataset) & (mine["subset"] == (job.subset or ""))]
+        how = "same dataset with another fingerprint (encoding or version); "
+    if match.empty:
         return
     row.median_s = float(match["seconds"].median())
-    planned = {json.dumps(j.params, sort_keys=True, default=str) for j in jobs}
-    folders = ", ".join(sorted(set(match["folder"])))
     row.basis_records = len(match)
-    row.basis = f"median job time of its records in {folders}; {_params_note(planned, set(match['params']))}"
+    planned = {json.dumps(j.params, sort_keys=True, default=str) for j in jobs}
+    note, row.same_space = _params_note(planned, set(match["params"]))
+    row.basis = f"{', '.join(sorted(set(match['folder'])))}: {how}{note}"
     row.cpu_hours = row.pending * row.median_s * float(row.resources.get("num_cpus") or 0) / 3600
     row.gpu_hours = row.pending * row.median_s * float(row.resources.get("num_gpus") or 0) / 3600
 
@@ -122,7 +127,7 @@ def make_plan(suite, registry, loaded: dict, results_dir: Path, published_dir: P
     published = None if same or not (Path(published_dir) / RECORDS_DIR).is_dir() else set(
         Store(published_dir).latest())
     basis = _basis_frame(suite_folders(basis_dirs))
-    out = Plan(suite.name, Path(results_dir), None if same else published_dir, unloaded=dict(unloaded or {}),
+    out = Plan(suite.name, Path(results_dir), None if published is None else Path(published_dir), unloaded=dict(unloaded or {}),
                basis_dirs=tuple(map(str, suite_folders(basis_dirs))), gpus=gpus)
     groups: dict = {}
     for job in jobs:
@@ -133,7 +138,7 @@ def make_plan(suite, registry, loaded: dict, results_dir: Path, published_dir: P
                       len({(j.fold, j.repeat) for j in group}), len({j.seed for j in group}), len(group),
                       sum(j.key in done for j in group),
                       None if published is None else sum(j.key in published for j in group), group[0].resources)
-        _estimate(row, group, basis, dataset)
+        _estimate(row, group, basis)
         out.rows.append(row)
     return out
 
@@ -172,27 +177,40 @@ def format_plan(plan: Plan) -> str:
         published = sum(r.published for r in plan.rows)
         lines.append(f"{published:,} of them have a published record in {plan.published_dir} "
                      f"(`--results {plan.published_dir.parent}` would run {planned - published:,}).")
-    lines += ["", "Estimate per method for the jobs still to run (median job seconds x jobs x resources):"]
+    lines += ["", "Estimate per method for the jobs still to run (median job seconds of matching records x jobs x "
+              "the job's CPUs / GPUs). 'rough': the records ran other params, so the time may be far off:"]
     for method in dict.fromkeys(r.method for r in plan.rows):
-        part = [r for r in plan.rows if r.method == method]
-        todo = [r for r in part if r.pending]
-        missing = [r for r in todo if r.cpu_hours is None]
-        text = (f"  {method}: {_hours(sum(r.cpu_hours or 0 for r in part))} CPU h, "
-                f"{_hours(sum(r.gpu_hours or 0 for r in part))} GPU h")
+        part = [r for r in plan.rows if r.method == method and r.pending]
+        if not part:
+            lines.append(f"  {method}: nothing to run")
+            continue
+        known = [r for r in part if r.cpu_hours is not None]
+        rough = [r.dataset for r in known if not r.same_space]
+        text = (f"  {method}: {_hours(sum(r.cpu_hours for r in known))} CPU h, "
+                f"{_hours(sum(r.gpu_hours for r in known))} GPU h for {sum(r.pending for r in known):,} jobs")
+        text += f" (rough for {', '.join(rough)})" if rough else ""
+        missing = [r for r in part if r.cpu_hours is None]
         if missing:
-            text += (f" for {sum(r.pending for r in todo if r not in missing):,} jobs; no basis for "
-                     f"{sum(r.pending for r in missing):,} jobs ({', '.join(r.dataset for r in missing)})")
-        lines.append(text if todo else f"  {method}: nothing to run")
-        bases = {r.basis for r in todo}
-        if len(bases) == 1 and len(todo) > 1:
-            lines.append(f"      every dataset: {bases.pop()}")
+            text += (f"; no basis for {sum(r.pending for r in missing):,} jobs "
+                     f"({', '.join(r.dataset for r in missing)})")
+        lines.append(text)
+        bases = {r.basis for r in known}
+        if len(bases) == 1 and len(known) > 1:
+            lines.append(f"      basis for every dataset: {bases.pop()}")
         else:
-            lines += [f"      {r.dataset}: {r.basis}" for r in todo]
-    total_cpu = sum(r.cpu_hours or 0 for r in plan.rows)
-    total_gpu = sum(r.gpu_hours or 0 for r in plan.rows)
-    unknown = sum(r.pending for r in plan.rows if r.cpu_hours is None)
-    lines += ["", f"Total with a basis: {_hours(total_cpu)} CPU hours, {_hours(total_gpu)} GPU hours"
-              + (f"; {unknown:,} jobs have no basis and are not counted." if unknown else ".")]
+            lines += [f"      {r.dataset}: {r.basis}" for r in known]
+    todo = [r for r in plan.rows if r.pending]
+    for label, rows in (("from the planned configurations", [r for r in todo if r.cpu_hours is not None
+                                                               and r.same_space]),
+                        ("rough, from other params", [r for r in todo if r.cpu_hours is not None
+                                                      and not r.same_space])):
+        if rows:
+            lines.append(f"Total {label}: {_hours(sum(r.cpu_hours for r in rows))} CPU hours, "
+                         f"{_hours(sum(r.gpu_hours for r in rows))} GPU hours ({sum(r.pending for r in rows):,} jobs).")
+    unknown = sum(r.pending for r in todo if r.cpu_hours is None)
+    if unknown:
+        lines.append(f"No basis: {unknown:,} jobs, not counted in any total.")
+    lines.append("")
     lines.append(f"Basis folders: {', '.join(plan.basis_dirs) or 'none'}.")
     lines.append(f"GPUs: {plan.gpus} assumed (device: auto resolves to {'cuda' if plan.gpus else 'cpu'}); "
                  "pass --gpus N to plan for a machine with GPUs.")
@@ -200,3 +218,22 @@ def format_plan(plan: Plan) -> str:
         lines.append(f"Not planned: dataset {name!r} could not be loaded: {why}")
     return "\n".join(lines)
 
+
+def plan_suite(suite, paths, results_dir: Path, published_dir: Path | None, basis_dirs=(), gpus: int = 0,
+               models=(), datasets=(), plugin_files=()) -> Plan:
+    """Load the registry and every dataset (those that fail are listed, not fatal), then ``make_plan``."""
+    from tabbench.plugins import load_models
+    from tabbench.runner import RunError, load_data
+    from tabbench.suite import check_models
+
+    registry = load_models(tuple(plugin_files) + tuple(suite.plugins))
+    check_models(suite, registry)
+    loaded, unloaded = {}, {}
+    for cfg in suite.datasets:
+        if datasets and cfg.name not in datasets:
+            continue
+        try:
+            loaded.update(load_data(suite, paths, (cfg.name,)))
+        except RunError as exc:
+            unloaded[cfg.name] = str(exc)
+    return make_plan(suite, registry, loaded, results_dir, published_dir, basis_dirs, gpus, models, unloaded)

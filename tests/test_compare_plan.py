@@ -1,0 +1,144 @@
+"""`tabbench run`'s default folder and reproduction check, `tabbench compare` on real runs, and
+`tabbench plan`'s counts against a hand count."""
+
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+import yaml
+
+from tabbench.cli import main
+from tabbench.store import load_records
+from tests.conftest import ROOT
+
+#: 2 datasets x 3 folds; knn tuned over 2 configurations, a small MLP (a seeded neural model), and k-NN
+#: with k = 1 under the name "knn" for the changed-model check.
+SUITE = {
+    "name": "small",
+    "seeds": [0],
+    "datasets": [
+        {"name": "wine", "source": "sklearn", "id": "wine", "split": {"protocol": "kfold", "k": 3, "seed": 1}},
+        {"name": "diabetes", "source": "sklearn", "id": "diabetes", "split": {"protocol": "kfold", "k": 3}},
+    ],
+    "models": {
+        "knn": {"tuning": "grid", "search_space": {"n_neighbors": [3, 9]}},
+        "mlp": {"params": {"max_epochs": 5, "hidden_size": 16}},
+    },
+}
+
+
+def _write(tmp_path, raw, name="small.yaml"):
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(raw))
+    return path
+
+
+def _tabbench(*args, cwd=ROOT):
+    out = subprocess.run([sys.executable, "-m", "tabbench.cli", *map(str, args), "--no-progress"] if args[0] == "run"
+                         else [sys.executable, "-m", "tabbench.cli", *map(str, args)],
+                         capture_output=True, text=True, timeout=600, cwd=cwd)
+    return out
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory):
+    """The same suite run twice through the CLI: first with the default results folder (runs/ under the
+    working directory), then into another folder with the first as the published reference."""
+    tmp = tmp_path_factory.mktemp("runs")
+    suite = _write(tmp, SUITE)
+    first = _tabbench("run", suite, cwd=tmp)
+    assert first.returncode == 0, first.stderr[-3000:]
+    second = _tabbench("run", suite, "--results", tmp / "second", "--reference", tmp / "runs", cwd=tmp)
+    assert second.returncode == 0, second.stderr[-3000:]
+    return tmp, suite, first, second
+
+
+def test_run_writes_to_runs_and_ends_with_the_reproduction_check(two_runs):
+    tmp, _, first, second = two_runs
+    assert len(load_records(tmp / "runs" / "small")) == 2 * 3 * 2 + 2 * 3  # knn 2 configs, mlp 1; 3 folds each
+    assert "Reproduction check" not in first.stdout  # no reference folder for this suite yet
+    assert f"Reproduction check against the published {tmp / 'runs' / 'small'}" in second.stdout
+    table = pd.read_csv(tmp / "second" / "small" / "comparison.csv").set_index(["method", "dataset"])
+    assert len(table) == 4 and (table["runs"] == 3).all()
+    # the same machine and seeds: k-NN is identical, the MLP too (one torch thread) or within its band
+    assert (table.loc["knn", "verdict"] == "identical").all()
+    assert table.loc["mlp", "verdict"].isin(["identical", "within band"]).all()
+    assert "4 method x dataset cells: " in second.stdout
+
+
+def test_compare_prints_and_writes_the_means_of_both_folders(two_runs, capsys):
+    tmp = two_runs[0]
+    ours, theirs = tmp / "second" / "small", tmp / "runs" / "small"
+    assert main(["compare", str(ours), str(theirs)]) == 0
+    printed = capsys.readouterr().out
+    table = pd.read_csv(ours / "comparison.csv").set_index(["method", "dataset"])
+    assert (ours / "comparison.md").read_text() in printed
+    board = pd.read_csv(theirs / "leaderboard.csv")
+    for (method, dataset), row in table.iterrows():
+        metric = row["metric"]
+        published = board[(board.table == f"test_{metric}") & (board.method == method) & (board.dataset == dataset)]
+        assert row["theirs"] == pytest.approx(published["value"].item(), rel=1e-12)  # the leaderboard's mean
+        assert row["difference"] == pytest.approx(row["ours"] - row["theirs"], abs=1e-12)
+
+
+def test_compare_flags_a_deterministic_model_that_changed(two_runs, tmp_path, capsys):
+    tmp = two_runs[0]
+    changed = {**SUITE, "models": {"knn": {"params": {"n_neighbors": 1}}}}  # same method name, other model
+    out = _tabbench("run", _write(tmp_path, changed), "--results", tmp_path / "changed",
+                    "--reference", tmp_path / "none", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert main(["compare", str(tmp_path / "changed" / "small"), str(tmp / "runs" / "small")]) == 1
+    table = pd.read_csv(tmp_path / "changed" / "small" / "comparison.csv").set_index(["method", "dataset"])
+    assert list(table.index) == [("knn", "diabetes"), ("knn", "wine")]
+    assert (table["verdict"] == "FLAGGED").all()
+    assert table["note"].str.contains("3 run\\(s\\) selected another configuration").all()
+    assert "FLAGGED" in capsys.readouterr().out
+
+
+def test_compare_names_a_folder_without_records(tmp_path, capsys):
+    assert main(["compare", str(tmp_path), str(tmp_path)]) == 2
+    assert f"{tmp_path} has no records/ folder" in capsys.readouterr().err
+
+
+def test_plan_counts_jobs_done_and_published_by_hand(two_runs):
+    from tabbench.data.cache import DataPaths
+    from tabbench.plan import plan_suite
+    from tabbench.suite import load_suite
+
+    tmp = two_runs[0]
+    # seeds 0 and 1, and a third configuration of knn: seed 0's first two configurations ran
+    bigger = {**SUITE, "seeds": [0, 1], "models": {**SUITE["models"],
+                                                  "knn": {"tuning": "grid", "search_space": {"n_neighbors": [3, 9, 15]}}}}
+    suite = load_suite(_write(tmp, bigger, "bigger.yaml"))
+    plan = plan_suite(suite, DataPaths(cache=tmp / "cache"), tmp / "runs" / "small", tmp / "second" / "small",
+                      [tmp / "runs"])
+    rows = {(r.method, r.dataset): r for r in plan.rows}
+    assert set(rows) == {(m, d) for m in ("knn", "mlp") for d in ("wine", "diabetes")}
+    for dataset in ("wine", "diabetes"):
+        knn, mlp = rows[("knn", dataset)], rows[("mlp", dataset)]
+        # hand count: knn 3 configs x 3 folds x 2 seeds = 18, of which 2 x 3 x 1 = 6 ran; mlp 1 x 3 x 2 = 6, 3 ran
+        assert (knn.configs, knn.splits, knn.seeds, knn.planned, knn.done, knn.published) == (3, 3, 2, 18, 6, 6)
+        assert (mlp.configs, mlp.splits, mlp.seeds, mlp.planned, mlp.done, mlp.published) == (1, 3, 2, 6, 3, 3)
+        assert knn.resources == {"num_cpus": 1, "num_gpus": 0}
+        # the estimate: median job seconds of the 6 (3) records of runs/small, x the 12 (3) pending jobs x 1 cpu
+        records = load_records(tmp / "runs" / "small")
+        for row in (knn, mlp):
+            seconds = records[(records.method == row.method) & (records.dataset == dataset)]["wall_seconds"]
+            assert row.basis_records == len(seconds) and row.median_s == pytest.approx(seconds.median())
+            assert row.cpu_hours == pytest.approx(row.pending * seconds.median() / 3600) and row.gpu_hours == 0
+        assert "2 of 3 planned configurations" in knn.basis and "same configurations" in mlp.basis
+
+
+def test_plan_prints_without_starting_ray_and_says_where_there_is_no_basis(two_runs):
+    tmp = two_runs[0]
+    code = ("import sys; from tabbench.cli import main; rc = main(sys.argv[1:]); "
+            "assert 'ray' not in sys.modules, 'plan imported ray'; sys.exit(rc)")
+    out = subprocess.run([sys.executable, "-c", code, "plan", str(tmp / "small.yaml"), "--basis", str(tmp / "none")],
+                         capture_output=True, text=True, timeout=300, cwd=tmp)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "18 jobs planned, 18 already done in runs/small (a run there would run 0)." in out.stdout
+    assert "knn: nothing to run" in out.stdout and "GPUs: 0 assumed" in out.stdout
+    again = subprocess.run([sys.executable, "-c", code, "plan", str(tmp / "small.yaml"), "--results", str(tmp / "new"),
+                            "--basis", str(tmp / "none")], capture_output=True, text=True, timeout=300, cwd=tmp)
+    assert "no basis for 6 jobs (wine, diabetes)" in again.stdout and "No basis: 18 jobs" in again.stdout
