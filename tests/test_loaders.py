@@ -98,7 +98,7 @@ def test_categorical_columns_are_the_papers(loaded):
 
     assert categorical("boston") == {"CHAS", "RAD"}
     assert categorical("yacht") == {"longitudinal_position", "prismatic_coefficient", "length_displacement_ratio",
-                                    "beam_draught_ratio", "length_beam_ratio"}
+                                    "beam_draught_ratio", "length_beam_ratio", "froude_number"}  # the authors' code
     assert categorical("poker_hand") == {"S1", "S2", "S3", "S4", "S5"}
     assert categorical("forest_cover") == {f"Wilderness_Area{i}" for i in range(1, 5)} | {
         f"Soil_Type{i}" for i in range(1, 41)}
