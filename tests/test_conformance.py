@@ -1,4 +1,10 @@
-"""Every registered model, on every task it supports, against the estimator contract, on real data.
+"""Every registered model against the estimator contract, and the built-in models against quality bars.
+
+The contract (tabbench.testing, the checks a plugin author runs with check_model) applies to every
+registered model, third-party plugins included: outputs of the right shape and range, the same seed
+giving the same outputs, a class absent from training, categorical columns and missing values. The
+quality bars apply only to the built-in models, by name (BUILTIN): a third-party model in the same
+environment is not held to them.
 
 binary:      breast cancer (scikit-learn's bundled WDBC), AUROC floor
 multiclass:  wine (scikit-learn), accuracy floor
@@ -25,6 +31,8 @@ from tabbench.data.dataset import DatasetConfig, SplitConfig, load_dataset
 from tabbench.data.splits import make_splits
 from tabbench.plugins import load_models
 from tabbench.spec import BINARY, MULTICLASS, REGRESSION, TASKS
+from tabbench.testing import (check_categorical, check_missing_class, check_outputs, check_same_seed, fit_checked,
+                              fit_without_last_class)
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "datasets"
@@ -57,6 +65,8 @@ DATASETS = {
     REGRESSION: DatasetConfig("concrete", "file", path="uci/concrete/concrete.txt", format="whitespace"),
 }
 DEVICE_MODELS = ("xgboost", "catboost", "lightgbm", "mlp", "tabnet")
+#: The models this repository ships (pyproject.toml's entry points), the only ones held to the bars above.
+BUILTIN = ("catboost", "gradient_boosting", "knn", "lightgbm", "mlp", "npt", "random_forest", "tabnet", "xgboost")
 
 
 def fast_params(name: str) -> dict:
@@ -89,24 +99,28 @@ def task_data(task: str):
     return dataset, make_splits(dataset, SplitConfig("holdout"))[0]
 
 
-def fit(name: str, task: str, seed: int = 0, rows=None):
+@functools.lru_cache(maxsize=None)
+def fitted(name: str, task: str):
+    """One fitted model per (model, task), shared by the contract and quality tests below."""
     dataset, split = task_data(task)
-    train = split.train if rows is None else split.train[rows(dataset.y[split.train])]
-    val = split.val if rows is None else split.val[rows(dataset.y[split.val])]
-    model = MODELS[name].spec.build(dataset.meta, seed, fast_params(name))
-    returned = model.fit(dataset.X.iloc[train], dataset.y[train], dataset.X.iloc[val], dataset.y[val])
-    assert returned is model, "fit must return self"
-    return model
+    return fit_checked(MODELS[name].spec, dataset, split, params=fast_params(name))
 
 
 @functools.lru_cache(maxsize=None)
-def fitted(name: str, task: str):
-    """One fitted model per (model, task), shared by the tests below."""
-    return fit(name, task)
+def fitted_without_last_class(name: str):
+    dataset, split = task_data(MULTICLASS)
+    return fit_without_last_class(MODELS[name].spec, dataset, split, fast_params(name))
 
 
 def floor(table: dict, name: str) -> float:
     return table.get(name, table["default"])
+
+
+def builtin_spec(name: str):
+    """A built-in model's spec; its test is skipped where it is not registered (TABBENCH_PLUGINS)."""
+    if name not in MODELS:
+        pytest.skip(f"{name} is not registered")
+    return MODELS[name].spec
 
 
 # --- the registry ---------------------------------------------------------------------------------
@@ -128,20 +142,18 @@ def grid_size(space) -> int:
                                        ("lightgbm", 48), ("catboost", 48), ("tabnet", 48), ("knn", 40),
                                        ("mlp", 162)])
 def test_search_space_sizes_follow_the_paper(name, size):
-    if name not in MODELS:
-        pytest.skip(f"{name} is not registered")
-    assert grid_size(MODELS[name].spec.search_space) == size
+    assert grid_size(builtin_spec(name).search_space) == size
 
 
 @pytest.mark.parametrize("name", ["gradient_boosting", "xgboost", "lightgbm", "catboost"])
 def test_boosting_grid_is_the_papers(name):
-    assert MODELS[name].spec.search_space == {
+    assert builtin_spec(name).search_space == {
         "learning_rate": [1e-3, 1e-2, 0.1, 0.3], "max_depth": [3, 5, 10], "n_estimators": [50, 100, 500, 1000]}
 
 
 @pytest.mark.parametrize("name", DEVICE_MODELS)
 def test_device_param_decides_the_gpu_request(name):
-    spec = MODELS[name].spec
+    spec = builtin_spec(name)
     assert spec.default_params["device"] == "auto"
     params = dict(spec.default_params)
     assert spec.resources({**params, "device": "cpu"})["num_gpus"] == 0
@@ -153,10 +165,11 @@ def test_device_param_decides_the_gpu_request(name):
 def test_cuda_without_a_cuda_device_is_a_clear_error(name):
     from tabbench_plugins.baseline_utils import cuda_available
 
+    spec = builtin_spec(name)
     if cuda_available():
         pytest.skip("this machine has a CUDA device")
     dataset, split = task_data(BINARY)
-    model = MODELS[name].spec.build(dataset.meta, 0, {**fast_params(name), "device": "cuda"})
+    model = spec.build(dataset.meta, 0, {**fast_params(name), "device": "cuda"})
     with pytest.raises(RuntimeError, match="no CUDA device"):
         model.fit(dataset.X.iloc[split.train], dataset.y[split.train], dataset.X.iloc[split.val],
                   dataset.y[split.val])
@@ -169,39 +182,61 @@ def test_listing_models_imports_no_heavy_library():
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)
 
 
-# --- the estimator contract -------------------------------------------------------------------------
+# --- the estimator contract: every registered model, third-party plugins included ----------------
+# The checks are tabbench.testing's, the ones a plugin author runs with check_model.
 
 
 @pytest.mark.parametrize("name,task", cases())
-def test_fit_predict_contract_and_quality(name, task):
+def test_outputs_meet_the_contract(name, task):
     dataset, split = task_data(task)
-    model = fitted(name, task)
+    check_outputs(MODELS[name].spec, fitted(name, task), dataset.meta, dataset.X.iloc[split.test])
+
+
+@pytest.mark.parametrize("name,task", cases((BINARY, REGRESSION)))
+def test_same_seed_same_predictions(name, task):
+    dataset, split = task_data(task)
+    check_same_seed(MODELS[name].spec, fitted(name, task), dataset, split, fast_params(name))
+
+
+@pytest.mark.parametrize("name,task", cases((MULTICLASS,)))
+def test_class_missing_from_training_keeps_its_column(name, task):
+    """Train on wine without its class 2: probabilities still have a column per class, in index order."""
+    dataset, split = task_data(task)
+    check_missing_class(MODELS[name].spec, fitted_without_last_class(name), dataset, split)
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_categorical_columns_and_missing_values_are_handled(name):
+    task = next(t for t in TASKS if t in MODELS[name].spec.tasks)
+    dataset, split = task_data(task)
+    check_categorical(MODELS[name].spec, dataset, split, fast_params(name))
+
+
+# --- the built-in models: quality and what they record, by name -----------------------------------
+# A third-party model is held to the contract above, never to these ceilings.
+
+
+def builtin_cases(tasks=TASKS):
+    out = []
+    for name in BUILTIN:
+        for task in tasks:
+            skip = (f"{name} is not registered" if name not in MODELS else
+                    f"{name} does not support {task}" if task not in MODELS[name].spec.tasks else None)
+            out.append(pytest.param(name, task, marks=pytest.mark.skip(reason=skip) if skip else (),
+                                    id=f"{name}-{task}"))
+    return out
+
+
+@pytest.mark.parametrize("name,task", builtin_cases())
+def test_builtin_quality_on_the_test_split(name, task):
+    dataset, split = task_data(task)
     X_test, y_test = dataset.X.iloc[split.test], dataset.y[split.test]
-    pred = np.asarray(model.predict(X_test))
-    assert pred.shape == (len(split.test),)
-    info = getattr(model, "info_", {}) or {}
-    if "device" in info and name in DEVICE_MODELS:
-        from tabbench_plugins.baseline_utils import cuda_available
-
-        assert info["device"] == ("cuda" if cuda_available() and name != "lightgbm" else "cpu")
-    if info.get("best_iteration") is not None:  # early stopping kept a tree count within the cap
-        params = {**MODELS[name].spec.default_params, **fast_params(name)}
-        assert 0 <= info["best_iteration"] < params["n_estimators"]
-
+    pred, proba = check_outputs(MODELS[name].spec, fitted(name, task), dataset.meta, X_test)
     if task == REGRESSION:
-        assert pred.dtype.kind == "f" and np.isfinite(pred).all()
         rmse = float(np.sqrt(mean_squared_error(y_test, pred)))
         print(f"{name} concrete RMSE {rmse:.3f}")
         assert rmse <= floor(RMSE_CEILING, name), f"{name}: concrete test RMSE {rmse:.2f}"
-        return
-
-    proba = np.asarray(model.predict_proba(X_test))
-    assert proba.shape == (len(split.test), dataset.meta.n_classes)
-    assert np.isfinite(proba).all() and (proba >= 0).all()
-    np.testing.assert_allclose(proba.sum(axis=1), 1.0, atol=1e-6)
-    assert pred.dtype.kind in "iu" and set(np.unique(pred)) <= set(range(dataset.meta.n_classes))
-    np.testing.assert_array_equal(pred, proba.argmax(axis=1))  # predict agrees with the column order
-    if task == BINARY:
+    elif task == BINARY:
         # column 1 is the probability of class index 1 ('malignant'): swapped columns would score ~0.03
         auroc = roc_auc_score(y_test, proba[:, 1])
         print(f"{name} breast cancer AUROC {auroc:.4f}")
@@ -212,28 +247,23 @@ def test_fit_predict_contract_and_quality(name, task):
         assert accuracy >= floor(ACCURACY_FLOOR, name), f"{name}: wine test accuracy {accuracy:.3f}"
 
 
-@pytest.mark.parametrize("name,task", cases((BINARY, REGRESSION)))
-def test_same_seed_same_predictions(name, task):
+@pytest.mark.parametrize("name,task", builtin_cases((MULTICLASS,)))
+def test_builtin_quality_without_a_class_in_training(name, task):
     dataset, split = task_data(task)
-    X_test = dataset.X.iloc[split.test]
-    first, again = fitted(name, task), fit(name, task, seed=0)
-    if task == REGRESSION:
-        np.testing.assert_array_equal(first.predict(X_test), again.predict(X_test))
-    else:
-        np.testing.assert_array_equal(first.predict_proba(X_test), again.predict_proba(X_test))
-
-
-@pytest.mark.parametrize("name,task", cases((MULTICLASS,)))
-def test_class_missing_from_training_keeps_its_column(name, task):
-    """Train on wine without its class 2: probabilities still have a column per class, in index order."""
-    dataset, split = task_data(task)
-    model = fit(name, task, rows=lambda y: y != 2)
-    X_test, y_test = dataset.X.iloc[split.test], dataset.y[split.test]
-    proba = np.asarray(model.predict_proba(X_test))
-    assert proba.shape == (len(split.test), 3)
-    np.testing.assert_allclose(proba.sum(axis=1), 1.0, atol=1e-6)
-    pred = np.asarray(model.predict(X_test))
-    assert not (pred == 2).any(), f"{name} predicts a class it never saw"
-    seen = y_test != 2
+    y_test = dataset.y[split.test]
+    pred = np.asarray(fitted_without_last_class(name).predict(dataset.X.iloc[split.test]))
+    seen = y_test != dataset.meta.n_classes - 1
     accuracy = accuracy_score(y_test[seen], pred[seen])
     assert accuracy >= floor(ACCURACY_FLOOR, name), f"{name}: accuracy {accuracy:.3f} on classes 0 and 1"
+
+
+@pytest.mark.parametrize("name,task", builtin_cases())
+def test_builtin_device_and_early_stopping_are_recorded(name, task):
+    info = getattr(fitted(name, task), "info_", {}) or {}
+    if name in DEVICE_MODELS and "device" in info:
+        from tabbench_plugins.baseline_utils import cuda_available
+
+        assert info["device"] == ("cuda" if cuda_available() and name != "lightgbm" else "cpu")
+    if info.get("best_iteration") is not None:  # early stopping kept a tree count within the cap
+        params = {**MODELS[name].spec.default_params, **fast_params(name)}
+        assert 0 <= info["best_iteration"] < params["n_estimators"]

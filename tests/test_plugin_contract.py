@@ -1,0 +1,191 @@
+"""The contract checks offered to plugin authors (tabbench.testing.check_model), and the project's own
+conformance tests in an environment where a third-party plugin is installed."""
+
+import re
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from tabbench.testing import ContractError, check_model
+from tests.conftest import ROOT
+
+# A plain linear model, as a plugin author writes it from the README: pandas for the categorical
+# columns and missing values, scikit-learn's linear models.
+LINEAR_PLUGIN = textwrap.dedent('''
+    """tabbench_linear: logistic or ridge regression on one-hot, standardised features."""
+    import numpy as np
+    import pandas as pd
+
+    import tabbench
+    from tabbench.spec import ModelSpec
+
+
+    class Linear:
+        def __init__(self, meta, seed, alpha=1.0):
+            self.meta, self.seed, self.alpha = meta, seed, alpha
+
+        def _matrix(self, X):
+            frame = pd.get_dummies(X, dtype=float)  # a categorical column: one 0/1 column per level
+            return ((frame.fillna(self.mean_) - self.mean_) / self.scale_).to_numpy()
+
+        def fit(self, X, y, X_val=None, y_val=None):
+            from sklearn.linear_model import LogisticRegression, Ridge
+
+            frame = pd.get_dummies(X, dtype=float)
+            self.mean_ = frame.mean().fillna(0.0)
+            self.scale_ = frame.std().replace(0.0, 1.0).fillna(1.0)
+            if self.meta.is_classification:
+                self.model_ = LogisticRegression(C=1.0 / self.alpha, max_iter=2000, random_state=self.seed)
+            else:
+                self.model_ = Ridge(alpha=self.alpha)
+            self.model_.fit(self._matrix(X), y)
+            return self
+
+        def predict_proba(self, X):
+            proba = np.zeros((len(X), self.meta.n_classes))
+            proba[:, self.model_.classes_] = self.model_.predict_proba(self._matrix(X))
+            return proba
+
+        def predict(self, X):
+            if self.meta.is_classification:
+                return self.predict_proba(X).argmax(axis=1)
+            return self.model_.predict(self._matrix(X))
+
+
+    @tabbench.hookimpl
+    def register_models(register):
+        register(ModelSpec(name="linear", factory=Linear, tasks=frozenset({"binary", "multiclass", "regression"}),
+                           default_params={"alpha": 1.0}))
+''')
+
+PYPROJECT = textwrap.dedent('''
+    [build-system]
+    requires = ["setuptools>=61"]
+    build-backend = "setuptools.build_meta"
+
+    [project]
+    name = "tabbench-linear"
+    version = "0.1"
+
+    [tool.setuptools]
+    py-modules = ["tabbench_linear"]
+
+    [project.entry-points.tabbench]
+    linear = "tabbench_linear"
+''')
+
+# Models that each break the contract one way, on top of a prior (class frequencies or the mean).
+BROKEN_PLUGIN = textwrap.dedent('''
+    import numpy as np
+    import tabbench
+    from tabbench.spec import ModelSpec
+
+    class Broken:
+        def __init__(self, meta, seed, defect="none"):
+            self.meta, self.seed, self.defect = meta, seed, defect
+
+        def fit(self, X, y, X_val=None, y_val=None):
+            if self.defect == "numeric_only":
+                X = X.to_numpy(dtype=np.float64)  # fails on a categorical column of text levels
+            self.noise_ = np.random.default_rng().normal(scale=1e-3) if self.defect == "ignores_seed" else 0.0
+            if self.meta.is_classification:
+                self.prior_ = (np.bincount(y, minlength=self.meta.n_classes) + 1.0) / (len(y) + self.meta.n_classes)
+            else:
+                self.mean_ = float(np.mean(y))
+            return None if self.defect == "fit_returns_none" else self
+
+        def predict_proba(self, X):
+            proba = np.tile(self.prior_, (len(X), 1))
+            proba[:, 0] += self.noise_
+            proba[:, -1] -= self.noise_
+            return proba[:, ::-1] if self.defect == "columns_reversed" else proba
+
+        def predict(self, X):
+            if self.meta.is_classification:
+                pred = np.tile(self.prior_, (len(X), 1)).argmax(axis=1)
+                return np.full(len(X), self.meta.n_classes) if self.defect == "class_out_of_range" else pred
+            pred = np.full(len(X), self.mean_ + self.noise_)
+            if self.defect == "nan":
+                pred[::2] = np.nan
+            return pred
+
+    @tabbench.hookimpl
+    def register_models(register):
+        register(ModelSpec(name="broken", factory=Broken, tasks=frozenset({"binary", "multiclass", "regression"}),
+                           default_params={"defect": "none"}))
+''')
+
+
+@pytest.fixture(scope="module")
+def broken(tmp_path_factory):
+    path = tmp_path_factory.mktemp("plugin") / "broken.py"
+    path.write_text(BROKEN_PLUGIN)
+    return str(path)
+
+
+def test_the_readme_plugin_example_meets_the_contract(tmp_path):
+    readme = (ROOT / "README.md").read_text()
+    (example,) = [block for block in re.findall(r"```python\n(.*?)```", readme, re.S) if "register_models" in block]
+    path = tmp_path / "tabbench_prior.py"
+    path.write_text(example)
+    passed = check_model("prior", plugin_files=[str(path)])
+    assert "multiclass: class absent from training" in passed
+    assert {p.split(":")[0] for p in passed} == {"binary", "multiclass", "regression"}
+
+
+def test_a_plain_linear_model_meets_the_contract(tmp_path):
+    path = tmp_path / "tabbench_linear.py"
+    path.write_text(LINEAR_PLUGIN)
+    assert len(check_model("linear", plugin_files=[str(path)])) == 10  # 3 checks per task, + the missing class
+
+
+def test_a_model_that_breaks_nothing_passes(broken):
+    check_model("broken", plugin_files=[broken])
+
+
+@pytest.mark.parametrize("defect,task,message", [
+    ("fit_returns_none", "binary", "model 'broken' on breast_cancer (binary): fit returned NoneType, not self"),
+    ("nan", "regression", "predictions are NaN"),
+    ("columns_reversed", "binary", "predict disagrees with the argmax of predict_proba"),
+    ("class_out_of_range", "multiclass", "class predictions are outside 0..2 (e.g. 3)"),
+    ("ignores_seed", "regression", "two fits with seed 0 give different predict outputs"),
+    ("numeric_only", "binary", "with a categorical column 'mean radius' and missing values: ValueError"),
+])
+def test_a_model_that_breaks_the_contract_fails_the_check_naming_what_is_wrong(broken, defect, task, message):
+    with pytest.raises(ContractError, match=re.escape(message)):
+        check_model("broken", params={"defect": defect}, plugin_files=[broken], tasks=(task,))
+
+
+def test_an_unknown_model_name_is_a_contract_error_listing_the_registered_ones(broken):
+    with pytest.raises(ContractError, match="no model named 'nope' is registered; registered: .*broken"):
+        check_model("nope", plugin_files=[broken])
+
+
+def test_conformance_tests_pass_with_a_third_party_plugin_installed(tmp_path, shared):
+    """pip-install a plain linear model (RMSE about 10 on concrete, above the built-ins' 7.5 ceiling)
+    beside the built-in scikit-learn models and run tests/test_conformance.py: the contract checks run
+    on it and pass, the quality ceilings run on the built-ins only."""
+    package = tmp_path / "tabbench-linear"
+    package.mkdir()
+    (package / "tabbench_linear.py").write_text(LINEAR_PLUGIN)
+    (package / "pyproject.toml").write_text(PYPROJECT)
+    site = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+                    "--no-index", "--target", str(site), str(package)], check=True, capture_output=True)
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(site), "TABBENCH_PLUGINS": "sklearn_models,linear",
+           "HOME": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider",
+                          "tests/test_conformance.py"], cwd=ROOT, env=env, capture_output=True, text=True,
+                         timeout=900)
+    assert out.returncode == 0, out.stdout[-5000:]
+    passed = set(re.findall(r"^PASSED tests/test_conformance\.py::(\S+)", out.stdout, re.M))
+    linear = {t for t in passed if "linear" in t}
+    assert linear == {"test_outputs_meet_the_contract[linear-binary]", "test_outputs_meet_the_contract[linear-multiclass]",
+                      "test_outputs_meet_the_contract[linear-regression]", "test_same_seed_same_predictions[linear-binary]",
+                      "test_same_seed_same_predictions[linear-regression]",
+                      "test_class_missing_from_training_keeps_its_column[linear-multiclass]",
+                      "test_categorical_columns_and_missing_values_are_handled[linear]"}
+    assert "test_builtin_quality_on_the_test_split[knn-regression]" in passed  # the ceilings run on built-ins
+    assert not re.search(r"test_builtin\w*\[linear", out.stdout)  # and never on the third-party model
