@@ -251,11 +251,14 @@ def write_leaderboard(suite_dir: str | Path, published_path: str | Path | None =
                 if published is not None and m in published.metrics.get(d, {}):
                     row["published"], row["published_se"] = published.metrics[d][m]
                 csv_rows.append(row)
+    pooled = pooled_ranks(tables)
+    for m, rank in pooled.mean(axis=1).items():
+        csv_rows.append({"table": "rank_all", "method": m, "dataset": "", "value": rank,
+                         "se": pooled.loc[m].std(ddof=1) / math.sqrt(pooled.shape[1]) if pooled.shape[1] > 1 else np.nan})
     if report:
         from tabbench.report.latex import write_latex
         from tabbench.report.sections import cost_section, significance_section, win_rate_section
 
-        pooled = pooled_ranks(tables)
         md += ["## All datasets together", "", f"Every dataset's rank from the tables above ({pooled.shape[1]} "
                "datasets), a method absent from a family at the worst rank.", ""]
         md += significance_section(suite_dir, "all", pooled, None)

@@ -21,12 +21,14 @@ def _pyplot():
     return plt
 
 
-def save(fig, stem: Path) -> list[Path]:
-    """Write ``stem``.svg and ``stem``.png and close the figure."""
+def save(fig, stem: Path, crop: bool = False) -> list[Path]:
+    """Write ``stem``.svg and ``stem``.png and close the figure; ``crop``: to what was drawn (for
+    figures whose text reaches outside the axes)."""
     plt = _pyplot()
+    bbox = fig.get_tightbbox(fig.canvas.get_renderer()).padded(0.1) if crop else None  # one pass for both
     paths = [stem.with_suffix(".svg"), stem.with_suffix(".png")]
-    fig.savefig(paths[0], bbox_inches="tight", metadata={"Date": None})
-    fig.savefig(paths[1], bbox_inches="tight", dpi=150, metadata={"Software": None})
+    fig.savefig(paths[0], bbox_inches=bbox, metadata={"Date": None})
+    fig.savefig(paths[1], bbox_inches=bbox, dpi=110, metadata={"Software": None})
     plt.close(fig)
     return paths
 
@@ -48,7 +50,8 @@ def win_rate_heatmap(share: pd.DataFrame, n_folds: int):
     plt = _pyplot()
     order = share.mean(axis=1).sort_values(ascending=False).index
     share = share.loc[order, order]
-    fig, ax = plt.subplots(figsize=(0.6 * len(order) + 2, 0.5 * len(order) + 1.5))
+    fig, ax = plt.subplots(figsize=(0.6 * len(order) + 2.5, 0.5 * len(order) + 2.5))
+    fig.subplots_adjust(left=0.22, bottom=0.24, right=0.98, top=0.92)
     image = ax.imshow(share.to_numpy(dtype=float), cmap="RdBu", vmin=0, vmax=1)
     for i in range(len(order)):
         for j in range(len(order)):
@@ -66,7 +69,8 @@ def win_rate_heatmap(share: pd.DataFrame, n_folds: int):
 def cost_scatter(table: pd.DataFrame, fronts: dict):
     """Mean rank against each cost column in ``fronts`` (column -> (axis label, Pareto mask)), log x."""
     plt = _pyplot()
-    fig, axes = plt.subplots(1, len(fronts), figsize=(4.5 * len(fronts), 4), squeeze=False)
+    fig, axes = plt.subplots(1, len(fronts), figsize=(4.8 * len(fronts), 4.2), squeeze=False)
+    fig.subplots_adjust(left=0.08, right=0.97, bottom=0.13, top=0.88, wspace=0.3)
     for ax, (column, (label, front)) in zip(axes[0], fronts.items()):
         data = table[[column, "mean_rank"]].dropna()
         ax.scatter(data[column], data["mean_rank"], color="tab:blue", zorder=3)
@@ -80,8 +84,7 @@ def cost_scatter(table: pd.DataFrame, fronts: dict):
         ax.set_xlabel(label)
         ax.set_ylabel("mean rank over all datasets (lower is better)")
         ax.invert_yaxis()
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(loc="lower right", fontsize=7)
+        ax.grid(True, alpha=0.3)
+        ax.legend(loc="best", fontsize=7)
     fig.suptitle("Cost against quality: one point per method")
-    fig.tight_layout()
     return fig

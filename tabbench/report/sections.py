@@ -21,7 +21,7 @@ def _image(stem: str, alt: str) -> list:
 def _diagram(out_dir: Path, stem: str, result: sig.Significance, pvalues: pd.DataFrame, test: str) -> list:
     title = f"{test}: mean rank over {result.n_datasets} datasets ({result.family})"
     plots.save(plots.cd_diagram(result.mean_ranks, pvalues, title, result.cd if test == "Nemenyi" else None),
-               out_dir / stem)
+               out_dir / stem, crop=True)
     return _image(stem, f"{test} critical-difference diagram, {result.family}")
 
 
@@ -37,10 +37,11 @@ def significance_section(out_dir: Path, family: str, ranks: pd.DataFrame, scores
 
 
 def win_rate_section(out_dir: Path, selected: pd.DataFrame) -> list:
-    share, counted = winrate.win_rates(selected)
-    if share.empty:
+    folds = winrate.fold_results(selected)
+    if folds.empty:
         return []
-    n_folds = len(winrate.fold_results(selected))
+    share, _ = winrate.win_rates(folds)
+    n_folds = len(folds)
     share.round(4).to_csv(out_dir / "win-rate.csv", index_label="method")
     plots.save(plots.win_rate_heatmap(share, n_folds), out_dir / "win-rate")
     return ["## Pairwise win rates", "",

@@ -98,8 +98,10 @@ def significance(family: str, ranks: pd.DataFrame, scores: pd.DataFrame | None) 
                     f": equal ranks are not rejected at α = {ALPHA}, so no pairwise difference is claimed."))
     cd = nemenyi_cd(n, k)
     if cd >= k - 1:
+        needed = next(m for m in range(n, 10 * k) if nemenyi_cd(m, k) < k - 1)
         notes.append(f"No critical-difference diagram: Nemenyi's critical difference with {n} datasets is "
-                     f"{cd:.2f} ranks, more than the largest possible gap ({k - 1}), so no pair could differ.")
+                     f"{cd:.2f} ranks, more than the largest possible gap ({k - 1}), so no pair could differ; "
+                     f"that needs at least {needed} datasets.")
     else:
         out.cd = cd
         out.nemenyi = nemenyi(ranks) if p < ALPHA else pd.DataFrame(1.0, index=ranks.index, columns=ranks.index)
@@ -112,9 +114,10 @@ def significance(family: str, ranks: pd.DataFrame, scores: pd.DataFrame | None) 
     pairs = k * (k - 1) // 2
     smallest = wilcoxon_smallest_p(complete.shape[1]) * pairs if complete.shape[1] else math.inf
     if smallest >= ALPHA:
+        needed = next(n for n in range(max(complete.shape[1], 1), 64) if wilcoxon_smallest_p(n) * pairs < ALPHA)
         notes.append(f"No Wilcoxon-Holm diagram: over the {complete.shape[1]} dataset(s) where every method has a "
-                     f"result, the smallest Holm-adjusted p-value any pair could reach is {min(smallest, 1):.3g} "
-                     f"(≥ α = {ALPHA}, {pairs} pairs).")
+                     f"result, no pair could reach a Holm-adjusted p-value below α = {ALPHA} ({pairs} pairs); "
+                     f"that needs at least {needed} datasets.")
     elif p < ALPHA:
         out.wilcoxon = wilcoxon_holm(complete)
         notes.append(f"Wilcoxon signed-rank tests over {complete.shape[1]} datasets, Holm-corrected for {pairs} "

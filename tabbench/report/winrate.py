@@ -29,14 +29,14 @@ def fold_results(selected: pd.DataFrame) -> pd.DataFrame:
         parts.append(part[["method", *UNIT]].assign(value=value))
     if not parts:
         return pd.DataFrame()
-    runs = pd.concat(parts)
-    mean = runs.groupby(["method", *UNIT], dropna=False)["value"].agg(lambda v: v.mean() if v.notna().all() else np.nan)
+    grouped = pd.concat(parts).groupby(["method", *UNIT], dropna=False)["value"]
+    mean = grouped.mean().where(grouped.count() == grouped.size())  # any failed seed: no result
     return mean.unstack("method")
 
 
-def win_rates(selected: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(share of pairs won, number of pairs compared), both methods x methods; the diagonal is NaN."""
-    folds = fold_results(selected)
+def win_rates(folds: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(share of pairs won, number of pairs compared), both methods x methods, from ``fold_results``;
+    the diagonal is NaN."""
     methods = sorted(folds.columns)
     v = folds[methods].to_numpy()[:, :, None]  # (folds, methods, 1) row method
     w = folds[methods].to_numpy()[:, None, :]  # (folds, 1, methods) column method
