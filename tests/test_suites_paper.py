@@ -13,6 +13,7 @@ import pytest
 from tabbench.data.cache import DataPaths
 from tabbench.data.dataset import load_dataset
 from tabbench.data.splits import make_splits
+from tabbench.plugins import load_models
 from tabbench.suite import load_suite
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,7 +30,8 @@ def suite(name):
 @pytest.mark.parametrize("path", SUITES, ids=[p.stem for p in SUITES])
 def test_every_suite_validates(path):
     s = load_suite(path)
-    assert {m.model for m in s.models} <= NINE
+    own = set(load_models(tuple(s.plugins))) - set(load_models()) if s.plugins else set()
+    assert {m.model for m in s.models} <= NINE | own  # the nine, or a model of the suite's own plugin files
     for d in s.datasets:  # per-dataset params only for methods the suite runs
         assert set(d.model_params or {}) <= {m.label for m in s.models}, d.name
 
@@ -139,7 +141,23 @@ def test_the_yacht_froude_suite_holds_both_encodings_on_the_authors_folds():
     assert list(ours.categorical) == HULL
     tuned = {m.label: (m.tuning, m.n_trials) for m in suite("uci-small").models}
     assert {m.label: (m.tuning, m.n_trials) for m in suite("uci-small-yacht-froude").models} == {
-        "knn": tuned["knn"], "lightgbm": tuned["lightgbm"]}
+        "knn": tuned["knn"], "lightgbm": tuned["lightgbm"], "lightgbm_onehot": tuned["lightgbm"]}
+
+
+@needs_shared
+def test_lightgbm_onehot_is_tabbenchs_lightgbm_on_one_column_per_level(tmp_path):
+    s = suite("uci-small-yacht-froude")
+    registry = load_models(tuple(s.plugins))
+    plain, onehot = registry["lightgbm"].spec, registry["lightgbm_onehot"].spec
+    assert (onehot.default_params, onehot.search_space) == (plain.default_params, plain.search_space)
+    ds = load_dataset(s.datasets[0], DataPaths(cache=tmp_path, mirrors=(SHARED.resolve(),), base=ROOT))
+    split = make_splits(ds, ds.split)[0]
+    model = onehot.factory(ds.meta, 0, **onehot.default_params)
+    model.fit(ds.X.iloc[split.train], ds.y[split.train], ds.X.iloc[split.val], ds.y[split.val])
+    frame = model._frame(ds.X.iloc[split.test])
+    levels = [len(c.categories) for c in ds.meta.columns]  # all six Yacht features categorical
+    assert frame.shape == (len(split.test), sum(levels)) and set(frame.stack().unique()) == {0.0, 1.0}
+    assert model.predict(ds.X.iloc[split.test]).shape == (len(split.test),)
 
 
 def test_image_suite_uses_openml_and_the_papers_splits():
