@@ -8,7 +8,8 @@ folder selected), ours against theirs, and a verdict:
   per-run difference may be float noise at most (``FLOAT_NOISE`` relative), else it is FLAGGED;
 * a seeded neural model (``deterministic=False``: torch training, whose last digits depend on the
   CPU's kernels and grow over the epochs) may differ, but its mean over folds must stay within
-  ``BAND_SE`` combined standard errors of the two means, the error bars the leaderboard prints.
+  ``BAND_SE`` combined standard errors of the two means, the error bars the leaderboard prints
+  (with a single split, a holdout, there is no standard error: a difference is reported, not judged).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ FLOAT_NOISE = 1e-6
 #: Band of a seeded neural model: |mean difference| <= BAND_SE x sqrt(se_ours^2 + se_theirs^2).
 BAND_SE = 2.0
 FLAGGED = "FLAGGED"
+NO_BAND = "differs, one run: no band"
 COLUMNS = ["method", "dataset", "task", "metric", "runs", "ours", "theirs", "difference", "max_run_difference",
            "allowed", "kind", "verdict", "note"]
 
@@ -90,6 +92,8 @@ def _cell(method, dataset, runs: pd.DataFrame, deterministic: bool | None) -> di
         verdict_ok = abs(row["difference"]) <= row["allowed"]
     if row["max_run_difference"] == 0:
         verdict = "identical"
+    elif not deterministic and len(ok) < 2:
+        verdict, row["allowed"] = NO_BAND, np.nan  # one split (a holdout): no standard error to set a band
     elif verdict_ok:
         verdict = "float noise" if deterministic else "within band"
     else:
@@ -154,7 +158,8 @@ def report(table: pd.DataFrame, ours: Path, theirs: Path) -> str:
               f"Allowed: deterministic models (k-NN, tree ensembles, boosters) must match run for run to float "
               f"noise ({FLOAT_NOISE:g} relative); seeded neural models (spec deterministic=False) may differ in "
               f"the last digits of every step, so their mean over folds must lie within {BAND_SE:g} combined "
-              "standard errors of the two means. FLAGGED: outside that, or a run failed in one folder only.", ""]
+              f"standard errors of the two means (with one run, a holdout, there is no band: '{NO_BAND}'). "
+              "FLAGGED: outside that, or a run failed in one folder only.", ""]
     return "\n".join(lines)
 
 
