@@ -40,8 +40,11 @@ def cd_diagram(mean_ranks: pd.Series, pvalues: pd.DataFrame, title: str, cd: flo
 
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 0.3 * len(mean_ranks) + 1.2))
-    sp.critical_difference_diagram(mean_ranks, pvalues, ax=ax, cd=cd, label_fmt_left="{label} ({rank:.2f})",
-                                   label_fmt_right="({rank:.2f}) {label}")
+    drawn = sp.critical_difference_diagram(mean_ranks, pvalues, ax=ax, cd=cd, label_fmt_left="{label} ({rank:.2f})",
+                                           label_fmt_right="({rank:.2f}) {label}")
+    for line in (line for lines in drawn["crossbars"] for line in lines):  # a bar's points come in set order:
+        x, y = line.get_data()  # sort them so that the files do not change between runs
+        line.set_data(sorted(x), y)
     ax.set_title(title, pad=24)
     return fig
 
