@@ -6,8 +6,9 @@ jobs planned (configurations x splits x seeds), those whose record already exist
 folder a run would write to (and in the published folder of the same suite, when that is another
 one), the Ray resources of one job, and an estimate of CPU and GPU hours for the jobs still to run:
 the median job time (fit and evaluation) of successful records of the same method on the same
-data (dataset fingerprint, hence the same shape) in the basis folders, times the job's CPUs and
-GPUs. Where no such record exists the estimate says 'no basis'.
+data (dataset fingerprint, hence the same shape; else the same dataset and subset under another
+fingerprint) in the basis folders, times the job's CPUs and GPUs. The basis is stated per method and
+dataset, 'rough' where its records ran other params, and 'no basis' where there are none.
 """
 
 from __future__ import annotations
@@ -126,9 +127,10 @@ def make_plan(suite, registry, loaded: dict, results_dir: Path, published_dir: P
     same = published_dir is None or Path(published_dir).resolve() == Path(results_dir).resolve()
     published = None if same or not (Path(published_dir) / RECORDS_DIR).is_dir() else set(
         Store(published_dir).latest())
-    basis = _basis_frame(suite_folders(basis_dirs))
-    out = Plan(suite.name, Path(results_dir), None if published is None else Path(published_dir), unloaded=dict(unloaded or {}),
-               basis_dirs=tuple(map(str, suite_folders(basis_dirs))), gpus=gpus)
+    folders = suite_folders(basis_dirs)
+    basis = _basis_frame(folders)
+    out = Plan(suite.name, Path(results_dir), None if published is None else Path(published_dir),
+               unloaded=dict(unloaded or {}), basis_dirs=tuple(map(str, folders)), gpus=gpus)
     groups: dict = {}
     for job in jobs:
         groups.setdefault((job.method, job.dataset), []).append(job)
