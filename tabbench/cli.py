@@ -312,6 +312,12 @@ COMMANDS = {"schema": cmd_schema, "run": cmd_run, "compare": cmd_compare, "plan"
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "run":
+        import signal
+
+        # A shell starts a background job with SIGINT ignored; a run must still stop on Ctrl-C or kill -INT.
+        # This covers the imports and suite loading; run_suite then installs its own handler.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     from tabbench.plugins import PluginError
 
     try:

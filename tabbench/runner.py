@@ -17,6 +17,7 @@ from pathlib import Path
 from tabbench.data.cache import DataPaths
 from tabbench.data.dataset import load_dataset
 from tabbench.data.splits import make_splits
+from tabbench.interrupts import StopRequest
 from tabbench.jobs import LOST, OK, execute_isolated, failure_record, plan
 from tabbench.plugins import load_models
 from tabbench.store import Store
@@ -116,6 +117,23 @@ def _remote_execute(job, factory, meta, data, split, preload):
 
 
 def run_suite(suite: Suite, options: RunOptions) -> RunSummary:
+    """Run the suite's pending jobs and write its leaderboard.
+
+    SIGINT (Ctrl-C) at any phase stops the run: every finished job's record is kept, the message
+    says how to resume, and KeyboardInterrupt is raised (see tabbench.interrupts)."""
+    store = Store(suite.results_dir(options.results))
+    summary = RunSummary(results_dir=store.dir)
+    with StopRequest() as stop:
+        try:
+            return _run(suite, options, store, summary, stop)
+        except KeyboardInterrupt:
+            print(f"\nInterrupted: {summary.done} jobs finished and are saved in {store.path}. Run the same "
+                  "command again to resume; finished jobs are skipped.", file=sys.stderr)
+            raise
+
+
+def _run(suite: Suite, options: RunOptions, store: Store, summary: RunSummary, stop: StopRequest) -> RunSummary:
+    stop.pause_point("load")
     registry = load_models(tuple(options.plugin_files) + tuple(suite.plugins))
     check_models(suite, registry)
     if options.models:
@@ -131,10 +149,11 @@ def run_suite(suite: Suite, options: RunOptions) -> RunSummary:
     paths = options.data_paths or DataPaths.from_env(base=suite.path.parent)
     loaded = load_data(suite, paths, options.datasets)
 
-    store = Store(suite.results_dir(options.results))
-    summary = RunSummary(results_dir=store.dir)
-    ray, started = _start_ray(options.address)
+    with stop.deferred():  # a first Ctrl-C never breaks into Ray start; checked once Ray is up
+        stop.pause_point("ray-start")
+        ray, started = _start_ray(options.address)
     try:
+        stop.check()
         gpu_available = ray.cluster_resources().get("GPU", 0) > 0
         jobs = plan(suite, registry, loaded, gpu_available)
         if options.models:
@@ -149,21 +168,22 @@ def run_suite(suite: Suite, options: RunOptions) -> RunSummary:
         else:
             pending = jobs
         summary.skipped = len(jobs) - len(pending)
-        _execute_all(ray, pending, registry, loaded, store, summary, options.progress)
-    except KeyboardInterrupt:
-        print(f"\nInterrupted: {summary.done} jobs finished and are saved in {store.path}. Run the same "
-              "command again to resume; finished jobs are skipped.", file=sys.stderr)
-        raise
+        with stop.deferred():
+            _execute_all(ray, pending, registry, loaded, store, summary, options.progress, stop)
     finally:
         if started:
-            ray.shutdown()
+            with stop.deferred():
+                ray.shutdown()
+    stop.check()
     from tabbench.leaderboard import write_leaderboard
 
+    stop.pause_point("leaderboard")
     write_leaderboard(store.dir, suite.published)
+    stop.check()  # a SIGINT whose KeyboardInterrupt something swallowed still stops the run
     return summary
 
 
-def _execute_all(ray, jobs, registry, loaded, store: Store, summary: RunSummary, progress: bool):
+def _execute_all(ray, jobs, registry, loaded, store: Store, summary: RunSummary, progress: bool, stop: StopRequest):
     if not jobs:
         return
     from tqdm import tqdm
@@ -194,8 +214,12 @@ def _execute_all(ray, jobs, registry, loaded, store: Store, summary: RunSummary,
                                                splits[job.dataset][(job.fold, job.repeat)], spec.requires)
         in_flight[ref] = job
 
+    # Called inside stop.deferred(): a first Ctrl-C is seen by stop.check() within a second (ray.wait's
+    # timeout), and every result received is written. Jobs still running are not cancelled one by one (a forced
+    # cancel of a retriable task can abort the driver inside Ray): they end with the driver's Ray job.
     try:
         while queue or in_flight:
+            stop.check()
             while queue and len(in_flight) < capacity:
                 submit(queue.pop())
             ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=1.0)
@@ -205,15 +229,12 @@ def _execute_all(ray, jobs, registry, loaded, store: Store, summary: RunSummary,
                     record = ray.get(ref)
                 except ray.exceptions.RayError as exc:  # worker or node lost, retries spent
                     record = failure_record(job, LOST, f"{exc}"[:2000], f"{type(exc).__module__}.{type(exc).__name__}")
+                stop.pause_point("record")
                 store.append(record)
                 summary.done += 1
                 if record["status"] != OK:
                     summary.failures[record["status"]] += 1
                 bar.update(1)
                 bar.set_postfix(done=summary.done, failed=summary.failed, skipped=summary.skipped, refresh=False)
-    except KeyboardInterrupt:
-        for ref in in_flight:
-            ray.cancel(ref, force=True)
-        raise
     finally:
         bar.close()

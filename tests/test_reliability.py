@@ -3,12 +3,16 @@
 import json
 import multiprocessing
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
+from pathlib import Path
 
+import pytest
 import yaml
 
 from tabbench.store import Store
@@ -86,18 +90,157 @@ def test_driver_killed_with_sigkill_leaves_a_sound_store_and_rerun_completes_onl
     assert len(after) == 30 and len({r["key"] for r in after}) == 30
 
 
-def test_ctrl_c_keeps_finished_jobs_and_says_how_to_resume(tmp_path):
-    suite, results = _suite(tmp_path), tmp_path / "results"
-    store = Store(results / "slow")
-    proc = _start(suite, results)
-    _wait_for_records(store, 3, proc)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=120)
-    assert proc.returncode != 0
-    assert "Run the same command again to resume" in err
-    kept = len(store.records())
-    assert kept >= 3
-    assert f"{30 - kept} ran, {kept} skipped" in _rerun(suite, results)
+# Ctrl-C, one case per phase of a run. The driver starts with SIGINT ignored, as a shell starts a
+# background job (`tabbench run ... &` in a script): Python then installs no handler of its own,
+# which is how a Ctrl-C was ignored in issue 14. A phase is reached deterministically either through
+# the TABBENCH_PAUSE_AT hook (tabbench.interrupts) or, while jobs run, by a job that waits for a file.
+
+GATED_PLUGIN = textwrap.dedent('''
+    import os
+    import time
+    import numpy as np
+    import tabbench
+    from tabbench.spec import ModelSpec
+
+    class Gated:
+        """Class frequencies; with a gate path, fit says it started and waits until the gate file exists."""
+        def __init__(self, meta, seed, gate=""):
+            self.meta, self.gate = meta, gate
+        def fit(self, X, y, X_val=None, y_val=None):
+            if self.gate:
+                open(self.gate + ".started", "a").close()
+                deadline = time.time() + 300
+                while not os.path.exists(self.gate) and time.time() < deadline:
+                    time.sleep(0.05)
+            self.p_ = np.bincount(y, minlength=self.meta.n_classes) / len(y)
+            return self
+        def predict_proba(self, X):
+            return np.tile(self.p_, (len(X), 1))
+        def predict(self, X):
+            return self.predict_proba(X).argmax(axis=1)
+
+    @tabbench.hookimpl
+    def register_models(register):
+        register(ModelSpec(name="gated", factory=Gated, tasks=frozenset({"multiclass"}), default_params={"gate": ""}))
+''')
+
+RESUME = "Run the same command again to resume"
+SEEDED = 3  # records of quick jobs that an earlier run finished, copied into every case
+
+
+def _gated_suite(folder: Path) -> str:
+    """10 quick jobs, then 10 held jobs that wait for the file <folder>/gate."""
+    (folder / "gated.py").write_text(GATED_PLUGIN)
+    suite = {"name": "ctrlc", "plugins": ["gated.py"],
+             "datasets": [{"name": "iris", "source": "sklearn", "id": "iris", "split": {"protocol": "kfold", "k": 10}}],
+             "models": {"quick": {"model": "gated"},
+                        "held": {"model": "gated", "params": {"gate": str(folder / "gate")}}}}
+    path = folder / "ctrlc.yaml"
+    path.write_text(yaml.safe_dump(suite, sort_keys=False))
+    return str(path)
+
+
+def _ignore_sigint():
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+class Driver:
+    """`tabbench run` started as a background job (SIGINT ignored), its stderr read as it comes."""
+
+    def __init__(self, suite, results, *args, pause_at=None):
+        env = {**os.environ, "TABBENCH_PAUSE_AT": pause_at or ""}
+        self.proc = subprocess.Popen([sys.executable, "-m", "tabbench.cli", "run", suite, "--results", str(results),
+                                      "--no-progress", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True, env=env, start_new_session=True, preexec_fn=_ignore_sigint)
+        self.lines = []
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        for line in self.proc.stderr:
+            self.lines.append(line)
+
+    @property
+    def stderr(self) -> str:
+        return "".join(self.lines)
+
+    def wait_until(self, condition, what, timeout=240):
+        deadline = time.time() + timeout
+        while not condition():
+            assert self.proc.poll() is None, f"the run ended before {what}:\n{self.stderr[-3000:]}"
+            assert time.time() < deadline, f"no {what} within {timeout} s:\n{self.stderr[-3000:]}"
+            time.sleep(0.05)
+
+    def interrupt(self, timeout=120) -> int:
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"SIGINT did not stop the run within {timeout} s:\n{self.stderr[-3000:]}") from None
+        self.reader.join(timeout=10)
+        return self.proc.returncode
+
+    def kill(self):
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory):
+    """A results folder holding the records of an earlier run that finished 3 quick jobs."""
+    folder = tmp_path_factory.mktemp("seeded")
+    out = subprocess.run([sys.executable, "-m", "tabbench.cli", "run", _gated_suite(folder), "--results",
+                          str(folder / "results"), "--no-progress", "--models", "quick", "--folds", "0,1,2"],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return folder / "results"
+
+
+@pytest.fixture
+def run_dir(tmp_path, seeded):
+    shutil.copytree(seeded, tmp_path / "results")
+    yield tmp_path
+    (tmp_path / "gate").touch()  # releases any held job still waiting in a worker
+
+
+def _keys(results) -> list:
+    return [r["key"] for r in Store(results / "ctrlc").records()]
+
+
+# phase -> jobs the interrupted run finished (7 quick jobs are pending; "record" pauses at the first)
+PHASES = {"load": 0, "ray-start": 0, "record": 1, "leaderboard": 7}
+
+
+@pytest.mark.parametrize("phase", PHASES)
+def test_ctrl_c_at_each_phase_exits_130_keeps_finished_records_and_says_how_to_resume(run_dir, phase):
+    results = run_dir / "results"
+    before = _keys(results)
+    driver = Driver(_gated_suite(run_dir), results, "--models", "quick", pause_at=phase)
+    try:
+        driver.wait_until(lambda: f"tabbench: pausing at {phase}" in driver.stderr, f"pause at {phase}")
+        assert driver.interrupt() == 130, driver.stderr[-3000:]
+    finally:
+        driver.kill()
+    assert RESUME in driver.stderr and f"Interrupted: {PHASES[phase]} jobs finished" in driver.stderr
+    after = _keys(results)
+    assert len(before) == SEEDED and after[:SEEDED] == before  # nothing finished is lost
+    assert len(after) == len(set(after)) == SEEDED + PHASES[phase]
+
+
+def test_ctrl_c_while_jobs_run_exits_130_keeps_finished_records_and_the_rerun_does_only_the_rest(run_dir):
+    results, suite = run_dir / "results", _gated_suite(run_dir)
+    driver = Driver(suite, results)
+    try:
+        driver.wait_until(lambda: len(_keys(results)) == 10 and (run_dir / "gate.started").exists(),
+                          "10 quick records and a held job running")
+        assert driver.interrupt() == 130, driver.stderr[-3000:]  # held jobs are still running: the run must not wait
+    finally:
+        driver.kill()
+    assert RESUME in driver.stderr and "Interrupted: 7 jobs finished" in driver.stderr
+    assert len(set(_keys(results))) == 10
+    (run_dir / "gate").touch()
+    assert "20 jobs: 10 ran, 10 skipped" in _rerun(suite, results)
 
 
 def _append_many(path, writer, n):
