@@ -194,7 +194,7 @@ def describe_source(cfg: DatasetConfig) -> str:
 
 def _split_summary(split: SplitConfig) -> dict:
     out = {"protocol": split.protocol, "seed": split.seed, "val_fraction": split.val_fraction}
-    if split.protocol == "kfold":
+    if split.protocol in ("kfold", "npt_code"):
         out.update(k=split.k, folds=list(split.folds) if split.folds is not None else "all")
     elif split.protocol == "holdout":
         out["test_fraction"] = split.test_fraction
