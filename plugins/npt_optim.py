@@ -43,11 +43,16 @@ def _chunks(indices, numels, limit=_CHUNK_NUMEL):
 class Lamb(torch.optim.Optimizer):
     """LAMB, the cybertronai/pytorch-lamb variant used by the NPT authors (see the module docstring)."""
 
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.0, max_weight_norm=10.0):
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.0, max_weight_norm=10.0,
+                 grad_clamp=None, fused=False):
+        """``grad_clamp``: clamp each gradient element to [-grad_clamp, grad_clamp] first (the NPT code's
+        "gradient clipping"). ``fused``: one compiled kernel per parameter (see ``fused_lamb``) instead
+        of the multi-tensor kernels; the same rule, fewer passes over memory."""
         if lr < 0 or eps < 0 or not (0 <= betas[0] < 1 and 0 <= betas[1] < 1):
             raise ValueError(f"invalid LAMB settings lr={lr}, betas={betas}, eps={eps}")
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
-                                      max_weight_norm=max_weight_norm))
+                                      max_weight_norm=max_weight_norm, grad_clamp=grad_clamp))
+        self.fused = fused and fused_lamb() is not None
 
     @torch.no_grad()
     def step(self, closure=None):
@@ -67,6 +72,13 @@ class Lamb(torch.optim.Optimizer):
                     state["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
                     state["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
             beta1, beta2 = group["betas"]
+            if self.fused:
+                self._fused_step(group, params)
+                continue
+            if group["grad_clamp"] is not None:
+                grads = [p.grad for p in params]
+                torch._foreach_clamp_min_(grads, -group["grad_clamp"])
+                torch._foreach_clamp_max_(grads, group["grad_clamp"])
             numels = [p.numel() for p in params]
             for idx in _chunks(range(len(params)), numels):
                 ps = [params[i] for i in idx]
@@ -89,6 +101,55 @@ class Lamb(torch.optim.Optimizer):
                 torch._foreach_add_(ps, update)
         return loss
 
+    def _fused_step(self, group, params):
+        kernel = fused_lamb()
+        beta1, beta2 = group["betas"]
+        # the learning rate changes every step (schedule): a tensor, so the kernel is not recompiled
+        lr = torch.tensor(group["lr"], dtype=torch.float32, device=params[0].device)
+        for p in params:
+            state = self.state[p]
+            kernel(p.view(-1), p.grad.view(-1), state["exp_avg"].view(-1), state["exp_avg_sq"].view(-1), lr,
+                   beta1, beta2, group["eps"], group["weight_decay"], group["max_weight_norm"], group["grad_clamp"])
+
+
+def _lamb_one(p, g, m, v, lr, beta1: float, beta2: float, eps: float, weight_decay: float, max_norm: float,
+              grad_clamp):
+    """The LAMB rule for one flat parameter, written for the compiler: it fuses the clamp, the moment
+    updates, both norms and the update into two passes over memory (the multi-tensor path makes ~12)."""
+    if grad_clamp is not None:
+        g = g.clamp(-grad_clamp, grad_clamp)
+    m.lerp_(g, 1 - beta1)
+    v.mul_(beta2).addcmul_(g, g, value=1 - beta2)
+    update = m / (v.sqrt() + eps)
+    if weight_decay:
+        update = update + weight_decay * p
+    w_norm = p.norm().clamp(0, max_norm)
+    u_norm = update.norm()
+    ratio = torch.where((w_norm > 0) & (u_norm > 0), w_norm / u_norm, torch.ones_like(w_norm))
+    p.sub_(update * (lr * ratio))
+
+
+_FUSED = []
+
+
+def fused_lamb():
+    """``_lamb_one`` compiled with torch.compile (dynamic sizes: one kernel for every parameter), or
+    None where it cannot be compiled here (no C++ compiler on a CPU machine, no Triton on a GPU one)."""
+    if not _FUSED:
+        kernel = None
+        try:
+            compiled = torch.compile(_lamb_one, dynamic=True, fullgraph=True)
+            probe = [torch.ones(3), torch.ones(3), torch.zeros(3), torch.zeros(3)]
+            compiled(*probe, torch.tensor(1e-3), 0.9, 0.999, 1e-6, 0.0, 10.0, 1.0)
+            kernel = compiled
+        except Exception as exc:  # noqa: BLE001 - any compiler failure means: use the eager kernels
+            import warnings
+
+            warnings.warn(f"fused LAMB unavailable ({type(exc).__name__}: {str(exc)[:200]}); using the "
+                          "multi-tensor kernels", RuntimeWarning, stacklevel=2)
+        _FUSED.append(kernel)
+    return _FUSED[0]
+
 
 class Lookahead(torch.optim.Optimizer):
     """Lookahead around any optimiser: every k steps, slow += alpha (fast - slow); fast = slow."""
@@ -97,12 +158,19 @@ class Lookahead(torch.optim.Optimizer):
         if not 0.0 <= alpha <= 1.0 or k < 1:
             raise ValueError(f"invalid Lookahead settings alpha={alpha}, k={k}")
         self.base, self.alpha, self.k = base, alpha, k
-        self.param_groups = base.param_groups
         self.defaults = base.defaults
-        self.state = base.state
         self.steps = 0  # a host counter: deciding when to synchronise reads nothing from the device
         with torch.no_grad():
             self.slow = [[p.detach().clone() for p in g["params"]] for g in self.param_groups]
+
+    # the base optimiser's, always: its load_state_dict replaces these objects
+    @property
+    def param_groups(self):
+        return self.base.param_groups
+
+    @property
+    def state(self):
+        return self.base.state
 
     def zero_grad(self, set_to_none: bool = True):
         self.base.zero_grad(set_to_none=set_to_none)
