@@ -30,10 +30,16 @@ Choices where the code and the paper (or this harness) differ, all settable:
   ``p_target < 1``. With ``p_target = 1`` the model never saw a label as input during training (the
   code then masks every target at evaluation too), so showing labels would feed it an input it never
   learnt to read. ``True`` / ``False`` force either.
-* Inductive: the harness's ``fit`` never sees test rows, so unlike the code's default semi-supervised
-  mode (test and validation features in every training batch) the training batches hold training
+* Inductive or transductive (``transductive``). Inductive (the default): the table holds training
   rows only; validation rows are held out exactly as test rows are, so the validation loss is an
-  honest stand-in for the test loss.
+  honest stand-in for the test loss. Transductive (the authors' code's default, which produced the
+  published numbers): the harness hands ``fit`` the test rows' features (never their targets); the
+  validation and test rows join the table with their targets masked, so their features are in every
+  training batch (and in the feature loss), and numeric columns are standardised over all rows.
+* Long runs: ``steps`` of the paper's length are checkpointed every ``checkpoint_minutes`` into the
+  folder the harness gives the job, and a re-run continues where the killed run stopped (bit for bit
+  on the CPU); ``budgets`` keeps the best-so-far weights at shorter step counts, so one run also
+  scores the shorter runs (the harness records them as the job's budget curve).
 """
 
 from __future__ import annotations
@@ -62,9 +68,21 @@ DEFAULT_PARAMS = {
     # of image_shape [channels, height, width], whose pixels are the feature columns, channel-major
     # (tabbench.data.images); each patch is one column of the table. MNIST: 49 (4x4), CIFAR-10: 64 (4x4x3)
     "n_patches": None, "image_shape": None,
-    # execution
-    "device": "auto", "amp": True, "checkpointing": False, "attention": "fused",
+    # protocol: transductive = the validation and test rows' features are in every training batch with
+    # their targets masked, and standardisation uses all rows (the authors' code's default)
+    "transductive": False,
+    # step budgets (ascending) at which the best-so-far weights are kept for a budget curve; None: the
+    # ladder 100, 300, 1000, 2000, 5000, 10000, ... below ``steps`` (tabbench_plugins.npt_train)
+    "budgets": None,
+    # execution: cpus = torch threads (and the CPUs the job asks Ray for); a checkpoint every
+    # checkpoint_minutes when the harness gives the job a checkpoint folder; fused_optimizer: one
+    # compiled LAMB kernel per parameter ("auto": for models of FUSED_MIN_PARAMS parameters or more)
+    "device": "auto", "amp": True, "checkpointing": False, "attention": "fused", "cpus": 1,
+    "checkpoint_minutes": 5.0, "fused_optimizer": "auto",
 }
+
+#: Below this size the fused optimizer's one-off compilation costs more than it saves.
+FUSED_MIN_PARAMS = 5_000_000
 
 
 class NPT:
@@ -91,6 +109,14 @@ class NPT:
         for name in ("p_feature", "p_target", "p_random", "lambda_init", "dropout", "att_dropout"):
             if not 0 <= self._param(name) <= 1:
                 raise ValueError(f"npt: {name} must be in [0, 1], got {self._param(name)}")
+        if self._param("fused_optimizer") not in ("auto", True, False):
+            raise ValueError("npt: fused_optimizer must be 'auto', true or false")
+        if not (isinstance(self._param("cpus"), (int, float)) and self._param("cpus") >= 1):
+            raise ValueError(f"npt: cpus must be a number >= 1, got {self._param('cpus')!r}")
+        budgets = self._param("budgets")
+        if budgets is not None and (not isinstance(budgets, (list, tuple))
+                                    or not all(isinstance(b, int) and b > 0 for b in budgets)):
+            raise ValueError(f"npt: budgets must be a list of positive step counts, got {budgets!r}")
         if self._param("n_patches"):
             self.patch_order_ = self._patch_order()
 
@@ -141,31 +167,31 @@ class NPT:
             miss = np.concatenate([miss[:, order].all(-1), miss[:, -1:]], 1)
         return x, miss
 
-    def _batches(self, n_ctx, n_q, torch, device):
-        """Index batches over [context rows, query rows], both in the proportion of their totals."""
-        size = self._param("eval_batch_size") or self._param("batch_size")
-        total = n_ctx + n_q
-        n_b = 1 if not size or size >= total else math.ceil(total / size)
-        q = torch.arange(n_q, device=device)
-        if n_b == 1:
-            return [(torch.arange(n_ctx, device=device), q)]
-        g = torch.Generator(device=device).manual_seed(self.seed + 1)  # fixed: predict is deterministic
-        ctx = self._order(self.y_train_t_, g, torch)
-        return list(zip(torch.tensor_split(ctx, n_b), torch.tensor_split(q, n_b)))
+    def _table_order(self, g, torch):
+        """A random order of the table's rows as n_b chunks' worth: the labelled rows (class-stratified
+        when class_balance is set, so every chunk keeps the class proportions), then the unlabelled
+        ones (transductive). Returns the two orders; chunks take a share of each. On the device."""
+        n_lab = self.n_labelled_
+        lab = self._order(self.x_tab_[:n_lab, -1], g, torch)
+        unl = n_lab + torch.randperm(len(self.x_tab_) - n_lab, generator=g, device=self.device_)
+        return lab, unl
 
-    def _order(self, y, g, torch):
-        """A random order of the training rows; class-stratified (every chunk keeps the class
-        proportions) when class_balance is set. Built on the device: nothing comes back to the host."""
-        n = len(y)
-        perm = torch.randperm(n, generator=g, device=y.device)
-        if not (self._param("class_balance") and self.meta.is_classification):
-            return perm
-        yp = y[perm].long()
-        onehot = torch.nn.functional.one_hot(yp, self.meta.n_classes)
-        rank = (onehot.cumsum(0) * onehot).sum(1) - 1  # position of each row within its class
-        count = onehot.sum(0)[yp]
-        key = (rank + torch.rand(n, generator=g, device=y.device)) / count
-        return perm[torch.argsort(key)]
+    def _chunks(self, n_b, g, torch, *extra):
+        """n_b index batches over the table (every batch holds labelled and unlabelled rows in the
+        proportion of their totals), zipped with ``extra`` tensors split the same way."""
+        lab, unl = self._table_order(g, torch)
+        parts = [torch.tensor_split(t, n_b) for t in (lab, unl, *extra)]
+        return [(torch.cat([a, b]), *rest) for a, b, *rest in zip(*parts)]
+
+    def _batches(self, n_q, torch):
+        """(context rows, query rows) index batches for prediction; fixed, so predict is deterministic."""
+        size = self._param("eval_batch_size") or self._param("batch_size")
+        n_ctx = len(self.x_tab_)
+        q = torch.arange(n_q, device=self.device_)
+        if not size or size >= n_ctx + n_q:
+            return [(torch.arange(n_ctx, device=self.device_), q)]
+        g = torch.Generator(device=self.device_).manual_seed(self.seed + 1)
+        return self._chunks(math.ceil((n_ctx + n_q) / size), g, torch, q)
 
     def _spread(self, m):
         from tabbench_plugins.npt_model import spread
@@ -176,28 +202,52 @@ class NPT:
         enabled = bool(self._param("amp")) and (self.device_.type == "cuda" or self.cpu_bf16_)
         return torch.autocast(self.device_.type, dtype=torch.bfloat16, enabled=enabled)
 
-    def _target_outputs(self, torch, xq, mq):
-        """Target-column outputs for query rows (xq, mq on the device), training rows as context."""
+    def _target_outputs(self, torch, xq=None, mq=None, rows=None):
+        """Target-column outputs, the table as context: for query rows appended to it (xq, mq on the
+        device), or for the table's own unlabelled rows ``rows`` (transductive)."""
         t = self.cfg_.d - 1
-        outs = []
-        for ci, qi in self._batches(len(self.x_train_), len(xq), torch, self.device_):
-            x = torch.cat([self.x_train_[ci], xq[qi]])
-            m = torch.cat([self.m_train_[ci], mq[qi]])
+        xq = self.x_tab_[:0] if xq is None else xq
+        mq = self.m_tab_[:0] if mq is None else mq
+        outs, table_out = [], torch.empty(len(self.x_tab_), self.meta.n_classes or 1, device=self.device_)
+        for ci, qi in self._batches(len(xq), torch):
+            x = torch.cat([self.x_tab_[ci], xq[qi]])
+            m = torch.cat([self.m_tab_[ci], mq[qi]])
             m[len(ci):, t] = True  # query targets are never visible
             if not self.context_labels_:
                 m[:, t] = True
             x = torch.where(self._spread(m), torch.zeros_like(x), x)
             with self._autocast(torch):
-                outs.append(self.model_(x, m, columns=[t])[t][len(ci):].float())
-        return torch.cat(outs)
+                y = self.model_(x, m, columns=[t])[t].float()
+            y = y.reshape(len(x), -1)
+            outs.append(y[len(ci):])
+            table_out[ci] = y[:len(ci)]
+        out = table_out[rows] if rows is not None else torch.cat(outs)
+        return out if self.meta.is_classification else out[:, 0]
 
     # --- estimator API ------------------------------------------------------------------------
 
-    def fit(self, X, y, X_val=None, y_val=None):
+    def _standardise(self, frames):
+        """Numeric columns' mean and scale over the rows of ``frames`` (the training rows; all rows
+        of the table when transductive, as the authors' code does)."""
+        self.mean_, self.scale_ = {}, {}
+        for j, col in enumerate(self.meta.columns):
+            if col.kind != CATEGORICAL:
+                v = np.concatenate([f[col.name].to_numpy(dtype=np.float64) for f in frames])
+                with np.errstate(all="ignore"):
+                    finite = np.isfinite(v).any()
+                    mu, sd = (np.nanmean(v), np.nanstd(v)) if finite else (0.0, 1.0)
+                self.mean_[j] = mu if np.isfinite(mu) else 0.0
+                self.scale_[j] = sd if np.isfinite(sd) and sd > 0 else 1.0
+
+    def fit(self, X, y, X_val=None, y_val=None, X_unlabelled=None):
+        """Train on (X, y); (X_val, y_val) choose the best step. Transductive (``transductive=True``):
+        the validation rows' and ``X_unlabelled``'s features join the table with their targets
+        masked, as in the authors' code; their targets are never an input and never scored."""
         import torch
 
         from tabbench_plugins import npt_model as nm
         from tabbench_plugins import npt_optim as no
+        from tabbench_plugins import npt_train as nt
         from tabbench.preprocess import TargetScaler
 
         self._check_params()
@@ -206,20 +256,16 @@ class NPT:
         device = P("device")
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
-        self.device_ = torch.device(device)
-        self.cpu_bf16_ = self.device_.type == "cpu" and torch.backends.mkldnn.is_available() and \
+        self.device_ = dev = torch.device(device)
+        self.cpu_bf16_ = dev.type == "cpu" and torch.backends.mkldnn.is_available() and \
             torch.ops.mkldnn._is_mkldnn_bf16_supported()
         torch.manual_seed(self.seed)  # initialisation and dropout (the CUDA generators too)
 
-        # standardise numeric columns on the training rows; regression targets likewise
-        self.mean_, self.scale_ = {}, {}
-        for j, col in enumerate(self.meta.columns):
-            if col.kind != CATEGORICAL:
-                v = X[col.name].to_numpy(dtype=np.float64)
-                with np.errstate(all="ignore"):
-                    mu, sd = np.nanmean(v) if np.isfinite(v).any() else 0.0, np.nanstd(v) if np.isfinite(v).any() else 1.0
-                self.mean_[j] = mu if np.isfinite(mu) else 0.0
-                self.scale_[j] = sd if np.isfinite(sd) and sd > 0 else 1.0
+        has_val = X_val is not None and len(X_val) > 0
+        transductive = bool(P("transductive"))
+        unlabelled = [f for f in ((X_val if has_val else None), X_unlabelled) if f is not None and len(f)]
+        unlabelled = unlabelled if transductive else []
+        self._standardise([X, *unlabelled])
         if not self.meta.is_classification:
             self.y_scaler_ = TargetScaler().fit(np.asarray(y, dtype=np.float64))
         n_patches = P("n_patches") or 0
@@ -234,46 +280,58 @@ class NPT:
             residual=P("residual"), attention=P("attention"), checkpointing=P("checkpointing"),
             n_patches=n_patches, patch_dim=self.patch_order_.shape[1] if n_patches else 0)
         t = cfg.d - 1
-        dev = self.device_
 
-        # the data goes to the device once
-        xt, mt = self._encode(X, y)
-        self.x_train_, self.m_train_ = torch.from_numpy(xt).to(dev), torch.from_numpy(mt).to(dev)
-        self.y_train_t_ = self.x_train_[:, -1]  # the target is the last value of a row
-        has_val = X_val is not None and len(X_val) > 0
+        # The table goes to the device once: the training rows, then (transductive) the unlabelled
+        # rows, whose target entries are missing (zero, mask bit set, never scored).
+        blocks = [self._encode(X, y)]
+        self.in_table_ = []  # (first row, encoded values) of each unlabelled block, to recognise it in predict
+        for frame in unlabelled:
+            xu, mu = self._encode(frame)
+            mu[:, -1] = True
+            self.in_table_.append((sum(len(b[0]) for b in blocks), xu))
+            blocks.append((xu, mu))
+        self.n_labelled_ = len(X)
+        self.x_tab_ = torch.from_numpy(np.concatenate([b[0] for b in blocks])).to(dev)
+        self.m_tab_ = torch.from_numpy(np.concatenate([b[1] for b in blocks])).to(dev)
         if has_val:
             xv, mv = self._encode(X_val, y_val)
             x_val, m_val = torch.from_numpy(xv).to(dev), torch.from_numpy(mv).to(dev)
-        cand = ~self.m_train_
+            val_rows = (torch.arange(len(xv), device=dev) + self.n_labelled_) if transductive else None
+        cand = ~self.m_tab_
         p_col = torch.tensor([P("p_feature")] * t + [P("p_target")], device=dev)
         cards_t = torch.tensor(cards, dtype=torch.float32, device=dev)
         self.context_labels_ = P("p_target") < 1 if P("context_labels") == "auto" else bool(P("context_labels"))
 
         self.model_ = model = nm.NPT(cfg).to(dev)
         params = list(model.parameters())
-        opt = no.Lookahead(no.Lamb(params, lr=P("lr"), betas=(0.9, 0.999), eps=1e-6,
-                                   weight_decay=P("weight_decay")), alpha=P("lookahead_alpha"), k=P("lookahead_k"))
+        fused = P("fused_optimizer")
+        fused = model.n_params() >= FUSED_MIN_PARAMS if fused == "auto" else bool(fused)
+        value_clip = P("clip") if P("clip") and P("clip_mode") == "value" else None
+        opt = no.Lookahead(no.Lamb(params, lr=P("lr"), betas=(0.9, 0.999), eps=1e-6, weight_decay=P("weight_decay"),
+                                   grad_clamp=value_clip, fused=fused),
+                           alpha=P("lookahead_alpha"), k=P("lookahead_k"))
         steps = int(P("steps"))
-        n = len(self.x_train_)
+        n = len(self.x_tab_)
         size = P("batch_size")
         n_b = 1 if not size or size >= n else max(1, round(n / size))
         flat = P("flat_fraction")
         flat = (0.5 if n_b == 1 else 0.7) if flat is None else flat
-        gen = torch.Generator(device=dev).manual_seed(self.seed)
         eval_every = max(1, int(P("eval_every")))
+        budgets = nt.BUDGET_LADDER if P("budgets") is None else tuple(P("budgets"))
 
-        best = [p.detach().clone() for p in params]
-        best_loss = torch.tensor(float("inf"), device=dev)
-        best_step = torch.tensor(steps, device=dev)
-        batches = []
-        for step in range(steps):
+        run = nt.Run(model, opt, torch.Generator(device=dev).manual_seed(self.seed), steps, budgets)
+        ckpt = nt.Checkpointer(getattr(self, "checkpoint_dir", None), P("checkpoint_minutes"),
+                               nt.fingerprint(self.x_tab_.cpu().numpy(), params={**self.params, "seed": self.seed}))
+        ckpt.resume(run)
+        while run.step < steps:
+            step = run.step
             model.train()
-            if not batches:  # a new epoch
-                batches = list(torch.tensor_split(self._order(self.y_train_t_, gen, torch), n_b)) if n_b > 1 else [None]
-            idx = batches.pop(0)
-            xb, mb, cb = (self.x_train_, self.m_train_, cand) if idx is None else \
-                (self.x_train_[idx], self.m_train_[idx], cand[idx])
-            c = nm.corrupt(xb, mb, cb, p_col, cards_t, gen, P("p_random"), cfg.n_patches, cfg.patch_dim)
+            if not run.batches:  # a new epoch
+                run.batches = [b[0] for b in self._chunks(n_b, run.gen, torch)] if n_b > 1 else [None]
+            idx = run.batches.pop(0)
+            xb, mb, cb = (self.x_tab_, self.m_tab_, cand) if idx is None else \
+                (self.x_tab_[idx], self.m_tab_[idx], cand[idx])
+            c = nm.corrupt(xb, mb, cb, p_col, cards_t, run.gen, P("p_random"), cfg.n_patches, cfg.patch_dim)
             lam = no.cosine_tradeoff(step, steps, P("lambda_init"))
             with self._autocast(torch):
                 out = model(c.x, c.m)
@@ -283,52 +341,78 @@ class NPT:
                 loss = loss + lam * nm.masked_mean(losses[:, :t], c.scored[:, :t])
             opt.zero_grad(set_to_none=True)
             loss.backward()
-            grads = [p.grad for p in params if p.grad is not None]
-            if P("clip"):
-                if P("clip_mode") == "value":
-                    torch._foreach_clamp_min_(grads, -P("clip"))
-                    torch._foreach_clamp_max_(grads, P("clip"))
-                else:
-                    torch.nn.utils.clip_grad_norm_(params, P("clip"))
+            if P("clip") and P("clip_mode") == "norm":
+                torch.nn.utils.clip_grad_norm_(params, P("clip"))
             for group in opt.param_groups:
                 group["lr"] = P("lr") * no.flat_then_anneal(step, steps, flat)
             opt.step()
+            run.step = step + 1
+            run.last_loss = loss.detach()
 
-            if has_val and ((step + 1) % eval_every == 0 or step + 1 == steps):
+            if has_val and (run.step % eval_every == 0 or run.step == steps):
                 model.eval()
                 with torch.no_grad():
-                    pred = self._target_outputs(torch, x_val, m_val)
+                    if transductive:
+                        pred = self._target_outputs(torch, rows=val_rows)
+                    else:
+                        pred = self._target_outputs(torch, x_val, m_val)
                     if self.meta.is_classification:
                         vl = torch.nn.functional.cross_entropy(pred, x_val[:, -1].long())
                     else:
                         vl = ((pred - x_val[:, -1]) ** 2).mean()
-                    improved = vl < best_loss  # stays on the device: no sync in the loop
-                    best_loss = torch.where(improved, vl, best_loss)
-                    best_step = torch.where(improved, step + 1, best_step)
-                    for b, p in zip(best, params):
-                        b.copy_(torch.where(improved, p.detach(), b))
+                    run.observe(vl)
+            run.snapshot_if_budget(has_val)
+            ckpt.maybe_save(run)
         if has_val:
-            with torch.no_grad():
-                for b, p in zip(best, params):
-                    p.copy_(b)
+            run.use_best()
         model.eval()
+        self.run_ = run
         self.info_ = {
             "n_params": model.n_params(),
-            "best_step": int(best_step) if has_val else steps,
-            "best_val_loss": float(best_loss) if has_val else None,
+            "best_step": int(run.best_step) if has_val else steps,
+            "best_val_loss": float(run.best_loss) if has_val else None,
             "steps": steps,
-            "final_train_loss": float(loss.detach()) if steps else None,
+            "final_train_loss": float(run.last_loss) if run.last_loss is not None else None,
             "device": str(dev),
             "amp": bool(P("amp")) and (dev.type == "cuda" or self.cpu_bf16_),
+            "fused_optimizer": opt.base.fused,
+            "threads": torch.get_num_threads() if dev.type == "cpu" else None,
+            "resumed_from_step": ckpt.resumed_from,
             "fit_seconds": time.perf_counter() - start,
         }
         return self
+
+    # --- step budgets: what a shorter run would have predicted ---------------------------------
+
+    @property
+    def budgets_(self) -> list:
+        """The step budgets below ``steps`` at which this run kept its best-so-far weights."""
+        return sorted(self.run_.snapshots)
+
+    def at_budget(self, budget: int) -> "NPT":
+        """This estimator with the weights a run of ``budget`` steps would have used (best
+        validation loss up to that step), for scoring the budget curve. Shares everything else."""
+        import copy
+
+        import torch
+
+        best_step, weights = self.run_.snapshots[budget]
+        other = copy.copy(self)
+        other.model_ = copy.deepcopy(self.model_)
+        with torch.no_grad():
+            for p, w in zip(other.model_.parameters(), weights):
+                p.copy_(w)
+        other.info_ = {"steps": budget, "best_step": best_step}
+        return other
 
     def _query_outputs(self, X):
         import torch
 
         xq, mq = self._encode(X)
         with torch.no_grad():
+            for first, block in self.in_table_:  # rows already in the table (transductive): no duplicate
+                if block.shape == xq.shape and np.array_equal(block, xq):
+                    return self._target_outputs(torch, rows=torch.arange(first, first + len(xq), device=self.device_))
             return self._target_outputs(torch, torch.from_numpy(xq).to(self.device_),
                                         torch.from_numpy(mq).to(self.device_))
 
@@ -348,7 +432,8 @@ def register_models(register):
     register(ModelSpec(
         name="npt", factory=NPT, tasks=frozenset({BINARY, MULTICLASS, REGRESSION}),
         default_params=dict(DEFAULT_PARAMS), search_space={},
-        cpus=1, gpus=lambda p: 1 if p.get("device") == "cuda" else 0,
+        cpus=lambda p: p["cpus"], gpus=lambda p: 1 if p.get("device") == "cuda" else 0,
+        transductive=lambda p: bool(p["transductive"]),
         requires=("torch",), install_hint="pip install 'tabbench[torch]'",
         deterministic=False,  # seeded torch training: last digits differ across CPUs
         description="Non-Parametric Transformer (Kossen et al. 2021): attention between rows and columns",

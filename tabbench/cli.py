@@ -214,7 +214,8 @@ def cmd_models(args) -> int:
     for name, entry in sorted(models.items()):
         spec = entry.spec
         gpus = "gpu if device=cuda" if callable(spec.gpus) else (f"{spec.gpus:g} gpu" if spec.gpus else "")
-        resources = ", ".join(x for x in (f"{spec.cpus:g} cpu", gpus) if x)
+        cpus = "cpus param" if callable(spec.cpus) else f"{spec.cpus:g} cpu"
+        resources = ", ".join(x for x in (cpus, gpus) if x)
         rows.append((name, ",".join(sorted(spec.tasks)), resources, entry.source))
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     for row in rows:

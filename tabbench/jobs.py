@@ -52,6 +52,7 @@ class Job:
     resources: dict = field(default_factory=dict)
     time_budget_s: float | None = None
     memory_budget_mb: float | None = None
+    transductive: bool = False  # fit sees the test rows' features (never their targets)
 
     def record(self) -> dict:
         out = asdict(self)
@@ -102,7 +103,8 @@ def plan(suite, registry, loaded, gpu_available=False) -> list[Job]:
                         jobs.append(Job(key, suite.name, entry.label, entry.model, params, trial, name,
                                         dataset.meta.task, split.fold, split.repeat, seed, dataset.fingerprint,
                                         split.fingerprint, dataset.subset, spec.resources(params),
-                                        suite.budget.time_s, suite.budget.memory_mb))
+                                        suite.budget.time_s, suite.budget.memory_mb,
+                                        spec.is_transductive(params)))
     return jobs
 
 
@@ -125,8 +127,29 @@ def _status_of(exc: BaseException) -> str:
     return ERROR
 
 
-def execute(job: Job, factory, meta, X, y, split) -> dict:
-    """Fit and evaluate one job; never raises for a model's own failure (it is recorded instead)."""
+def _fit(estimator, job: Job, X, y, split):
+    """The job's fit call: training and validation rows; a transductive job also gets the test rows'
+    features (``X`` holds features only: the targets ``y`` of the test rows never reach the model)."""
+    fit_args = (X.iloc[split.train], y[split.train], X.iloc[split.val], y[split.val])
+    if job.transductive:
+        return estimator.fit(*fit_args, X_unlabelled=X.iloc[split.test])
+    return estimator.fit(*fit_args)
+
+
+def _budget_curve(estimator, meta, X, y, split) -> list:
+    """Metrics at each step budget a model kept weights for (``budgets_`` / ``at_budget``)."""
+    curve = []
+    for steps in getattr(estimator, "budgets_", None) or []:
+        shorter = estimator.at_budget(steps)
+        curve.append({"steps": steps, "best_step": shorter.info_.get("best_step"),
+                      "val": _evaluate(shorter, meta, X.iloc[split.val], y[split.val]),
+                      "test": _evaluate(shorter, meta, X.iloc[split.test], y[split.test])})
+    return curve
+
+
+def execute(job: Job, factory, meta, X, y, split, checkpoint_dir=None) -> dict:
+    """Fit and evaluate one job; never raises for a model's own failure (it is recorded instead).
+    ``checkpoint_dir``: a folder the model may keep its training state in (see tabbench/spec.py)."""
     record = job.record()
     record["started_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
     estimator = None
@@ -135,14 +158,19 @@ def execute(job: Job, factory, meta, X, y, split) -> dict:
     try:
         with memory:
             estimator = factory(meta, job.seed, **job.params)
+            if checkpoint_dir is not None:
+                estimator.checkpoint_dir = str(checkpoint_dir)
             t0 = time.perf_counter()
-            estimator.fit(X.iloc[split.train], y[split.train], X.iloc[split.val], y[split.val])
+            _fit(estimator, job, X, y, split)
             record["fit_seconds"] = time.perf_counter() - t0
             t0 = time.perf_counter()
             test = _evaluate(estimator, meta, X.iloc[split.test], y[split.test])
             record["predict_seconds"] = time.perf_counter() - t0
             val = _evaluate(estimator, meta, X.iloc[split.val], y[split.val])
+            curve = _budget_curve(estimator, meta, X, y, split)
         record["metrics"] = {"val": val, "test": test}
+        if curve:
+            record["budget_curve"] = curve
         record["status"] = OK
     except Exception as exc:  # a model's own failure: record it, the run goes on
         record["status"] = _status_of(exc)
@@ -188,7 +216,7 @@ def _limit_threads(n: int) -> None:
     threadpool_limits(n)  # for those already loaded (numpy's BLAS)
 
 
-def execute_isolated(job: Job, factory, meta, X, y, split, poll_s: float = 0.05) -> dict:
+def execute_isolated(job: Job, factory, meta, X, y, split, poll_s: float = 0.05, checkpoint_dir=None) -> dict:
     """Run ``execute`` in a forked child so that the job's limits can be enforced from outside.
 
     The child inherits the data copy-on-write (nothing is serialised). The parent enforces the
@@ -197,7 +225,7 @@ def execute_isolated(job: Job, factory, meta, X, y, split, poll_s: float = 0.05)
     ``crash``. Where fork is unavailable the job runs in-process without enforced limits.
     """
     if not hasattr(os, "fork"):
-        return execute(job, factory, meta, X, y, split)
+        return execute(job, factory, meta, X, y, split, checkpoint_dir)
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: run, send the record, leave without running the parent's exit handlers
@@ -206,7 +234,7 @@ def execute_isolated(job: Job, factory, meta, X, y, split, poll_s: float = 0.05)
             os.close(read_fd)
             _die_with_parent()
             _limit_threads(max(1, int(job.resources.get("num_cpus") or 1)))
-            payload = pickle.dumps(execute(job, factory, meta, X, y, split))
+            payload = pickle.dumps(execute(job, factory, meta, X, y, split, checkpoint_dir))
             view = memoryview(payload)
             while view:
                 view = view[os.write(write_fd, view):]

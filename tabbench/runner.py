@@ -103,7 +103,7 @@ def _start_ray(address: str | None):
 _PRELOAD = ("sklearn.metrics",)
 
 
-def _remote_execute(job, factory, meta, data, split, preload):
+def _remote_execute(job, factory, meta, data, split, preload, checkpoint_dir):
     import importlib
 
     import ray
@@ -111,7 +111,7 @@ def _remote_execute(job, factory, meta, data, split, preload):
     for module in (*_PRELOAD, *preload):  # once per worker process; forked jobs inherit them
         importlib.import_module(module)
     X, y = data
-    record = execute_isolated(job, factory, meta, X, y, split)
+    record = execute_isolated(job, factory, meta, X, y, split, checkpoint_dir=checkpoint_dir)
     record["node"] = ray.util.get_node_ip_address()
     return record
 
@@ -211,7 +211,8 @@ def _execute_all(ray, jobs, registry, loaded, store: Store, summary: RunSummary,
             options["max_calls"] = 1  # a fresh worker per GPU job: memory is returned and measured cleanly
         _, dataset, _ = loaded[job.dataset]
         ref = remote.options(**options).remote(job, spec.factory, dataset.meta, data_refs[job.dataset],
-                                               splits[job.dataset][(job.fold, job.repeat)], spec.requires)
+                                               splits[job.dataset][(job.fold, job.repeat)], spec.requires,
+                                               str(store.checkpoint_dir(job.key)))
         in_flight[ref] = job
 
     # Called inside stop.deferred(): a first Ctrl-C is seen by stop.check() within a second (ray.wait's
@@ -231,6 +232,8 @@ def _execute_all(ray, jobs, registry, loaded, store: Store, summary: RunSummary,
                     record = failure_record(job, LOST, f"{exc}"[:2000], f"{type(exc).__module__}.{type(exc).__name__}")
                 stop.pause_point("record")
                 store.append(record)
+                if record["status"] == OK:  # a failed job keeps its checkpoint: a re-run continues from it
+                    store.remove_checkpoint(job.key)
                 summary.done += 1
                 if record["status"] != OK:
                     summary.failures[record["status"]] += 1

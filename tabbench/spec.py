@@ -10,6 +10,14 @@ The estimator contract, shared by every model (scikit-learn conventions):
 * ``predict_proba(X)`` (classification only): an ``(n_rows, n_classes)`` array whose column ``k`` is
   the probability of class index ``k`` (``meta.classes[k]``).
 * Optionally ``info_``: a dict of facts worth recording after fit (parameter count, best iteration).
+* Transductive models (``ModelSpec.transductive``) get ``fit(X, y, X_val, y_val, X_unlabelled=...)``:
+  the test rows' features, never their targets. The harness records the mode in every record and
+  marks the method in every leaderboard table; an inductive model never receives test rows.
+* Optionally resumable: when the harness gives a job a checkpoint folder it sets
+  ``estimator.checkpoint_dir`` (a path, kept across re-runs of the same job, removed once the job's
+  record is ``ok``) before ``fit``; a model may save its training state there and continue from it.
+* Optionally a budget curve: ``budgets_`` (a list of step counts) and ``at_budget(steps)`` (an
+  estimator predicting as a run of that many steps would have); the harness records the metrics of each.
 
 ``X`` is a pandas DataFrame with the feature columns of ``meta.columns``, in that order: numeric
 columns as float64 (NaN = missing), categorical columns as pandas ``Categorical`` whose categories
@@ -76,8 +84,11 @@ class ModelSpec:
     tasks: frozenset
     default_params: Mapping = field(default_factory=dict)
     search_space: Mapping = field(default_factory=dict)
-    cpus: float = 1
+    cpus: float | Callable[[Mapping], float] = 1
     gpus: float | Callable[[Mapping], float] = 0
+    # a transductive model sees the test rows' features in fit (see the module docstring); a bool or a
+    # function of the resolved params (NPT supports both modes)
+    transductive: bool | Callable[[Mapping], bool] = False
     description: str = ""
     # Modules the estimator imports: checked before a run starts, and imported once per Ray worker so
     # that every forked job starts with them loaded (a top-level name is checked without importing it).
@@ -104,7 +115,11 @@ class ModelSpec:
     def resources(self, params: Mapping) -> dict:
         """Ray resources for one job of this model with these (resolved) params."""
         gpus = self.gpus(params) if callable(self.gpus) else self.gpus
-        return {"num_cpus": self.cpus, "num_gpus": gpus}
+        cpus = self.cpus(params) if callable(self.cpus) else self.cpus
+        return {"num_cpus": cpus, "num_gpus": gpus}
+
+    def is_transductive(self, params: Mapping) -> bool:
+        return bool(self.transductive(params) if callable(self.transductive) else self.transductive)
 
     def build(self, meta: DatasetMeta, seed: int, params: Mapping):
         """The estimator for one job: defaults overridden by ``params``."""

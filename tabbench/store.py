@@ -23,6 +23,8 @@ from pathlib import Path
 RECORDS_DIR = "records"
 RECORDS_FILE = "records.jsonl"
 ARCHIVE_FILE = "records.jsonl.gz"
+#: Training state of unfinished jobs, one folder per job key (models that checkpoint, see spec.py).
+CHECKPOINTS_DIR = "checkpoints"
 
 
 class Store:
@@ -30,6 +32,15 @@ class Store:
         self.dir = Path(suite_dir)
         self.path = self.dir / RECORDS_DIR / RECORDS_FILE
         self.archive = self.dir / RECORDS_DIR / ARCHIVE_FILE
+
+    def checkpoint_dir(self, key: str) -> Path:
+        """Where the job ``key`` may keep its training state until its record is ``ok``."""
+        return (self.dir / CHECKPOINTS_DIR / key).resolve()
+
+    def remove_checkpoint(self, key: str) -> None:
+        import shutil
+
+        shutil.rmtree(self.checkpoint_dir(key), ignore_errors=True)
 
     @contextmanager
     def _locked(self):

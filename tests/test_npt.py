@@ -237,6 +237,115 @@ def test_validation_and_test_targets_are_never_visible(breast_cancer, monkeypatc
     assert all(m[:, -1].all() for _, _, m in seen)
 
 
+def test_transductive_fit_sees_test_features_never_test_targets(breast_cancer, monkeypatch):
+    """Transductive: every training batch is [training rows | validation rows | test rows], the
+    unlabelled rows' targets zeroed with the mask bit set and never scored; predicting the test rows
+    reads them from that table (no duplicate rows), and numeric columns are standardised over all rows."""
+    ds, sp = breast_cancer
+    seen = []
+    forward = nm.NPT.forward
+
+    def spy(self, x, m, *args, **kwargs):
+        seen.append((self.training, x.detach().clone(), m.clone()))
+        return forward(self, x, m, *args, **kwargs)
+
+    monkeypatch.setattr(nm.NPT, "forward", spy)
+    n_tr, n_val, n_te = len(sp.train), len(sp.val), len(sp.test)
+    model = NPT(ds.meta, 0, **SMALL, steps=4, eval_every=2, p_target=0.5, device="cpu", transductive=True)
+    X_test = ds.X.iloc[sp.test]
+    model.fit(ds.X.iloc[sp.train], ds.y[sp.train], ds.X.iloc[sp.val], ds.y[sp.val], X_unlabelled=X_test)
+    for training, x, m in seen:
+        assert len(x) == n_tr + n_val + n_te
+        assert m[n_tr:, -1].all() and (x[n_tr:, -1] == 0).all()
+    assert not model.m_tab_[:n_tr, -1].any()
+    col = ds.meta.columns[0].name
+    all_rows = np.concatenate([ds.X[col].iloc[idx] for idx in (sp.train, sp.val, sp.test)])
+    assert model.mean_[0] == pytest.approx(all_rows.mean())
+    seen.clear()
+    model.predict_proba(X_test)
+    (_, x, m), = seen
+    assert len(x) == n_tr + n_val + n_te  # the test rows are the table's, not appended again
+
+
+@pytest.mark.slow
+def test_transductive_breast_cancer_fold0_auroc(breast_cancer):
+    ds, sp = breast_cancer
+    model = NPT(ds.meta, 0, **SMALL, steps=150, device="cpu", transductive=True)
+    X_test = ds.X.iloc[sp.test]
+    model.fit(ds.X.iloc[sp.train], ds.y[sp.train], ds.X.iloc[sp.val], ds.y[sp.val], X_unlabelled=X_test)
+    auroc = roc_auc_score(ds.y[sp.test], model.predict_proba(X_test)[:, 1])
+    print(f"npt transductive breast cancer fold 0 AUROC {auroc:.4f}")
+    assert auroc >= 0.98
+
+
+_RESUMABLE_FIT = """
+import sys, torch
+torch.set_num_threads(1)
+from tabbench.data.cache import DataPaths
+from tabbench.data.dataset import DatasetConfig, SplitConfig, load_dataset
+from tabbench.data.splits import make_splits
+from tabbench_plugins.npt import NPT
+cfg = SplitConfig("kfold", k=10, val_fraction=2 / 9)
+ds = load_dataset(DatasetConfig("bc", "sklearn", id="breast_cancer", split=cfg), DataPaths.from_env(cache=sys.argv[2]))
+sp = make_splits(ds, cfg)[0]
+model = NPT(ds.meta, 0, **{params}, device="cpu")
+model.checkpoint_dir = sys.argv[1]
+model.fit(ds.X.iloc[sp.train], ds.y[sp.train], ds.X.iloc[sp.val], ds.y[sp.val])
+"""
+
+
+def test_a_killed_fit_resumes_from_its_checkpoint_to_the_same_result(breast_cancer, tmp_path):
+    """A fit killed (SIGKILL) mid-training continues from its last checkpoint when run again, and ends
+    with exactly the weights, predictions and budget snapshots of a run that was never interrupted."""
+    import signal
+    import time
+
+    from tabbench_plugins.npt_train import CHECKPOINT_FILE
+
+    ds, sp = breast_cancer
+    params = dict(SMALL, steps=40, eval_every=3, dropout=0.1, budgets=[10, 20], checkpoint_minutes=0)
+    fit_args = (ds.X.iloc[sp.train], ds.y[sp.train], ds.X.iloc[sp.val], ds.y[sp.val])
+    whole = NPT(ds.meta, 0, **params, device="cpu").fit(*fit_args)
+
+    folder = tmp_path / "ckpt"
+    script = tmp_path / "fit.py"
+    script.write_text(_RESUMABLE_FIT.replace("{params}", repr(params)))
+    proc = subprocess.Popen([sys.executable, str(script), str(folder), str(tmp_path / "cache")])
+    deadline = time.time() + 600
+    while not (folder / CHECKPOINT_FILE).exists() and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert (folder / CHECKPOINT_FILE).exists(), "the fit wrote no checkpoint before it was killed"
+
+    resumed = NPT(ds.meta, 0, **params, device="cpu")
+    resumed.checkpoint_dir = str(folder)
+    resumed.fit(*fit_args)
+    assert 1 <= resumed.info_["resumed_from_step"] < 40
+    for a, b in zip(whole.model_.parameters(), resumed.model_.parameters()):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+    X_test = ds.X.iloc[sp.test]
+    np.testing.assert_array_equal(whole.predict_proba(X_test), resumed.predict_proba(X_test))
+    assert whole.budgets_ == resumed.budgets_ == [10, 20]
+    for b in (10, 20):
+        np.testing.assert_array_equal(whole.at_budget(b).predict_proba(X_test),
+                                      resumed.at_budget(b).predict_proba(X_test))
+    assert whole.info_["best_step"] == resumed.info_["best_step"]
+
+
+def test_budget_snapshots_are_the_best_weights_up_to_each_budget(breast_cancer):
+    """The weights kept at budget b are the ones a run stopped at b would use: the best validation
+    loss among the evaluations up to step b (here: the same run's best_step, capped at b)."""
+    ds, sp = breast_cancer
+    fit_args = (ds.X.iloc[sp.train], ds.y[sp.train], ds.X.iloc[sp.val], ds.y[sp.val])
+    model = NPT(ds.meta, 0, **SMALL, steps=30, eval_every=2, budgets=[6, 30, 50], device="cpu").fit(*fit_args)
+    assert model.budgets_ == [6]  # only budgets below the run's steps
+    short = NPT(ds.meta, 0, **SMALL, steps=30, eval_every=2, device="cpu")
+    # a run of the same schedule observed only up to step 6 picks its best among steps 2, 4, 6
+    assert model.at_budget(6).info_["best_step"] in (2, 4, 6)
+    assert short._param("budgets") is None
+
+
 def test_class_balanced_minibatches_keep_class_proportions(breast_cancer):
     ds, sp = breast_cancer
     model = NPT(ds.meta, 0, class_balance=True)
@@ -280,6 +389,29 @@ def test_lamb_matches_the_cybertronai_rule_and_lookahead_pulls_back():
         p.grad = -torch.ones(3)
         la.step()
         assert torch.allclose(p.detach(), torch.full((3,), expected)), (p, expected)
+
+
+def test_fused_lamb_equals_the_multi_tensor_kernels():
+    """The compiled one-kernel-per-parameter LAMB (gradient clamp fused in) makes the same updates as
+    the multi-tensor path, to float rounding (the norms are summed in another order)."""
+    if no.fused_lamb() is None:
+        pytest.skip("torch.compile cannot build kernels on this machine (no C++ compiler)")
+    torch.manual_seed(0)
+    shapes = [(33, 7), (5,), (1,), (64, 64)]
+    start = [torch.randn(s) for s in shapes]
+    runs = []
+    for fused in (False, True):
+        w = [p.clone().requires_grad_() for p in start]
+        opt = no.Lamb(w, lr=0.05, grad_clamp=0.5, fused=fused)
+        assert opt.fused == fused
+        g = torch.Generator().manual_seed(1)
+        for _ in range(4):
+            for p in w:
+                p.grad = torch.randn(p.shape, generator=g)
+            opt.step()
+        runs.append([p.detach() for p in w])
+    for eager, fused in zip(*runs):
+        torch.testing.assert_close(fused, eager, rtol=1e-5, atol=1e-6)
 
 
 def test_schedules():

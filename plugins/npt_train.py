@@ -1,0 +1,134 @@
+"""One NPT training run as an object that can be saved and resumed: ``Run``.
+
+A run of the paper's length can outlive the machine it runs on (CPU machines here are reclaimed
+after a few hours; cloud machines are pre-empted), so everything the training loop changes lives
+in one place and is written to a checkpoint every few minutes:
+
+    the model's weights, LAMB's moments, Lookahead's slow weights and counter, the generator that
+    draws masks and batches, torch's global generator (dropout), the next step, the batches left in
+    the current epoch, the best-validation weights so far, and their snapshots at each step budget.
+
+On the CPU a resumed run is bit for bit the run that was not interrupted (tested in
+tests/test_npt.py). Checkpoints are written atomically (a temporary file, then a rename), and a
+checkpoint whose fingerprint (data and params) differs from the run's is ignored, never loaded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from pathlib import Path
+
+import torch
+
+#: The step budgets at which the best-validation-so-far weights are kept, so that one long run also
+#: gives the test metric a shorter run would have reached (a budget curve). Those below ``steps`` are used.
+BUDGET_LADDER = (100, 300, 1000, 2000, 5000, 10000, 20000, 50000, 100000, 200000, 500000, 1000000)
+
+CHECKPOINT_FILE = "npt-checkpoint.pt"
+
+
+def fingerprint(*arrays, params: dict) -> str:
+    """What a checkpoint must match to be resumed: the training table and every param."""
+    digest = hashlib.sha256(repr(sorted(params.items())).encode())
+    for a in arrays:
+        digest.update(a.tobytes())
+    return digest.hexdigest()[:24]
+
+
+class Run:
+    """The mutable state of one training run (see the module docstring)."""
+
+    def __init__(self, model, optimizer, generator, steps: int, budgets=()):
+        self.model, self.opt, self.gen = model, optimizer, generator
+        self.params = list(model.parameters())
+        self.steps = steps
+        self.step = 0  # the next step to run
+        self.batches = []  # index tensors left in the current epoch (None: the whole table)
+        dev = self.params[0].device
+        self.best = [p.detach().clone() for p in self.params]
+        self.best_loss = torch.tensor(float("inf"), device=dev)
+        self.best_step = torch.tensor(steps, device=dev)
+        self.budgets = tuple(b for b in budgets if b < steps)
+        self.snapshots = {}  # budget -> (best_step at that budget, weights on the host)
+        self.last_loss = None
+
+    # --- best-so-far and budget snapshots -------------------------------------------------------
+
+    def observe(self, val_loss):
+        """Keep the weights if this validation loss is the best so far (no host sync: torch.where)."""
+        improved = val_loss < self.best_loss
+        self.best_loss = torch.where(improved, val_loss, self.best_loss)
+        self.best_step = torch.where(improved, self.step, self.best_step)
+        with torch.no_grad():
+            for b, p in zip(self.best, self.params):
+                b.copy_(torch.where(improved, p.detach(), b))
+
+    def snapshot_if_budget(self, has_val: bool):
+        """After step ``self.step``: at a budget, keep the weights a run of that length would have used."""
+        if self.step not in self.budgets:
+            return
+        weights = self.best if has_val else self.params
+        step = int(self.best_step) if has_val else self.step
+        self.snapshots[self.step] = (step, [w.detach().to("cpu", copy=True) for w in weights])
+
+    def use_best(self):
+        with torch.no_grad():
+            for b, p in zip(self.best, self.params):
+                p.copy_(b)
+
+    # --- checkpoints ----------------------------------------------------------------------------
+
+    def state_dict(self) -> dict:
+        return {
+            "model": self.model.state_dict(), "opt": self.opt.state_dict(), "gen": self.gen.get_state(),
+            "torch_rng": torch.get_rng_state(), "step": self.step, "batches": self.batches,
+            "best": self.best, "best_loss": self.best_loss, "best_step": self.best_step,
+            "snapshots": self.snapshots, "last_loss": self.last_loss,
+        }
+
+    def load_state_dict(self, state: dict):
+        self.model.load_state_dict(state["model"])
+        self.opt.load_state_dict(state["opt"])
+        self.gen.set_state(state["gen"])
+        torch.set_rng_state(state["torch_rng"])
+        self.step, self.batches = state["step"], state["batches"]
+        with torch.no_grad():
+            for b, saved in zip(self.best, state["best"]):
+                b.copy_(saved)
+        self.best_loss, self.best_step = state["best_loss"], state["best_step"]
+        self.snapshots, self.last_loss = state["snapshots"], state["last_loss"]
+
+
+class Checkpointer:
+    """Saves a ``Run`` to ``folder`` every ``minutes`` of wall time; loads it back when it matches."""
+
+    def __init__(self, folder, minutes: float, fingerprint: str):
+        self.path = Path(folder) / CHECKPOINT_FILE if folder else None
+        self.interval = minutes * 60
+        self.fingerprint = fingerprint
+        self.last = time.monotonic()
+        self.resumed_from = None
+
+    def resume(self, run: Run) -> bool:
+        if self.path is None or not self.path.exists():
+            return False
+        try:
+            state = torch.load(self.path, map_location=run.params[0].device, weights_only=False)
+        except Exception:  # noqa: BLE001 - a damaged checkpoint is not worth a failed job: start over
+            return False
+        if state.get("fingerprint") != self.fingerprint:
+            return False
+        run.load_state_dict(state["run"])
+        self.resumed_from = run.step
+        return True
+
+    def maybe_save(self, run: Run, force: bool = False):
+        if self.path is None or not (force or time.monotonic() - self.last >= self.interval):
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(f".tmp{os.getpid()}")
+        torch.save({"fingerprint": self.fingerprint, "run": run.state_dict()}, tmp)
+        os.replace(tmp, self.path)
+        self.last = time.monotonic()
