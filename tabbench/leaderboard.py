@@ -61,6 +61,21 @@ def _dataset_label(frame: pd.DataFrame, dataset: str) -> str:
     return f"{dataset} [subset: {subset.iloc[0]}]" if len(subset) else dataset
 
 
+#: Marks a transductive method (its fit saw the test rows' features) in every table.
+TRANSDUCTIVE_MARK = "†"
+TRANSDUCTIVE_NOTE = (f"{TRANSDUCTIVE_MARK} transductive: the method's fit saw the validation and test rows' features "
+                     "(never their targets), as the NPT authors' code does; an inductive method never sees test rows, "
+                     "so the two are not the same comparison.")
+
+
+def display_names(frame: pd.DataFrame) -> dict:
+    """method -> the name shown in tables: transductive methods carry TRANSDUCTIVE_MARK."""
+    flags = frame["transductive"].fillna(False).astype(bool) if "transductive" in frame else \
+        pd.Series(False, index=frame.index)
+    marked = set(frame.loc[flags, "method"])
+    return {m: f"{m} {TRANSDUCTIVE_MARK}" if m in marked else m for m in frame["method"].unique()}
+
+
 def _fmt(mean, se, digits=3) -> str:
     if mean is None or (isinstance(mean, float) and math.isnan(mean)):
         return "–"
@@ -100,14 +115,14 @@ def summarise(frame: pd.DataFrame) -> dict:
     return out
 
 
-def _cost_rows(frame: pd.DataFrame) -> list:
+def _cost_rows(frame: pd.DataFrame, show: dict) -> list:
     rows = []
     mib = 1024**2
     for method, part in frame.groupby("method"):
         ok = part[part["status"] == "ok"]
         gpu = ok["peak_gpu_allocated_bytes"].dropna() if "peak_gpu_allocated_bytes" in ok else pd.Series(dtype=float)
         failures = part.loc[part["status"] != "ok", "status"].value_counts()
-        rows.append([method, len(part), ", ".join(f"{k} {v}" for k, v in failures.items()) or "0",
+        rows.append([show.get(method, method), len(part), ", ".join(f"{k} {v}" for k, v in failures.items()) or "0",
                      _fmt(ok["fit_seconds"].mean(), None, 2) if len(ok) else "–",
                      _fmt(ok["predict_seconds"].mean(), None, 3) if len(ok) else "–",
                      f"{ok['job_rss_bytes'].max() / mib:.0f}" if len(ok) else "–",
@@ -115,7 +130,7 @@ def _cost_rows(frame: pd.DataFrame) -> list:
     return rows
 
 
-def _published_section(t: dict, labels: dict, published) -> list:
+def _published_section(t: dict, labels: dict, published, show: dict) -> list:
     """Our test metric and mean rank next to the published ones, for the datasets both have."""
     metric, ranks = t["metric"], t["ranks"]
     datasets = [d for d in t["mean"].columns if d in published.metrics]
@@ -131,7 +146,7 @@ def _published_section(t: dict, labels: dict, published) -> list:
             value = published.metrics[d].get(m)  # as printed in the publication: its own digits
             shown = "–" if not value else f"{value[0]:g}" + (f" ± {value[1]:g}" if value[1] is not None else "")
             cells.append(f"{_fmt(t['mean'].loc[m, d], t['se'].loc[m, d])} / {shown}")
-        rows.append([m] + cells)
+        rows.append([show[m]] + cells)
     notes = [f"Each cell: ours / published. Published ranks are over the publication's datasets of this task, "
              f"ours over this run's {ours_n}."]
     if any(labels[d] != d for d in datasets):  # a subset's label names it
@@ -148,7 +163,7 @@ def pooled_ranks(tables: dict) -> pd.DataFrame:
     return pd.concat(parts, axis=1).loc[methods]
 
 
-def _table1_section(tables: dict, published) -> list:
+def _table1_section(tables: dict, published, show: dict) -> list:
     """The paper's Table 1: mean rank +- SE per metric family, the published rank beside ours."""
     families = list(tables.values())
     pooled = pooled_ranks(tables).mean(axis=1).sort_values()
@@ -157,7 +172,7 @@ def _table1_section(tables: dict, published) -> list:
         n = t["mean"].shape[1]
         header.append(f"{t['metric']} ({n} dataset{'s' if n != 1 else ''})" + (" / published" if published else ""))
     for m in pooled.index:
-        cells = [m]
+        cells = [show[m]]
         for t in families:
             ours = _fmt(*t["ranks"].loc[m, ["mean_rank", "se"]], 2) if m in t["ranks"].index else "–"
             theirs = published.ranks.get(t["metric"], {}).get(m) if published else None
@@ -167,6 +182,8 @@ def _table1_section(tables: dict, published) -> list:
              "order of their mean rank over all datasets."]
     if published:
         notes.append(f"Published: {published.name}, ranked over the publication's own datasets of each family.")
+    if any(TRANSDUCTIVE_MARK in name for name in show.values()):
+        notes.append(TRANSDUCTIVE_NOTE)
     return ["## Table 1: mean rank per metric family", "", _md_table(header, rows), "", " ".join(notes), ""]
 
 
@@ -208,12 +225,14 @@ def write_leaderboard(suite_dir: str | Path, published_path: str | Path | None =
     selected = select_trials(records)
     tables = summarise(selected)
     labels = {d: _dataset_label(selected, d) for d in sorted(selected["dataset"].unique())}
+    show = display_names(all_runs)
+    mark_note = [TRANSDUCTIVE_NOTE, ""] if any(TRANSDUCTIVE_MARK in name for name in show.values()) else []
     md = [f"# Leaderboard: {suite_dir.name}", "", _generated_line(suite_dir, sources, records), ""]
     if report:
         md += ["Figures and tests: a significance section per metric family, [all datasets together]"
                "(#all-datasets-together), [pairwise win rates](#pairwise-win-rates), [cost against quality]"
                "(#cost-against-quality); LaTeX tables: [`leaderboard.tex`](leaderboard.tex).", ""]
-    md += _table1_section(tables, published)
+    md += _table1_section(tables, published, show)
     csv_rows = []
     for task, t in tables.items():
         metric, ranks = t["metric"], t["ranks"]
@@ -221,20 +240,20 @@ def write_leaderboard(suite_dir: str | Path, published_path: str | Path | None =
                f"Rank by test {metric} ({'higher' if t['higher'] else 'lower'} is better) within each dataset, "
                "averaged over datasets ± standard error.", ""]
         header = ["method", "mean rank"] + [labels[d] for d in t["mean"].columns]
-        rows = [[m, _fmt(r["mean_rank"], r["se"], 2)] + [f"{r[d]:g}" for d in t["mean"].columns]
+        rows = [[show[m], _fmt(r["mean_rank"], r["se"], 2)] + [f"{r[d]:g}" for d in t["mean"].columns]
                 for m, r in ranks.iterrows()]
-        md += [_md_table(header, rows), ""]
+        md += [_md_table(header, rows), "", *mark_note]
         md.append(f"Ties share the better rank. A method without a complete result on a dataset (missing, or any "
                   f"fold failed) takes the worst rank, {len(ranks)}.")
         if t["incomplete"]:
             md.append("Worst rank imputed for: " + "; ".join(
                 f"{m} on {d} ({why})" for m, d, why in t["incomplete"]) + ".")
         md += ["", f"### Test {metric} per dataset (mean ± standard error over folds and seeds)", ""]
-        rows = [[m] + [_fmt(t["mean"].loc[m, d], t["se"].loc[m, d]) for d in t["mean"].columns]
+        rows = [[show[m]] + [_fmt(t["mean"].loc[m, d], t["se"].loc[m, d]) for d in t["mean"].columns]
                 for m in ranks.index]
-        md += [_md_table(["method"] + [labels[d] for d in t["mean"].columns], rows), ""]
+        md += [_md_table(["method"] + [labels[d] for d in t["mean"].columns], rows), "", *mark_note]
         if published is not None:
-            md += _published_section(t, labels, published)
+            md += _published_section(t, labels, published, show) + mark_note
         if report:
             from tabbench.report.sections import significance_section
 
@@ -263,12 +282,13 @@ def write_leaderboard(suite_dir: str | Path, published_path: str | Path | None =
                "datasets), a method absent from a family at the worst rank.", ""]
         md += significance_section(suite_dir, "all", pooled, None)
         md += win_rate_section(suite_dir, selected) + cost_section(suite_dir, all_runs, pooled.mean(axis=1))
-        write_latex(suite_dir / "leaderboard.tex", suite_dir.name, tables, labels, published)
+        write_latex(suite_dir / "leaderboard.tex", suite_dir.name, tables, labels, published,
+                    transductive={m for m, name in show.items() if name != m})
     md += ["## Costs per job", "", "Mean fit and predict seconds and the largest peak resident memory of one "
            "job (above its worker's baseline) over successful jobs; peak GPU memory allocated when CUDA was used.",
            "Failures are counted over all jobs, tuning trials included.", ""]
     md += [_md_table(["method", "jobs", "failures", "fit s", "predict s", "peak RSS MiB", "peak GPU MiB"],
-                     _cost_rows(all_runs)), ""]
+                     _cost_rows(all_runs, show)), "", *mark_note]
     if all_runs["trial"].notna().any():
         params = selected[selected["trial"].notna()][RUN_KEYS + ["trial", "params"]]
         params = params.assign(params=params["params"].map(lambda p: json.dumps(p, sort_keys=True)))
