@@ -95,6 +95,7 @@ def test_uci_suite_is_the_papers_protocol():
 
 @pytest.mark.parametrize("name, datasets", [
     ("uci-small", ["breast_cancer", "boston", "yacht", "concrete"]),
+    ("uci-small-npt-paper", ["breast_cancer", "boston", "yacht", "concrete"]),
     ("uci-large-cpu", ["higgs", "income", "poker_hand", "forest_cover", "protein"]),
 ])
 def test_reduced_suites_take_their_datasets_unchanged_from_uci(name, datasets):
@@ -124,8 +125,12 @@ def test_uci_declares_the_authors_categorical_columns():
 def test_uci_small_kfold_is_uci_small_with_proper_kfold_and_a_numeric_froude_number():
     paper, proper = suite("uci-small"), suite("uci-small-kfold")
     assert [m.label for m in paper.models] == [m.label for m in proper.models]
-    assert [(m.params, m.tuning, m.n_trials) for m in paper.models] == [(m.params, m.tuning, m.n_trials)
-                                                                        for m in proper.models]
+    # the same methods and budgets; NPT is transductive under the authors' protocol, inductive under proper KFold
+    inductive = lambda m: {k: v for k, v in m.params.items() if k != "transductive"}  # noqa: E731
+    assert [(inductive(m), m.tuning, m.n_trials) for m in paper.models] == [(m.params, m.tuning, m.n_trials)
+                                                                            for m in proper.models]
+    assert {m.label: m.params.get("transductive") for m in paper.models}["npt"] is True
+    assert "transductive" not in {m.label: m.params for m in proper.models}["npt"]
     for a, b in zip(paper.datasets, proper.datasets):
         assert replace(a.split, protocol="kfold", val_fraction=0.2222222222222222) == b.split, a.name
         same = ("name", "source", "url", "columns", "target", "task", "model_params")
