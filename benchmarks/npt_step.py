@@ -44,7 +44,7 @@ CONFIGS = {  # name: (rows, numeric features, categorical feature cardinalities,
 PATHS = ("explicit-fp32", "fused-fp32", "fused-bf16", "fused-bf16-ckpt")
 
 
-def worker(name, path, rows, steps, warmup, device, threads, layers, heads):
+def worker(name, path, rows, steps, warmup, device, threads, layers, heads, optimizer="fused", profile=False):
     import torch
 
     from tabbench_plugins import npt_model as nm
@@ -64,7 +64,7 @@ def worker(name, path, rows, steps, warmup, device, threads, layers, heads):
     bf16 = "bf16" in path
     model = nm.NPT(cfg).to(dev)
     params = list(model.parameters())
-    opt = no.Lookahead(no.Lamb(params, lr=1e-3))
+    opt = no.Lookahead(no.Lamb(params, lr=1e-3, grad_clamp=1.0, fused=optimizer == "fused"))
     # a real-looking table: standardised numeric values, uniform classes; nothing missing
     x = torch.randn(n, d, device=dev)
     for j, c in enumerate(cards):
@@ -75,18 +75,22 @@ def worker(name, path, rows, steps, warmup, device, threads, layers, heads):
     cards_t = torch.tensor(cards, dtype=torch.float32, device=dev)
     gen = torch.Generator(device=dev).manual_seed(0)
 
+    from torch.profiler import record_function as phase  # a no-op unless --profile is on
+
     def step():
-        c = nm.corrupt(x, missing, ~missing, p, cards_t, gen)
-        with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=bf16):
+        with phase("masking"):
+            c = nm.corrupt(x, missing, ~missing, p, cards_t, gen)
+        with phase("forward"), torch.autocast(dev.type, dtype=torch.bfloat16, enabled=bf16):
             out = model(c.x, c.m)
-        losses = nm.entry_losses(out, x, cards)
-        loss = 0.5 * nm.masked_mean(losses[:, :-1], c.scored[:, :-1]) + 0.5 * nm.masked_mean(losses[:, -1], c.scored[:, -1])
+        with phase("loss"):
+            losses = nm.entry_losses(out, x, cards)
+            loss = 0.5 * nm.masked_mean(losses[:, :-1], c.scored[:, :-1]) + \
+                0.5 * nm.masked_mean(losses[:, -1], c.scored[:, -1])
         opt.zero_grad(set_to_none=True)
-        loss.backward()
-        grads = [q.grad for q in params if q.grad is not None]
-        torch._foreach_clamp_min_(grads, -1.0)
-        torch._foreach_clamp_max_(grads, 1.0)
-        opt.step()
+        with phase("backward"):
+            loss.backward()
+        with phase("clip + LAMB + Lookahead"):  # the element-wise gradient clamp is fused into LAMB
+            opt.step()
 
     def sync():
         if dev.type == "cuda":
@@ -114,6 +118,8 @@ def worker(name, path, rows, steps, warmup, device, threads, layers, heads):
         step()
         sync()
         times.append(time.perf_counter() - t0)
+    if profile:
+        print_profile(model, step, sync, dev)
     if dev.type == "cuda":
         peak, reserved = torch.cuda.max_memory_allocated(), torch.cuda.max_memory_reserved()
         dev_name = torch.cuda.get_device_name(dev)
@@ -124,6 +130,55 @@ def worker(name, path, rows, steps, warmup, device, threads, layers, heads):
     return {"config": name, "path": path, "rows": n, "cols": d, "e": e, "n_params": model.n_params(),
             "ms": ms, "rows_per_s": n / (ms / 1000), "peak": peak, "added": peak - base, "reserved": reserved,
             "device": dev_name, "steps": steps}
+
+
+def print_profile(model, step, sync, dev, steps=3):
+    """Where a step's time goes: the phases of the step, and the forward/backward per kind of module
+    (ABD and ABA blocks split into attention and rFF), from torch.profiler over ``steps`` steps."""
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    hooks = []
+    for name, module in model.named_modules():  # label the forward of each part; backward ops inherit it
+        kind = ("abd" if "blocks" in name and int(name.split(".")[1]) % 2 == 0 else "aba") if "blocks." in name else None
+        label = None
+        if name == "embed":
+            label = "embedding"
+        elif name == "heads":
+            label = "heads"
+        elif kind and name.endswith(".att"):
+            label = f"{kind} attention (qkv, softmax, mix)"
+        elif kind and name.endswith(".rff"):
+            label = f"{kind} rFF"
+        if label:
+            ctx = {}
+            hooks.append(module.register_forward_pre_hook(
+                lambda m, a, label=label, ctx=ctx: ctx.__setitem__(m, record_function("fwd: " + label).__enter__())))
+            hooks.append(module.register_forward_hook(lambda m, a, o, ctx=ctx: ctx.pop(m).__exit__(None, None, None)))
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if dev.type == "cuda" else [])
+    with profile(activities=acts) as prof:
+        for _ in range(steps):
+            step()
+        sync()
+    for h in hooks:
+        h.remove()
+    events = {e.key: e for e in prof.key_averages()}
+    total = sum(events[k].cpu_time_total for k in ("masking", "forward", "loss", "backward",
+                                                   "clip + LAMB + Lookahead") if k in events)
+    print(f"profile over {steps} steps, CPU time per step (ms) and share of the step:")
+    for key in ("masking", "forward", "loss", "backward", "clip + LAMB + Lookahead"):
+        if key in events:
+            t = events[key].cpu_time_total / steps / 1000
+            print(f"  {key:40s} {t:9.1f}  {100 * t * 1000 * steps / total:5.1f}%")
+    print("forward by part (its backward is in 'backward'):")
+    for key in sorted(k for k in events if k.startswith("fwd: ")):
+        t = events[key].cpu_time_total / steps / 1000
+        print(f"  {key[5:]:40s} {t:9.1f}  {100 * t * 1000 * steps / total:5.1f}%")
+    print("top operators by self time:")
+    ops = sorted((e for e in prof.key_averages() if not e.key.startswith(("fwd: ", "masking", "forward", "loss",
+                  "backward", "clip", "ProfilerStep"))), key=lambda e: -e.self_cpu_time_total)[:12]
+    for e in ops:
+        t = e.self_cpu_time_total / steps / 1000
+        print(f"  {e.key[:40]:40s} {t:9.1f}  {100 * t * 1000 * steps / total:5.1f}%")
 
 
 def gib(b):
@@ -141,6 +196,10 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
     ap.add_argument("--layers", type=int, default=8)
     ap.add_argument("--heads", type=int, default=8)
+    ap.add_argument("--optimizer", choices=("fused", "foreach"), default="fused",
+                    help="LAMB as one compiled kernel per parameter (the plugin's default for large models) or "
+                         "the multi-tensor kernels")
+    ap.add_argument("--profile", action="store_true", help="print where a step's time goes (torch.profiler)")
     ap.add_argument("--worker", nargs=2, metavar=("CONFIG", "PATH"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     for option, given, known in (("--configs", args.configs, CONFIGS), ("--paths", args.paths, PATHS)):
@@ -157,7 +216,7 @@ def main(argv=None):
     steps = args.steps or (10 if device == "cuda" else 3)
     if args.worker:
         print(json.dumps(worker(*args.worker, rows, steps, args.warmup, device, args.threads, args.layers,
-                                args.heads)))
+                                args.heads, args.optimizer, args.profile)))
         return
 
     results = []
@@ -171,14 +230,19 @@ def main(argv=None):
                         continue
             cmd = [sys.executable, os.path.abspath(__file__), "--worker", name, path, "--device", device,
                    "--steps", str(steps), "--warmup", str(args.warmup), "--threads", str(args.threads),
-                   "--layers", str(args.layers), "--heads", str(args.heads)]
+                   "--layers", str(args.layers), "--heads", str(args.heads), "--optimizer", args.optimizer]
+            if args.profile:
+                cmd.append("--profile")
             if rows:
                 cmd += ["--rows", str(rows)]
             proc = subprocess.run(cmd, capture_output=True, text=True)
             if proc.returncode != 0:
                 print(f"{name} {path}: failed\n{proc.stderr[-2000:]}", file=sys.stderr)
                 continue
-            results.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+            lines = proc.stdout.strip().splitlines()
+            if args.profile:
+                print(f"### {name} {path} ({args.optimizer} LAMB)\n" + "\n".join(lines[:-1]))
+            results.append(json.loads(lines[-1]))
             r = results[-1]
             print(f"  done {name:8s} {path:16s} {r['ms']:10.1f} ms", file=sys.stderr, flush=True)
     if not results:
