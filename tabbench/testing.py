@@ -65,12 +65,17 @@ def _where(spec: ModelSpec, meta) -> str:
 
 def fit_checked(spec: ModelSpec, dataset, split, seed: int = 0, params=None,
                 rows: Callable[[np.ndarray], np.ndarray] | None = None):
-    """Build and fit ``spec`` on the split's training rows (``rows`` filters them by target); fit returns self."""
+    """Build and fit ``spec`` on the split's training rows (``rows`` filters them by target); fit returns self.
+    A transductive model also gets the test rows' features, as in a run."""
     train, val = split.train, split.val
     if rows is not None:
         train, val = train[rows(dataset.y[train])], val[rows(dataset.y[val])]
-    model = spec.build(dataset.meta, seed, dict(params or {}))
-    returned = model.fit(dataset.X.iloc[train], dataset.y[train], dataset.X.iloc[val], dataset.y[val])
+    params = dict(params or {})
+    model = spec.build(dataset.meta, seed, params)
+    extra = {}
+    if spec.is_transductive({**spec.default_params, **params}):  # as the harness calls it: test features only
+        extra["X_unlabelled"] = dataset.X.iloc[split.test]
+    returned = model.fit(dataset.X.iloc[train], dataset.y[train], dataset.X.iloc[val], dataset.y[val], **extra)
     if returned is not model:
         raise ContractError(f"{_where(spec, dataset.meta)}: fit returned {type(returned).__name__}, not self")
     return model

@@ -158,6 +158,36 @@ def test_a_model_that_breaks_the_contract_fails_the_check_naming_what_is_wrong(b
         check_model("broken", params={"defect": defect}, plugin_files=[broken], tasks=(task,))
 
 
+TRANSDUCTIVE_PLUGIN = textwrap.dedent('''
+    import numpy as np
+    import tabbench
+    from tabbench.spec import ModelSpec
+
+    class MeanOfAllRows:
+        """Regression: predicts the training mean, after checking it was given the test rows' features."""
+        def __init__(self, meta, seed):
+            self.meta = meta
+        def fit(self, X, y, X_val=None, y_val=None, X_unlabelled=None):
+            if X_unlabelled is None or "target" in X_unlabelled or len(X_unlabelled) == 0:
+                raise ValueError("a transductive fit needs the test rows' features")
+            self.mean_ = float(np.mean(y))
+            return self
+        def predict(self, X):
+            return np.full(len(X), self.mean_)
+
+    @tabbench.hookimpl
+    def register_models(register):
+        register(ModelSpec(name="mean_of_all_rows", factory=MeanOfAllRows, tasks=frozenset({"regression"}),
+                           transductive=True))
+''')
+
+
+def test_a_transductive_model_is_fitted_with_the_test_features(tmp_path):
+    path = tmp_path / "transductive.py"
+    path.write_text(TRANSDUCTIVE_PLUGIN)
+    assert len(check_model("mean_of_all_rows", plugin_files=[str(path)])) == 3
+
+
 def test_an_unknown_model_name_is_a_contract_error_listing_the_registered_ones(broken):
     with pytest.raises(ContractError, match="no model named 'nope' is registered; registered: .*broken"):
         check_model("nope", plugin_files=[broken])
