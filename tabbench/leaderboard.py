@@ -282,6 +282,9 @@ def write_leaderboard(suite_dir: str | Path, published_path: str | Path | None =
                "datasets), a method absent from a family at the worst rank.", ""]
         md += significance_section(suite_dir, "all", pooled, None)
         md += win_rate_section(suite_dir, selected) + cost_section(suite_dir, all_runs, pooled.mean(axis=1))
+        from tabbench.report.budget import budget_section
+
+        md += budget_section(suite_dir, selected, PRIMARY, published, show)
         write_latex(suite_dir / "leaderboard.tex", suite_dir.name, tables, labels, published,
                     transductive={m for m, name in show.items() if name != m})
     md += ["## Costs per job", "", "Mean fit and predict seconds and the largest peak resident memory of one "

@@ -1,0 +1,85 @@
+"""Budget curves: the test metric a run would have reached at shorter step budgets.
+
+A model that keeps its best-so-far weights at step budgets (NPT: ``budgets``) records, per job, the
+metrics those weights give (``budget_curve`` in the record). Here they become one table and one
+figure per dataset, the run's full length as the last point and the published number as a line: what
+more steps would still buy.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+
+
+def budget_table(selected: pd.DataFrame, primary: dict) -> pd.DataFrame:
+    """Rows (method, dataset, steps, mean, se, runs) of the primary test metric over folds and seeds,
+    at every recorded budget and at the run's full length. Empty when no record has a curve."""
+    if "budget_curve" not in selected:
+        return pd.DataFrame()
+    rows = []
+    for _, r in selected[selected["status"] == "ok"].iterrows():
+        curve = r["budget_curve"] if isinstance(r["budget_curve"], list) else []
+        if not curve:
+            continue
+        metric = primary[r["task"]][0]
+        steps = (r.get("info") or {}).get("steps") if isinstance(r.get("info"), dict) else None
+        points = [(p["steps"], p["test"].get(metric)) for p in curve]
+        if steps is not None:
+            points.append((steps, r.get(f"test_{metric}")))
+        rows += [{"method": r["method"], "dataset": r["dataset"], "metric": metric, "steps": s, "value": v}
+                 for s, v in points if v is not None]
+    if not rows:
+        return pd.DataFrame()
+    frame = pd.DataFrame(rows)
+    out = frame.groupby(["method", "dataset", "metric", "steps"])["value"].agg(["mean", "std", "count"]).reset_index()
+    out["se"] = out["std"] / out["count"].map(math.sqrt)
+    return out.drop(columns="std").rename(columns={"count": "runs"})
+
+
+def budget_figure(table: pd.DataFrame, published=None):
+    """One panel per dataset: mean ± SE test metric against steps (log axis), the published NPT
+    number as a dashed line."""
+    from tabbench.report.plots import _pyplot
+
+    plt = _pyplot()
+    datasets = sorted(table["dataset"].unique())
+    fig, axes = plt.subplots(1, len(datasets), figsize=(3.6 * len(datasets), 3.2), squeeze=False)
+    for ax, dataset in zip(axes[0], datasets):
+        part = table[table["dataset"] == dataset]
+        for method, curve in part.groupby("method"):
+            curve = curve.sort_values("steps")
+            ax.errorbar(curve["steps"], curve["mean"], yerr=curve["se"].fillna(0), marker="o", ms=3, capsize=2,
+                        label=f"{method} ({int(curve['runs'].max())} runs)")
+        paper = published.metrics.get(dataset, {}).get("npt") if published is not None else None
+        if paper:
+            ax.axhline(paper[0], color="k", ls="--", lw=1, label=f"npt, {published.name}: {paper[0]:g}")
+        ax.set_xscale("log")
+        ax.set_title(dataset)
+        ax.set_xlabel("training steps")
+        ax.set_ylabel(f"test {part['metric'].iloc[0]}")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def budget_section(out_dir: Path, selected: pd.DataFrame, primary: dict, published=None, show=None) -> list:
+    from tabbench.leaderboard import _fmt, _md_table
+    from tabbench.report.plots import save
+
+    table = budget_table(selected, primary)
+    if table.empty:
+        return []
+    save(budget_figure(table, published), out_dir / "budget-curves")
+    table.round(6).to_csv(out_dir / "budget-curves.csv", index=False)
+    show = show or {}
+    rows = [[show.get(r["method"], r["method"]), r["dataset"], f"{int(r['steps']):,}", _fmt(r["mean"], r["se"]),
+             str(int(r["runs"]))] for _, r in table.sort_values(["dataset", "method", "steps"]).iterrows()]
+    return ["## Budget curves", "",
+            "The test metric of the weights a shorter run would have used (best validation loss up to that step), "
+            "recorded during each run; the last point of a curve is the run's full length. Dashed: the published "
+            "number. `budget-curves.csv` has the numbers.", "",
+            "![test metric against training steps](budget-curves.svg)", "",
+            _md_table(["method", "dataset", "steps", "test metric (mean ± SE)", "runs"], rows), ""]

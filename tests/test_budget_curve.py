@@ -1,0 +1,45 @@
+"""Budget curves: the metrics a run recorded at shorter step budgets, as a table and a figure."""
+
+import pandas as pd
+import pytest
+
+from tabbench.leaderboard import write_leaderboard
+from tabbench.metrics import PRIMARY
+from tabbench.report.budget import budget_table
+from tabbench.store import Store, records_frame
+
+pytest.importorskip("matplotlib")
+
+
+def _record(fold, curve, final):
+    return {"key": f"npt-yacht-{fold}", "method": "npt", "model": "npt", "dataset": "yacht", "task": "regression",
+            "fold": fold, "repeat": 0, "seed": 0, "trial": None, "status": "ok", "params": {}, "subset": None,
+            "fit_seconds": 10.0, "predict_seconds": 0.1, "job_rss_bytes": 2**20, "info": {"steps": 1000},
+            "metrics": {"val": {"mse": 1.0}, "test": {"rmse": final}},
+            "budget_curve": [{"steps": s, "best_step": s, "val": {"mse": 1.0}, "test": {"rmse": v}} for s, v in curve]}
+
+
+RECORDS = [_record(0, [(100, 9.0), (300, 5.0)], 2.0), _record(1, [(100, 7.0), (300, 3.0)], 4.0)]
+
+
+def test_budget_table_averages_each_budget_over_folds_with_the_full_run_last():
+    table = budget_table(records_frame(RECORDS), PRIMARY).set_index("steps")
+    assert list(table.index) == [100, 300, 1000]
+    assert list(table["mean"]) == [8.0, 4.0, 3.0]  # (9+7)/2, (5+3)/2, (2+4)/2
+    assert table.loc[100, "se"] == pytest.approx(1.0)  # std 1.414 / sqrt(2)
+    assert set(table["runs"]) == {2}
+
+
+def test_the_report_draws_the_curves_next_to_the_published_number(tmp_path):
+    store = Store(tmp_path / "suite")
+    for record in RECORDS:
+        store.append(record)
+    published = tmp_path / "paper.yaml"
+    published.write_text("name: the paper\nmetrics:\n  yacht:\n    npt: [1.27, 0.15]\nranks: {}\n")
+    md = write_leaderboard(store.dir, published, report=True).read_text()
+    assert "## Budget curves" in md and "| npt | yacht | 300 | 4.000 ± 1.000 | 2 |" in md
+    assert (store.dir / "budget-curves.svg").exists() and (store.dir / "budget-curves.png").exists()
+    svg = (store.dir / "budget-curves.svg").read_text()
+    assert "1.27" in svg  # the published number's line is labelled
+    csv = pd.read_csv(store.dir / "budget-curves.csv")
+    assert list(csv["steps"]) == [100, 300, 1000]
