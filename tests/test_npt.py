@@ -202,18 +202,24 @@ def test_masking_rates_match_p_feature_and_p_target():
     assert not c1.m[:, :-1].any()
 
 
-def test_validation_and_test_targets_are_never_visible(breast_cancer, monkeypatch):
-    """Record every input the model gets during fit and predict: the rows being evaluated always have
-    their target masked (mask bit set, value zeroed); training batches hold training rows only."""
-    ds, sp = breast_cancer
-    seen = []
+@pytest.fixture
+def seen(monkeypatch):
+    """Every (training, x, m) the model's forward receives while the test runs."""
+    calls = []
     forward = nm.NPT.forward
 
     def spy(self, x, m, *args, **kwargs):
-        seen.append((self.training, x.detach().clone(), m.clone()))
+        calls.append((self.training, x.detach().clone(), m.clone()))
         return forward(self, x, m, *args, **kwargs)
 
     monkeypatch.setattr(nm.NPT, "forward", spy)
+    return calls
+
+
+def test_validation_and_test_targets_are_never_visible(breast_cancer, seen):
+    """Record every input the model gets during fit and predict: the rows being evaluated always have
+    their target masked (mask bit set, value zeroed); training batches hold training rows only."""
+    ds, sp = breast_cancer
     n_tr, n_val = len(sp.train), len(sp.val)
     model = NPT(ds.meta, 0, **SMALL, steps=6, eval_every=3, p_target=0.5, device="cpu")
     model.fit(ds.X.iloc[sp.train], ds.y[sp.train], ds.X.iloc[sp.val], ds.y[sp.val])
@@ -237,19 +243,11 @@ def test_validation_and_test_targets_are_never_visible(breast_cancer, monkeypatc
     assert all(m[:, -1].all() for _, _, m in seen)
 
 
-def test_transductive_fit_sees_test_features_never_test_targets(breast_cancer, monkeypatch):
+def test_transductive_fit_sees_test_features_never_test_targets(breast_cancer, seen):
     """Transductive: every training batch is [training rows | validation rows | test rows], the
     unlabelled rows' targets zeroed with the mask bit set and never scored; predicting the test rows
     reads them from that table (no duplicate rows), and numeric columns are standardised over all rows."""
     ds, sp = breast_cancer
-    seen = []
-    forward = nm.NPT.forward
-
-    def spy(self, x, m, *args, **kwargs):
-        seen.append((self.training, x.detach().clone(), m.clone()))
-        return forward(self, x, m, *args, **kwargs)
-
-    monkeypatch.setattr(nm.NPT, "forward", spy)
     n_tr, n_val, n_te = len(sp.train), len(sp.val), len(sp.test)
     model = NPT(ds.meta, 0, **SMALL, steps=4, eval_every=2, p_target=0.5, device="cpu", transductive=True)
     X_test = ds.X.iloc[sp.test]
