@@ -29,9 +29,12 @@ BUDGET_LADDER = (100, 300, 1000, 2000, 5000, 10000, 20000, 50000, 100000, 200000
 CHECKPOINT_FILE = "npt-checkpoint.pt"
 
 
-def fingerprint(*arrays, params: dict) -> str:
-    """What a checkpoint must match to be resumed: the training table and every param."""
+def fingerprint(*arrays, params: dict, model=None) -> str:
+    """What a checkpoint must match to be resumed: the training table, every param, and the model's
+    parameter names and shapes (a checkpoint from another version of the model is not loaded)."""
     digest = hashlib.sha256(repr(sorted(params.items())).encode())
+    if model is not None:
+        digest.update(repr([(name, tuple(p.shape)) for name, p in model.state_dict().items()]).encode())
     for a in arrays:
         digest.update(a.tobytes())
     return digest.hexdigest()[:24]
