@@ -68,6 +68,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import hashlib
 import io
 import os
@@ -336,6 +337,7 @@ def run_ours(name, ds, train, val, test, layers, amp, threads, n_steps, between)
 
         def maybe_save(self, run, force=False):
             times.append(time.perf_counter() - clock[0])
+            print(f"    {name} ours step {len(times)}: {times[-1] * 1000:.0f} ms", file=sys.stderr, flush=True)
             super().maybe_save(run, force)
             if len(times) == n_steps:
                 run.step = run.steps  # ends fit's loop here
@@ -385,7 +387,7 @@ def main(argv=None):
 
     import torch
 
-    from tabbench.measure import cpu_model
+    from tabbench.measure import cpu_model, proc_status_kib
 
     torch.set_num_threads(args.threads)
     npt, shimmed = import_authors(args.authors)
@@ -412,6 +414,7 @@ def main(argv=None):
                 t0 = time.perf_counter()
                 theirs.step()
                 phase.append(time.perf_counter() - t0)
+                print(f"    {name} theirs step {len(phase)}: {phase[-1] * 1000:.0f} ms", file=sys.stderr, flush=True)
 
             between()  # theirs goes first: order theirs, ours, theirs, ours, ...
             ours, est = run_ours(name, ds, train, val, test, args.layers, amp, args.threads, n, between)
@@ -423,9 +426,11 @@ def main(argv=None):
                   f"theirs alongside: {' '.join(f'{t * 1000:.0f}' for t in phase)} ms "
                   f"(first {args.warmup} of each are warm-up)", flush=True)
             del est
+            gc.collect()
         row["theirs"] = statistics.median(their_times) * 1000
         results.append(row)
         del theirs
+        gc.collect()
     load_after = os.getloadavg()
 
     print()
@@ -433,6 +438,7 @@ def main(argv=None):
           f"{args.layers} layers, 8 heads, full batch; median of {args.steps} steps after {args.warmup} warm-up, "
           f"interleaved with the authors' steps; load average (1 min) {load_before[0]:.2f} before, "
           f"{load_after[0]:.2f} after")
+    print(f"peak resident memory of this process: {proc_status_kib('VmHWM') / 2**20:.1f} GiB")
     if args.rows:
         print(f"development run: table capped at {args.rows} rows (not the paper's shapes)")
     print()
