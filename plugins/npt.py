@@ -11,13 +11,29 @@ Training (paper section 3 and appendix; the reference facts are in docs/npt-refe
   probability is 1). Loss ``lambda * L_features + (1 - lambda) * L_targets``, lambda cosine-annealed
   from ``lambda_init`` to 0 over the run.
 * LAMB in Lookahead, LR constant for ``flat_fraction`` of the steps then cosine to 0, gradients
-  clipped (``clip_mode``), ``batch_size`` rows per step (None = the whole table; else shuffled or,
-  with ``class_balance``, class-stratified minibatches).
+  clipped (``clip_mode``), ``batch_size`` rows per step: ``"auto"`` (the default) is the paper's rule,
+  the whole table up to AUTO_BATCH_ROWS (2,048) rows and above that class-stratified minibatches of at
+  most 2,048 rows; None = the whole table at any size; a number = shuffled minibatches of about that
+  many rows (class-stratified with ``class_balance``).
 * Every ``eval_every`` steps the validation loss is computed with the validation rows' targets masked
   and the training rows as context; the parameters with the best validation loss are kept (on the
   device, without a host sync) and used for prediction.
 * Prediction: the training rows are the context, the rows to predict have their target masked. With
   minibatches every batch holds context and query rows in the proportion of their totals.
+
+What the defaults cost on a CPU (e = 32, 8 layers, 500 steps; one core of an AMD EPYC with bf16,
+benchmarks/npt_default_cost.py). The model has about 4 x 13 x (e x columns)^2 parameters (ABD's width
+is e times the columns, target included): 6.4M for a 10-feature table, 36M for 25 features, 161M for
+Covertype's 54. A training step costs about 6 operations per parameter per row, at about 1e11 per
+CPU-second, plus attention between rows (4 rows^2 x width per ABD layer, forward): per 1,000 rows of
+its batch about 0.4 s at 10 features, 2.2 s at 25 and 10 s at 54, plus the weights' update (0.3 s at
+161M parameters). Every ``eval_every`` (6) steps a forward pass over the training and validation rows
+costs a third of that per row. So ``npt: {}`` on a 15,000-row table of 54 features (10,584 training
+rows in a 5-fold split) trains on 6 stratified batches of 1,764 rows, about 20 CPU-s a step, about 4
+CPU-hours a job with its evaluations; on the whole table (``batch_size: null``) about 200 s a step,
+30 CPU-hours. Before a run, ``check_cost`` (ModelSpec.check) refuses a CPU job whose estimate exceeds
+the suite's ``budget.time_s`` (divided over ``cpus``), or MAX_CPU_HOURS (12) when the suite sets no
+budget, naming the params to set.
 
 Choices where the code and the paper (or this harness) differ, all settable:
 
@@ -58,7 +74,9 @@ DEFAULT_PARAMS = {
     # code-vs-paper architecture flags (defaults = the authors' code; see npt_model.py)
     "ln_kv": False, "temperature": "hidden", "residual": "linear",
     # optimisation
-    "lr": 1e-3, "steps": 500, "batch_size": None, "eval_batch_size": None,
+    # batch_size "auto": the whole table up to AUTO_BATCH_ROWS rows, else class-stratified minibatches of
+    # at most that many; null: the whole table always; a number: minibatches of about that many rows
+    "lr": 1e-3, "steps": 500, "batch_size": "auto", "eval_batch_size": None,
     "flat_fraction": None,  # None: 0.5 with whole-table batches (paper, small data), else 0.7
     "clip": 1.0, "clip_mode": "value", "weight_decay": 0.0, "lookahead_alpha": 0.5, "lookahead_k": 6,
     "eval_every": 6, "class_balance": False,
@@ -83,6 +101,111 @@ DEFAULT_PARAMS = {
 
 #: Below this size the fused optimizer's one-off compilation costs more than it saves.
 FUSED_MIN_PARAMS = 5_000_000
+
+#: ``batch_size: "auto"``: the whole table up to this many rows (the paper trains on whole tables up to
+#: Concrete's 1,030 rows), above it class-stratified minibatches of at most this many rows, as equal as
+#: can be (the paper's rule for large tables: minibatches of a few thousand rows that keep the class
+#: proportions). A step's CPU time grows about linearly with its rows up to here (attention between
+#: rows is a small share of it): benchmarks/npt_default_cost.py.
+AUTO_BATCH_ROWS = 2048
+
+#: The CPU cost model of the pre-run check (``check_cost``): a pass over a batch costs ``pass_flops``
+#: floating-point operations, done at CPU_FLOPS per CPU-second (one core, bf16 autocast), and every
+#: training step adds the LAMB + Lookahead update, UPDATE_SECONDS per parameter. Measured with
+#: benchmarks/npt_default_cost.py (AMD EPYC, the defaults on Covertype: 100-127 GFLOP/s per core).
+CPU_FLOPS = 1.0e11
+UPDATE_SECONDS = 2e-9
+
+#: Without a suite budget (``budget.time_s``) a job estimated above this many CPU-hours is refused.
+MAX_CPU_HOURS = 12
+
+
+def n_batches(n: int, batch_size) -> int:
+    """Training batches per epoch over a table of ``n`` rows: 1 = the whole table. ``"auto"``: batches
+    of at most AUTO_BATCH_ROWS rows; a number: about that many rows each (the table split evenly)."""
+    if batch_size == "auto":
+        return math.ceil(n / AUTO_BATCH_ROWS)
+    return 1 if not batch_size or batch_size >= n else max(1, round(n / batch_size))
+
+
+def _eval_chunks(n: int, eval_batch_size, batch_size) -> int:
+    """Prediction passes over ``n`` rows (context and queries): at most eval_batch_size (else batch_size;
+    AUTO_BATCH_ROWS for "auto") rows each; 1 when that is unset or covers all rows."""
+    size = eval_batch_size or (AUTO_BATCH_ROWS if batch_size == "auto" else batch_size)
+    return 1 if not size or size >= n else math.ceil(n / size)
+
+
+def _n_params(d: int, e: int, n_layers: int, residual: str) -> int:
+    """Parameters of the attention blocks (all but a few thousand): ABD blocks of width d*e, ABA of e."""
+    def block(h):
+        return 12 * h * h + 13 * h + (h * h + h if residual == "linear" else 0)
+
+    return (n_layers + 1) // 2 * block(d * e) + n_layers // 2 * block(e)
+
+
+def pass_flops(n_params: int, rows: float, width: int, abd_layers: int, backward: bool = False) -> float:
+    """Floating-point operations of one pass over a batch of ``rows`` rows: 2 per parameter per row
+    (every row goes through every weight), attention between rows 4 * rows^2 * width per ABD layer
+    (width = d * e); a training pass (backward) costs three forward passes."""
+    forward = 2 * n_params * rows + 4 * rows * rows * width * abd_layers
+    return 3 * forward if backward else forward
+
+
+def estimate_cpu_seconds(meta, sizes, params) -> dict:
+    """CPU seconds (one core) a fit with these params is expected to take on a table with ``sizes``
+    (tabbench.spec.SplitSizes): training steps plus validation passes (CPU_FLOPS). Returns the
+    estimate and what it was computed from (rows per batch, parameters, seconds per step)."""
+    d = (params.get("n_patches") or len(meta.columns)) + 1
+    e, layers = params["e"], params["n_layers"]
+    n_params = _n_params(d, e, layers, params["residual"])
+    transductive = bool(params["transductive"])
+    table = sizes.train + (sizes.val + sizes.test if transductive else 0)
+    abd = (layers + 1) // 2
+    rows = math.ceil(table / n_batches(table, params["batch_size"]))
+    step = UPDATE_SECONDS * n_params + pass_flops(n_params, rows, d * e, abd, backward=True) / CPU_FLOPS
+    steps = int(params["steps"])
+    evals = steps // max(1, int(params["eval_every"])) + 2 if sizes.val else 2
+    evaluated = table if transductive else table + sizes.val  # context plus validation rows
+    chunks = _eval_chunks(evaluated, params["eval_batch_size"], params["batch_size"])
+    evaluation = chunks * pass_flops(n_params, evaluated / chunks, d * e, abd) / CPU_FLOPS
+    return {"seconds": steps * step + evals * evaluation, "rows": rows, "table": table, "whole": rows == table,
+            "n_params": n_params, "step_s": step, "eval_s": evaluation, "evals": evals, "steps": steps, "d": d}
+
+
+def _on_gpu(params) -> bool:
+    if params["device"] != "auto":
+        return params["device"] == "cuda"
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        return False
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def check_cost(meta, sizes, params, budget_s=None) -> str | None:
+    """Refuse (a message naming the params to set) a CPU fit whose estimated time exceeds the suite's
+    per-job budget, or MAX_CPU_HOURS when the suite sets none. ModelSpec.check for ``npt``."""
+    est = estimate_cpu_seconds(meta, sizes, params)
+    cpus = max(1.0, float(params["cpus"]))
+    limit = budget_s if budget_s else MAX_CPU_HOURS * 3600 * cpus
+    if est["seconds"] / cpus <= limit or _on_gpu(params):
+        return None
+    hours = est["seconds"] / 3600
+    batches = "the whole table" if est["whole"] else f"minibatches of {est['rows']:,} rows"
+    over = (f"over the suite's budget.time_s of {budget_s:,.0f} s with cpus {params['cpus']:g}" if budget_s else
+            f"over the {MAX_CPU_HOURS} CPU-hours a job may take without a budget (set budget.time_s to allow more)")
+    per_step = est["step_s"] + est["eval_s"] * (est["evals"] / max(1, est["steps"]))
+    fits = int(limit * cpus / per_step)
+    auto = n_batches(est["table"], "auto") > 1
+    hint = (f"batch_size (e.g. \"auto\": minibatches of at most {AUTO_BATCH_ROWS:,} rows; now {batches}), "
+            if est["whole"] and auto else "batch_size, ")
+    return (f"npt would train {est['n_params'] / 1e6:.0f}M parameters (e {params['e']} x {est['d']} columns, "
+            f"{params['n_layers']} layers) on {batches} of a {est['table']:,}-row table: about {est['steps']:,} "
+            f"steps x {per_step:,.1f} CPU-s = {hours:,.1f} CPU-hours (estimated, one core of this project's "
+            f"reference CPU), {over}. Set in the suite's npt params: steps (about {fits:,} fit), {hint}e or "
+            f"n_layers (parameters grow with (e x columns)^2), eval_every, cpus, or device: cuda")
 
 
 class NPT:
@@ -111,6 +234,9 @@ class NPT:
                 raise ValueError(f"npt: {name} must be in [0, 1], got {self._param(name)}")
         if self._param("fused_optimizer") not in ("auto", True, False):
             raise ValueError("npt: fused_optimizer must be 'auto', true or false")
+        size = self._param("batch_size")
+        if not (size is None or size == "auto" or (isinstance(size, int) and not isinstance(size, bool) and size > 0)):
+            raise ValueError(f"npt: batch_size must be 'auto', null (the whole table) or a row count, got {size!r}")
         if not (isinstance(self._param("cpus"), (int, float)) and self._param("cpus") >= 1):
             raise ValueError(f"npt: cpus must be a number >= 1, got {self._param('cpus')!r}")
         budgets = self._param("budgets")
@@ -167,6 +293,25 @@ class NPT:
             miss = np.concatenate([miss[:, order].all(-1), miss[:, -1:]], 1)
         return x, miss
 
+    def _stratified(self) -> bool:
+        """Class-stratified minibatches: with class_balance, and by default (batch_size "auto")."""
+        return self.meta.is_classification and bool(self._param("class_balance")
+                                                    or self._param("batch_size") == "auto")
+
+    def _order(self, y, g, torch):
+        """A random order of the labelled rows; class-stratified (every chunk keeps the class
+        proportions) when ``_stratified``. Built on the device: nothing comes back to the host."""
+        n = len(y)
+        perm = torch.randperm(n, generator=g, device=y.device)
+        if not self._stratified():
+            return perm
+        yp = y[perm].long()
+        onehot = torch.nn.functional.one_hot(yp, self.meta.n_classes)
+        rank = (onehot.cumsum(0) * onehot).sum(1) - 1  # position of each row within its class
+        count = onehot.sum(0)[yp]
+        key = (rank + torch.rand(n, generator=g, device=y.device)) / count
+        return perm[torch.argsort(key)]
+
     def _table_order(self, g, torch):
         """A random order of the table's rows as n_b chunks' worth: the labelled rows (class-stratified
         when class_balance is set, so every chunk keeps the class proportions), then the unlabelled
@@ -185,13 +330,13 @@ class NPT:
 
     def _batches(self, n_q, torch):
         """(context rows, query rows) index batches for prediction; fixed, so predict is deterministic."""
-        size = self._param("eval_batch_size") or self._param("batch_size")
         n_ctx = len(self.x_tab_)
+        chunks = _eval_chunks(n_ctx + n_q, self._param("eval_batch_size"), self._param("batch_size"))
         q = torch.arange(n_q, device=self.device_)
-        if not size or size >= n_ctx + n_q:
+        if chunks == 1:
             return [(torch.arange(n_ctx, device=self.device_), q)]
         g = torch.Generator(device=self.device_).manual_seed(self.seed + 1)
-        return self._chunks(math.ceil((n_ctx + n_q) / size), g, torch, q)
+        return self._chunks(chunks, g, torch, q)
 
     def _spread(self, m):
         from tabbench_plugins.npt_model import spread
@@ -312,8 +457,7 @@ class NPT:
                            alpha=P("lookahead_alpha"), k=P("lookahead_k"))
         steps = int(P("steps"))
         n = len(self.x_tab_)
-        size = P("batch_size")
-        n_b = 1 if not size or size >= n else max(1, round(n / size))
+        n_b = n_batches(n, P("batch_size"))
         flat = P("flat_fraction")
         flat = (0.5 if n_b == 1 else 0.7) if flat is None else flat
         eval_every = max(1, int(P("eval_every")))
@@ -321,7 +465,8 @@ class NPT:
 
         run = nt.Run(model, opt, torch.Generator(device=dev).manual_seed(self.seed), steps, budgets)
         ckpt = nt.Checkpointer(getattr(self, "checkpoint_dir", None), P("checkpoint_minutes"),
-                               nt.fingerprint(self.x_tab_.cpu().numpy(), params={**self.params, "seed": self.seed}))
+                               nt.fingerprint(self.x_tab_.cpu().numpy(), params={**self.params, "seed": self.seed},
+                                              model=model))
         ckpt.resume(run)
         while run.step < steps:
             step = run.step
@@ -372,6 +517,7 @@ class NPT:
             "best_step": int(run.best_step) if has_val else steps,
             "best_val_loss": float(run.best_loss) if has_val else None,
             "steps": steps,
+            "batch_rows": math.ceil(n / n_b),  # rows per training batch, at most (batch_size resolved)
             "final_train_loss": float(run.last_loss) if run.last_loss is not None else None,
             "device": str(dev),
             "amp": bool(P("amp")) and (dev.type == "cuda" or self.cpu_bf16_),
@@ -436,5 +582,9 @@ def register_models(register):
         transductive=lambda p: bool(p["transductive"]),
         requires=("torch",), install_hint="pip install 'tabbench[torch]'",
         deterministic=False,  # seeded torch training: last digits differ across CPUs
-        description="Non-Parametric Transformer (Kossen et al. 2021): attention between rows and columns",
+        check=check_cost,
+        description="Non-Parametric Transformer (Kossen et al. 2021): attention between rows and columns. "
+                    "CPU cost of the defaults (e 32, 8 layers, 500 steps, batches of at most 2,048 rows): per step "
+                    "about 0.4 CPU-s per 1,000 rows at 10 features, 2.2 s at 25, 10 s at 54; a job over the suite's "
+                    "budget.time_s (else 12 CPU-hours) is refused before the run",
     ))

@@ -220,6 +220,10 @@ def cmd_models(args) -> int:
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     for row in rows:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+    described = [(name, entry.spec.description) for name, entry in sorted(models.items()) if entry.spec.description]
+    if described:
+        print()
+        print("\n".join(f"{name}: {text}" for name, text in described))
     from tabbench.plugins import BROKEN
 
     for name, reason in BROKEN.items():

@@ -55,6 +55,7 @@ class Plan:
     unloaded: dict = field(default_factory=dict)  # dataset -> why it could not be loaded
     basis_dirs: tuple = ()
     gpus: int = 0
+    refused: list = field(default_factory=list)  # the models' pre-run refusals (tabbench.runner.model_refusals)
 
 
 def suite_folders(paths) -> list[Path]:
@@ -218,6 +219,8 @@ def format_plan(plan: Plan) -> str:
                  "pass --gpus N to plan for a machine with GPUs.")
     for name, why in plan.unloaded.items():
         lines.append(f"Not planned: dataset {name!r} could not be loaded: {why}")
+    if plan.refused:
+        lines += ["", "Refused: `tabbench run` would stop before any job starts:", *plan.refused]
     return "\n".join(lines)
 
 
@@ -225,7 +228,7 @@ def plan_suite(suite, paths, results_dir: Path, published_dir: Path | None, basi
                models=(), datasets=(), plugin_files=()) -> Plan:
     """Load the registry and every dataset (those that fail are listed, not fatal), then ``make_plan``."""
     from tabbench.plugins import load_models
-    from tabbench.runner import RunError, load_data
+    from tabbench.runner import RunError, load_data, model_refusals
     from tabbench.suite import check_models
 
     registry = load_models(tuple(plugin_files) + tuple(suite.plugins))
@@ -238,4 +241,6 @@ def plan_suite(suite, paths, results_dir: Path, published_dir: Path | None, basi
             loaded.update(load_data(suite, paths, (cfg.name,)))
         except RunError as exc:
             unloaded[cfg.name] = str(exc)
-    return make_plan(suite, registry, loaded, results_dir, published_dir, basis_dirs, gpus, models, unloaded)
+    plan = make_plan(suite, registry, loaded, results_dir, published_dir, basis_dirs, gpus, models, unloaded)
+    plan.refused = model_refusals(suite, registry, loaded, models)
+    return plan

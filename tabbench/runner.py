@@ -80,6 +80,28 @@ def load_data(suite: Suite, paths: DataPaths, only=()) -> dict:
     return loaded
 
 
+def model_refusals(suite: Suite, registry: dict, loaded: dict, methods=()) -> list[str]:
+    """Each model's pre-run check (``ModelSpec.check``) on every dataset and configuration it would run
+    (restricted to ``methods`` when given), before anything starts: one line per refusal, naming the
+    suite file, the method and the dataset, then the model's message (what it would cost, what to set)."""
+    from tabbench.jobs import trial_configs
+    from tabbench.spec import SplitSizes
+
+    out = []
+    for name, (cfg, dataset, splits) in loaded.items():
+        sizes = SplitSizes(*(max(len(getattr(s, part)) for s in splits) for part in ("train", "val", "test")))
+        for entry in suite.models:
+            spec = registry[entry.model].spec
+            if spec.check is None or dataset.meta.task not in spec.tasks or (methods and entry.label not in methods):
+                continue
+            dataset_params = (cfg.model_params or {}).get(entry.label, {})
+            messages = [spec.problem(dataset.meta, sizes, {**params, **dataset_params}, suite.budget.time_s)
+                        for _, params in trial_configs(entry, spec)]
+            out += [f"{suite.path}: models.{entry.label} on dataset {name!r}: {message}"
+                    for message in dict.fromkeys(m for m in messages if m)]
+    return out
+
+
 def _start_ray(address: str | None):
     """Connect to a cluster, or start a quiet local instance that listens on loopback only."""
     if address is None and not os.environ.get("RAY_ADDRESS"):
@@ -148,6 +170,9 @@ def _run(suite: Suite, options: RunOptions, store: Store, summary: RunSummary, s
                            f"{', '.join(d.name for d in suite.datasets)}")
     paths = options.data_paths or DataPaths.from_env(base=suite.path.parent)
     loaded = load_data(suite, paths, options.datasets)
+    refusals = model_refusals(suite, registry, loaded, options.models)
+    if refusals:
+        raise RunError("\n".join(refusals))
 
     with stop.deferred():  # a first Ctrl-C never breaks into Ray start; checked once Ray is up
         stop.pause_point("ray-start")

@@ -18,6 +18,10 @@ The estimator contract, shared by every model (scikit-learn conventions):
   record is ``ok``) before ``fit``; a model may save its training state there and continue from it.
 * Optionally a budget curve: ``budgets_`` (a list of step counts) and ``at_budget(steps)`` (an
   estimator predicting as a run of that many steps would have); the harness records the metrics of each.
+* Optionally a pre-run check on the spec (``ModelSpec.check``): given the dataset, its split sizes,
+  the resolved params and the suite's per-job time budget, a message saying why the job should not
+  start (e.g. its estimated cost) and which params to set; ``tabbench run`` refuses such a suite
+  before any job starts.
 
 ``X`` is a pandas DataFrame with the feature columns of ``meta.columns``, in that order: numeric
 columns as float64 (NaN = missing), categorical columns as pandas ``Categorical`` whose categories
@@ -70,6 +74,15 @@ class DatasetMeta:
 
 
 @dataclass(frozen=True)
+class SplitSizes:
+    """Rows of one split, as a pre-run check sees them (the largest over a dataset's splits)."""
+
+    train: int
+    val: int
+    test: int
+
+
+@dataclass(frozen=True)
 class ModelSpec:
     """A model as a plugin registers it.
 
@@ -77,6 +90,10 @@ class ModelSpec:
     and naming another one is an error caught before a run starts). ``search_space`` maps parameter
     names to the candidate values used when a suite asks for tuning. ``gpus`` may be a number or a
     function of the resolved params (e.g. ``lambda p: 1 if p["device"] == "cuda" else 0``).
+    ``check(meta, sizes, params, budget_s)``, when given, runs before a run starts for every dataset
+    and configuration (``sizes``: SplitSizes; ``params``: defaults overridden by the suite's;
+    ``budget_s``: the suite's ``budget.time_s`` or None) and returns None or a message naming the
+    params to set (see ``problem``).
     """
 
     name: str
@@ -98,6 +115,7 @@ class ModelSpec:
     # False for seeded neural training (torch), whose last digits differ across CPUs and grow over the
     # epochs: `tabbench compare` then allows a band instead of an exact match.
     deterministic: bool = True
+    check: Callable[..., str | None] | None = None
 
     def __post_init__(self):
         unknown = set(self.tasks) - set(TASKS)
@@ -117,6 +135,12 @@ class ModelSpec:
         gpus = self.gpus(params) if callable(self.gpus) else self.gpus
         cpus = self.cpus(params) if callable(self.cpus) else self.cpus
         return {"num_cpus": cpus, "num_gpus": gpus}
+
+    def problem(self, meta: DatasetMeta, sizes: SplitSizes, params: Mapping, budget_s: float | None = None):
+        """Why a job with these params should not start on this dataset (a message), or None."""
+        if self.check is None:
+            return None
+        return self.check(meta, sizes, {**self.default_params, **params}, budget_s)
 
     def is_transductive(self, params: Mapping) -> bool:
         return bool(self.transductive(params) if callable(self.transductive) else self.transductive)

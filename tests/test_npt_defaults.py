@@ -1,0 +1,126 @@
+"""NPT's defaults on a user's own table: ``batch_size: "auto"`` (the whole table up to AUTO_BATCH_ROWS
+rows, class-stratified minibatches above) and the pre-run cost check that refuses, before any job
+starts, a configuration a CPU cannot finish (over the suite's budget, or far beyond reason)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+
+from tabbench.data.cache import DataPaths  # noqa: E402
+from tabbench.plugins import load_models  # noqa: E402
+from tabbench.runner import RunError, RunOptions, load_data, model_refusals, run_suite  # noqa: E402
+from tabbench.suite import load_suite  # noqa: E402
+from tabbench_plugins.npt import AUTO_BATCH_ROWS, NPT, n_batches  # noqa: E402
+
+COVER = "uci/covertype/covertype-kaggle-train.csv"  # 15,120 rows x 54 features, 7 classes (SOURCES.md)
+ROOT = Path(__file__).resolve().parents[1]
+SMALL = {"e": 8, "n_layers": 2, "steps": 1, "budgets": []}  # the defaults' batching, a model a test can fit
+
+
+def own_table_suite(tmp_path, shared, npt="{}", budget=""):
+    """A suite as a user writes it for their own CSV file (the Covertype copy), with ``npt`` params."""
+    path = tmp_path / "own.yaml"
+    path.write_text(f"""name: own-table
+{budget}
+datasets:
+  - name: cover
+    source: file
+    path: {shared / COVER}
+    header: true
+    drop: [Id]
+    target: Cover_Type
+    task: multiclass
+    split: {{protocol: kfold, k: 5, folds: [0], seed: 42}}
+models:
+  npt: {npt}
+""")
+    return load_suite(path)
+
+
+def refusal(tmp_path, suite) -> str:
+    """The RunError of ``tabbench run`` on the suite; asserts that no job ran (no record written)."""
+    with pytest.raises(RunError) as info:
+        run_suite(suite, RunOptions(results=tmp_path / "runs", progress=False,
+                                    data_paths=DataPaths(cache=tmp_path / "cache")))
+    records = tmp_path / "runs" / suite.name / "records"
+    assert not records.exists() or not any(p.stat().st_size for p in records.iterdir())
+    return str(info.value)
+
+
+@pytest.fixture(scope="module")
+def cover(shared, tmp_path_factory):
+    """(meta, X, y, split fold 0) of the Covertype copy as suites/uci-large-cpu.yaml loads it."""
+    suite = load_suite(ROOT / "suites" / "uci-large-cpu.yaml")
+    _, dataset, splits = load_data(suite, DataPaths(cache=tmp_path_factory.mktemp("cache"), mirrors=(shared,)),
+                                   ("forest_cover",))["forest_cover"]
+    return dataset.meta, dataset.X, dataset.y, splits[0]
+
+
+def test_defaults_over_the_suites_budget_are_refused_before_any_job(tmp_path, shared):
+    suite = own_table_suite(tmp_path, shared, budget="budget: {time_s: 1800}")
+    message = refusal(tmp_path, suite)
+    assert str(suite.path) in message and "models.npt" in message and "'cover'" in message
+    assert "budget.time_s of 1,800 s" in message
+    for param in ("steps", "batch_size", "e or n_layers", "eval_every", "cpus", "device: cuda"):
+        assert param in message, param
+
+
+def test_whole_table_attention_on_a_large_table_is_refused_without_a_budget(tmp_path, shared):
+    suite = own_table_suite(tmp_path, shared, npt="{params: {batch_size: null}}")
+    message = refusal(tmp_path, suite)
+    assert "the whole table" in message and "without a budget" in message and "set budget.time_s" in message
+    assert f'batch_size (e.g. "auto": minibatches of at most {AUTO_BATCH_ROWS:,} rows' in message
+
+
+def test_defaults_without_a_budget_pass_the_check_on_the_same_table(tmp_path, shared):
+    suite = own_table_suite(tmp_path, shared)
+    registry = load_models(())
+    loaded = load_data(suite, DataPaths(cache=tmp_path / "cache"))
+    assert model_refusals(suite, registry, loaded) == []
+
+
+def test_auto_rule_whole_table_up_to_the_threshold_then_batches_of_at_most_that_many_rows():
+    assert n_batches(1030, "auto") == n_batches(AUTO_BATCH_ROWS, "auto") == 1  # Concrete: the paper's whole table
+    assert n_batches(AUTO_BATCH_ROWS + 1, "auto") == 2
+    assert n_batches(15_120, "auto") == -(-15_120 // AUTO_BATCH_ROWS)
+    # explicit values keep their meaning: null = the whole table, a number = batches of about that many rows
+    assert n_batches(50_000, None) == 1 and n_batches(50_000, 512) == 98 and n_batches(300, 512) == 1
+
+
+def test_auto_trains_on_the_whole_table_below_the_threshold(cover):
+    meta, X, y, split = cover
+    rows = split.train[:AUTO_BATCH_ROWS - 24]
+    model = NPT(meta, seed=0, **SMALL).fit(X.iloc[rows], y[rows])
+    assert model.info_["batch_rows"] == len(rows)
+    assert model.run_.batches == []  # the epoch was one batch: the whole table
+
+
+def _class_counts(model, batches):
+    """(batches, classes) rows of each class in each training batch of the model's table."""
+    labels = model.x_tab_[:, -1].long().numpy()
+    return np.array([np.bincount(labels[b.numpy()], minlength=model.meta.n_classes) for b in batches])
+
+
+def test_auto_trains_on_class_stratified_minibatches_above_the_threshold(cover):
+    meta, X, y, split = cover
+    rows = split.train
+    assert len(rows) > AUTO_BATCH_ROWS
+    auto = NPT(meta, seed=0, **SMALL).fit(X.iloc[rows], y[rows])
+    n_b = -(-len(rows) // AUTO_BATCH_ROWS)
+    assert auto.info_["batch_rows"] == -(-len(rows) // n_b) <= AUTO_BATCH_ROWS
+    batches = auto.run_.batches  # the epoch's batches after its first step
+    assert len(batches) == n_b - 1
+    counts = _class_counts(auto, batches)
+    share = np.bincount(y[rows], minlength=meta.n_classes) / len(rows)
+    expected = counts.sum(1, keepdims=True) * share
+    assert np.abs(counts - expected).max() <= 2, "every minibatch keeps the table's class proportions"
+
+    # the same batch size given as a number, without class_balance: shuffled, not stratified
+    plain = NPT(meta, seed=0, **{**SMALL, "batch_size": AUTO_BATCH_ROWS}).fit(X.iloc[rows], y[rows])
+    counts = _class_counts(plain, plain.run_.batches)
+    assert np.abs(counts - counts.sum(1, keepdims=True) * share).max() > 2
