@@ -70,8 +70,9 @@ def test_defaults_over_the_suites_budget_are_refused_before_any_job(tmp_path, sh
         assert param in message, param
 
 
-def test_whole_table_attention_on_a_large_table_is_refused_without_a_budget(tmp_path, shared):
-    suite = own_table_suite(tmp_path, shared, npt="{params: {batch_size: null}}")
+def test_a_configuration_far_beyond_reason_is_refused_without_a_budget(tmp_path, shared):
+    # the whole 10,584-row training table per step, 2,000 steps: over 100 CPU-hours
+    suite = own_table_suite(tmp_path, shared, npt="{params: {batch_size: null, steps: 2000}}")
     message = refusal(tmp_path, suite)
     assert "the whole table" in message and "without a budget" in message and "set budget.time_s" in message
     assert f'batch_size (e.g. "auto": minibatches of at most {AUTO_BATCH_ROWS:,} rows' in message
