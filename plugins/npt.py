@@ -211,7 +211,8 @@ def check_cost(meta, sizes, params, budget_s=None) -> str | None:
             f"{params['n_layers']} layers) on {batches} of a {est['table']:,}-row table: about {est['steps']:,} "
             f"steps x {per_step:,.1f} CPU-s = {hours:,.1f} CPU-hours (estimated, one core of this project's "
             f"reference CPU), {over}. Set in the suite's npt params: steps (about {fits:,} fit), {hint}e or "
-            f"n_layers (parameters grow with (e x columns)^2), eval_every, cpus, or device: cuda")
+            f"n_layers (parameters grow with (e x columns)^2), eval_every, cpus, or device: cuda"
+            + ("; or raise budget.time_s" if budget_s else ""))
 
 
 class NPT:
