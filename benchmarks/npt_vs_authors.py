@@ -53,6 +53,10 @@ Workarounds for running a399360 on today's libraries, all from this script (thei
   and optimiser objects are constructed directly.
 * their config is read with ``.get`` as well as attributes (wandb.config): parsed into a Namespace
   subclass with ``get``.
+* their ``Lookahead`` never calls ``Optimizer.__init__``. On torch 2 the first ``zero_grad()`` wraps the
+  class's ``step`` in torch's profiling hook, which reads the step-hook dicts ``__init__`` would have
+  made: a second Lookahead in the same process (the second config) then fails with AttributeError.
+  The script gives each of their Lookahead instances those two empty dicts.
 * ``optimizer.zero_grad()`` sets gradients to None on torch 2 (it zero-filled them on the torch 1.x
   they used); the update is the same.
 
@@ -79,6 +83,7 @@ import tempfile
 import time
 import types
 import warnings
+from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
@@ -281,6 +286,9 @@ class Authors:
             self.model = model.to(device="cpu").type(npt.encode_utils.get_torch_dtype(c.model_dtype))
             self.optimizer = npt.train_utils.init_optimizer(c=c, model_parameters=self.model.parameters(),
                                                             device="cpu")
+            if not hasattr(self.optimizer, "_optimizer_step_pre_hooks"):  # see the module docstring
+                self.optimizer._optimizer_step_pre_hooks = OrderedDict()
+                self.optimizer._optimizer_step_post_hooks = OrderedDict()
             self.annealer = npt.optim.TradeoffAnnealer(c=c, num_steps=0)
             self.scheduler = npt.optim.LRScheduler(c=c, name=c.exp_scheduler, optimizer=self.optimizer)
             self.loss = npt.loss.Loss(c, self.metadata, is_minibatch_sgd=c.exp_minibatch_sgd,
