@@ -74,7 +74,7 @@ def test_variants_are_separate_methods_of_one_registered_model():
 @pytest.mark.parametrize("path", sorted((ROOT / "suites").glob("*.yaml")), ids=lambda p: p.name)
 def test_every_shipped_suite_validates(path: Path):
     suite = load_suite(path)
-    check_models(suite, load_models())
+    check_models(suite, load_models(tuple(suite.plugins)))  # as `tabbench validate` does: the suite's plugin files too
 
 
 def test_a_model_whose_library_is_missing_is_reported_with_the_install_hint():
