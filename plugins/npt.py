@@ -320,9 +320,9 @@ class NPT:
         return perm[torch.argsort(key)]
 
     def _table_order(self, g, torch):
-        """A random order of the table's rows as n_b chunks' worth: the labelled rows (class-stratified
-        when class_balance is set, so every chunk keeps the class proportions), then the unlabelled
-        ones (transductive). Returns the two orders; chunks take a share of each. On the device."""
+        """A random order of the table's rows: the labelled rows (class-stratified when ``_stratified``,
+        so every chunk keeps the class proportions), then the unlabelled ones (transductive). Returns
+        the two orders; chunks take a share of each. On the device."""
         n_lab = self.n_labelled_
         lab = self._order(self.x_tab_[:n_lab, -1], g, torch)
         unl = n_lab + torch.randperm(len(self.x_tab_) - n_lab, generator=g, device=self.device_)
@@ -360,7 +360,9 @@ class NPT:
         t = self.cfg_.d - 1
         xq = self.x_tab_[:0] if xq is None else xq
         mq = self.m_tab_[:0] if mq is None else mq
-        outs, table_out = [], torch.empty(len(self.x_tab_), self.meta.n_classes or 1, device=self.device_)
+        outs = []
+        table_out = None if rows is None else torch.empty(len(self.x_tab_), self.meta.n_classes or 1,
+                                                          device=self.device_)
         for ci, qi in self._batches(len(xq), torch):
             x = torch.cat([self.x_tab_[ci], xq[qi]])
             m = torch.cat([self.m_tab_[ci], mq[qi]])
@@ -371,9 +373,11 @@ class NPT:
             with self._autocast(torch):
                 y = self.model_(x, m, columns=[t])[t].float()
             y = y.reshape(len(x), -1)
-            outs.append(y[len(ci):])
-            table_out[ci] = y[:len(ci)]
-        out = table_out[rows] if rows is not None else torch.cat(outs)
+            if table_out is None:
+                outs.append(y[len(ci):])
+            else:  # the table's own rows are asked for: keep the context rows' outputs
+                table_out[ci] = y[:len(ci)]
+        out = torch.cat(outs) if table_out is None else table_out[rows]
         return out if self.meta.is_classification else out[:, 0]
 
     # --- estimator API ------------------------------------------------------------------------
