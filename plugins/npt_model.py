@@ -35,6 +35,10 @@ element-wise clamping in the code and norm clipping in the paper; the code does 
 Fast. Attention goes through ``F.scaled_dot_product_attention`` (flash / memory-efficient kernels on
 the GPU: no n x n matrix is materialised), unless ``attention="explicit"`` asks for the textbook
 softmax(QK^T)V, or attention maps are requested (``return_attention=True``), which need the matrix.
+One exception, measured (benchmarks/README.md): training on the CPU with attention dropout, where
+PyTorch's fused attention falls back to its own textbook path with a slow dropout, the textbook
+softmax(QK^T)V with :func:`dropout` (a faster CPU mask) runs 1.4-2x faster; it materialises the same
+matrix that fallback does.
 ``checkpointing=True`` recomputes each block in the backward pass instead of storing its activations.
 """
 
@@ -43,6 +47,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -99,6 +104,37 @@ class NPTConfig:
 # --- blocks ---------------------------------------------------------------------------------------
 
 
+def dropout(x, p: float, training: bool):
+    """Inverted dropout: zero each entry with probability p, scale the rest by 1 / (1 - p).
+
+    On the GPU this is ``F.dropout``. On the CPU, torch's generator (mt19937, one thread) made
+    dropout's random draws 16% of a training step, so the keep-mask is 16 random bits per entry from
+    numpy's PCG64 (four entries per 64-bit draw, 5x faster), seeded from torch's generator so that
+    ``torch.manual_seed`` and a checkpoint's RNG state govern it: p is kept to 1 / 65,536, and the
+    scale uses that p, so the expectation is exact. A different random stream from ``F.dropout``.
+    """
+    if not training or p == 0:
+        return x
+    if x.is_cuda:
+        return F.dropout(x, p, True)
+    n, cut = x.numel(), round(p * 65536)
+    raw = np.random.PCG64(int(torch.randint(0, 2**62, (1,)))).random_raw(-(-n // 4))
+    bits = torch.from_numpy(raw.view(np.int16)[:n]).view(x.shape)  # uniform on [-32768, 32767]
+    keep = bits >= cut - 32768  # probability 1 - cut / 65536
+    return x * keep.to(x.dtype).mul_(65536 / (65536 - cut))
+
+
+class Dropout(nn.Module):
+    """``nn.Dropout`` with :func:`dropout`'s faster CPU mask (no parameters, so the same state_dict)."""
+
+    def __init__(self, p: float):
+        super().__init__()
+        self.p = p
+
+    def forward(self, x):
+        return dropout(x, self.p, self.training)
+
+
 class SelfAttention(nn.Module):
     """Multi-head self-attention over the second-to-last axis of (batch, seq, dim)."""
 
@@ -120,13 +156,14 @@ class SelfAttention(nn.Module):
         # (B, T, C) -> (B, heads, T, C / heads)
         q, k, v = (t.view(B, T, self.n_heads, C // self.n_heads).transpose(1, 2) for t in (q, k, v))
         p = self.cfg.att_dropout if self.training else 0.0
-        if self.cfg.attention == "fused" and attn_store is None:
+        cpu_dropout = p > 0 and not q.is_cuda  # fused attention's CPU fallback is slower here (docstring)
+        if self.cfg.attention == "fused" and attn_store is None and not cpu_dropout:
             y = F.scaled_dot_product_attention(q, k, v, dropout_p=p, scale=self.scale)
         else:  # textbook attention: materialises the (B, heads, T, T) matrix
             att = torch.softmax((q @ k.transpose(-2, -1)) * self.scale, dim=-1)
             if attn_store is not None:
                 attn_store.append(att.detach())
-            y = F.dropout(att, p, self.training) @ v
+            y = dropout(att, p, self.training) @ v
         y = y.transpose(1, 2).reshape(B, T, C)  # (B, heads, T, C / heads) -> (B, T, C)
         return self.mix(y)
 
@@ -140,9 +177,9 @@ class Block(nn.Module):
         self.att = SelfAttention(dim, cfg)
         self.res = nn.Linear(dim, dim) if cfg.residual == "linear" else nn.Identity()
         self.ln_rff = nn.LayerNorm(dim, eps=cfg.ln_eps)
-        self.rff = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(), nn.Dropout(cfg.dropout),
-                                 nn.Linear(4 * dim, dim), nn.Dropout(cfg.dropout))
-        self.drop = nn.Dropout(cfg.dropout)
+        self.rff = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(), Dropout(cfg.dropout),
+                                 nn.Linear(4 * dim, dim), Dropout(cfg.dropout))
+        self.drop = Dropout(cfg.dropout)
 
     def forward(self, x, attn_store=None):
         h = self.res(x) + self.drop(self.att(self.ln_att(x), x, attn_store))
@@ -252,7 +289,7 @@ class NPT(nn.Module):
         super().__init__()
         self.cfg = cfg
         self.embed = ColumnEmbedding(cfg)
-        self.drop = nn.Dropout(cfg.dropout)
+        self.drop = Dropout(cfg.dropout)
         self.blocks = nn.ModuleList(
             ABD(cfg.d * cfg.e, cfg) if i % 2 == 0 else ABA(cfg.e, cfg) for i in range(cfg.n_layers))
         self.heads = ColumnHeads(cfg)
