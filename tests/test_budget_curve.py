@@ -5,7 +5,7 @@ import pytest
 
 from tabbench.leaderboard import write_leaderboard
 from tabbench.metrics import PRIMARY
-from tabbench.report.budget import budget_table
+from tabbench.report.budget import budget_table, versus_paper
 from tabbench.store import Store, records_frame
 
 pytest.importorskip("matplotlib")
@@ -30,6 +30,13 @@ def test_budget_table_averages_each_budget_over_folds_with_the_full_run_last():
     assert set(table["runs"]) == {2}
 
 
+def test_versus_paper_says_whether_the_mean_is_within_two_published_standard_errors():
+    assert versus_paper(1.5, (1.27, 0.15)) == "+0.23 (within ± 2 SE)"  # 0.23 <= 0.30
+    assert versus_paper(0.9, (1.27, 0.15)) == "-0.37 (outside ± 2 SE)"  # 0.37 > 0.30
+    assert versus_paper(0.99, (0.997, None)) == "-0.007"  # no SE published: the difference only
+    assert versus_paper(3.0, None) == ""
+
+
 def test_the_report_draws_the_curves_next_to_the_published_number(tmp_path):
     store = Store(tmp_path / "suite")
     for record in RECORDS:
@@ -37,7 +44,8 @@ def test_the_report_draws_the_curves_next_to_the_published_number(tmp_path):
     published = tmp_path / "paper.yaml"
     published.write_text("name: the paper\nmetrics:\n  yacht:\n    npt: [1.27, 0.15]\nranks: {}\n")
     md = write_leaderboard(store.dir, published, report=True).read_text()
-    assert "## Budget curves" in md and "| npt | yacht | 300 | 4.000 ± 1.000 | 2 |" in md
+    # 4.0 - 1.27 = +2.73, outside 1.27 ± 0.30; 3.0 at the full length likewise
+    assert "## Budget curves" in md and "| npt | yacht | 300 | 4.000 ± 1.000 | 2 | +2.73 (outside ± 2 SE) |" in md
     assert (store.dir / "budget-curves.svg").exists() and (store.dir / "budget-curves.png").exists()
     svg = (store.dir / "budget-curves.svg").read_text()
     assert "1.27" in svg  # the published number's line is labelled

@@ -39,6 +39,23 @@ def budget_table(selected: pd.DataFrame, primary: dict) -> pd.DataFrame:
     return out.drop(columns="std").rename(columns={"count": "runs"})
 
 
+def _paper(published, dataset):
+    """The published NPT (value, se or None) for the dataset, or None."""
+    return published.metrics.get(dataset, {}).get("npt") if published is not None else None
+
+
+def versus_paper(mean: float, paper) -> str:
+    """Our mean against the published NPT number: the difference, and whether it lies within the
+    paper's ± 2 standard errors (where the paper gives one)."""
+    if not paper:
+        return ""
+    value, se = paper
+    diff = f"{mean - value:+.3g}"
+    if not se:
+        return diff
+    return f"{diff} ({'within' if abs(mean - value) <= 2 * se else 'outside'} ± 2 SE)"
+
+
 def budget_figure(table: pd.DataFrame, published=None):
     """One panel per dataset: mean ± SE test metric against steps (log axis), the published NPT
     number as a dashed line."""
@@ -53,9 +70,12 @@ def budget_figure(table: pd.DataFrame, published=None):
             curve = curve.sort_values("steps")
             ax.errorbar(curve["steps"], curve["mean"], yerr=curve["se"].fillna(0), marker="o", ms=3, capsize=2,
                         label=f"{method} ({int(curve['runs'].max())} runs)")
-        paper = published.metrics.get(dataset, {}).get("npt") if published is not None else None
+        paper = _paper(published, dataset)
         if paper:
             ax.axhline(paper[0], color="k", ls="--", lw=1, label=f"npt, {published.name}: {paper[0]:g}")
+            if paper[1]:
+                ax.axhspan(paper[0] - 2 * paper[1], paper[0] + 2 * paper[1], color="k", alpha=0.08, lw=0,
+                           label="± 2 SE")
         ax.set_xscale("log")
         ax.set_title(dataset)
         ax.set_xlabel("training steps")
@@ -76,10 +96,12 @@ def budget_section(out_dir: Path, selected: pd.DataFrame, primary: dict, publish
     table.round(6).to_csv(out_dir / "budget-curves.csv", index=False)
     show = show or {}
     rows = [[show.get(r["method"], r["method"]), r["dataset"], f"{int(r['steps']):,}", _fmt(r["mean"], r["se"]),
-             str(int(r["runs"]))] for _, r in table.sort_values(["dataset", "method", "steps"]).iterrows()]
+             str(int(r["runs"])), versus_paper(r["mean"], _paper(published, r["dataset"]))]
+            for _, r in table.sort_values(["dataset", "method", "steps"]).iterrows()]
     return ["## Budget curves", "",
             "The test metric of the weights a shorter run would have used (best validation loss up to that step), "
             "recorded during each run; the last point of a curve is the run's full length. Dashed: the published "
-            "number. `budget-curves.csv` has the numbers.", "",
+            "NPT number, shaded: its ± 2 standard errors; \"vs paper\": our mean minus it. `budget-curves.csv` "
+            "has the numbers.", "",
             "![test metric against training steps](budget-curves.svg)", "",
-            _md_table(["method", "dataset", "steps", "test metric (mean ± SE)", "runs"], rows), ""]
+            _md_table(["method", "dataset", "steps", "test metric (mean ± SE)", "runs", "vs paper"], rows), ""]
