@@ -535,6 +535,7 @@ class NPT:
             "fused_optimizer": opt.base.fused,
             "threads": torch.get_num_threads() if dev.type == "cpu" else None,
             "resumed_from_step": ckpt.resumed_from,
+            "checkpoint_ignored": ckpt.ignored,
             "fit_seconds": time.perf_counter() - start,
         }
         return self

@@ -10,7 +10,9 @@ in one place and is written to a checkpoint every few minutes:
 
 On the CPU a resumed run is bit for bit the run that was not interrupted (tested in
 tests/test_npt.py). Checkpoints are written atomically (a temporary file, then a rename), and a
-checkpoint whose fingerprint (data and params) differs from the run's is ignored, never loaded.
+checkpoint whose fingerprint (data, params and model layout) differs from the run's is ignored, never
+loaded; the run then starts over and says why (``Checkpointer.ignored``, the record's
+``info.checkpoint_ignored``), and its first checkpoint replaces the one it could not use.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import os
 import time
+import warnings
 from pathlib import Path
 
 import torch
@@ -113,19 +116,27 @@ class Checkpointer:
         self.fingerprint = fingerprint
         self.last = time.monotonic()
         self.resumed_from = None
+        self.ignored = None  # why a checkpoint that was there was not loaded
 
     def resume(self, run: Run) -> bool:
         if self.path is None or not self.path.exists():
             return False
         try:
             state = torch.load(self.path, map_location=run.params[0].device, weights_only=False)
-        except Exception:  # noqa: BLE001 - a damaged checkpoint is not worth a failed job: start over
-            return False
+        except Exception as exc:  # noqa: BLE001 - a damaged checkpoint is not worth a failed job: start over
+            return self._ignore(f"{self.path} is unreadable ({type(exc).__name__}: {exc}); starting over")
         if state.get("fingerprint") != self.fingerprint:
-            return False
+            step = state.get("run", {}).get("step") if isinstance(state, dict) else None
+            return self._ignore(f"{self.path} (step {step}) was made by another run: its training table, "
+                                "params or model layout differ (another version of the code?); starting over")
         run.load_state_dict(state["run"])
         self.resumed_from = run.step
         return True
+
+    def _ignore(self, why: str) -> bool:
+        self.ignored = why
+        warnings.warn(f"npt checkpoint not resumed: {why}", stacklevel=3)
+        return False
 
     def maybe_save(self, run: Run, force: bool = False):
         if self.path is None or not (force or time.monotonic() - self.last >= self.interval):

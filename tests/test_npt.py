@@ -348,6 +348,15 @@ def test_a_killed_fit_resumes_from_its_checkpoint_to_the_same_result(breast_canc
         np.testing.assert_array_equal(whole.at_budget(b).predict_proba(X_test),
                                       resumed.at_budget(b).predict_proba(X_test))
     assert whole.info_["best_step"] == resumed.info_["best_step"]
+    assert resumed.info_["checkpoint_ignored"] is None
+
+    # a checkpoint of another run (here: another learning rate) is never loaded, and the fit says why
+    other = NPT(ds.meta, 0, **{**params, "lr": 5e-4}, device="cpu")
+    other.checkpoint_dir = str(folder)
+    with pytest.warns(UserWarning, match="not resumed"):
+        other.fit(*fit_args)
+    assert other.info_["resumed_from_step"] is None
+    assert "made by another run" in other.info_["checkpoint_ignored"]
 
 
 def test_budget_snapshots_are_the_best_weights_up_to_each_budget(breast_cancer):
