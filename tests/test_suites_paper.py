@@ -243,3 +243,23 @@ def test_splits_are_deterministic(name, uci_offline, tmp_path):
     for a, b in zip(first, second):
         np.testing.assert_array_equal(a.test, b.test)
         np.testing.assert_array_equal(a.val, b.val)
+
+
+def test_precision_checks_differ_from_what_they_check_in_amp_only():
+    """The bf16-vs-fp32 suites compare like with like: the same datasets, params and steps, amp apart."""
+    small, precision = suite("uci-small"), suite("uci-small-npt-precision")
+    npt = {m.label: m for m in small.models}["npt"].params
+    methods = {m.label: m for m in precision.models}
+    assert {label: m.params for label, m in methods.items()} == {"npt-bf16": {**npt, "amp": True},
+                                                                 "npt-fp32": {**npt, "amp": False}}
+    for a, b in zip(small.datasets, precision.datasets):
+        assert replace(b, model_params=a.model_params) == a and len(precision.datasets) == len(small.datasets)
+        assert b.model_params == {"npt-bf16": a.model_params["npt"], "npt-fp32": a.model_params["npt"]}
+
+    paper, fp32 = suite("uci-small-npt-paper"), suite("uci-small-npt-paper-fp32")
+    e32 = {m.label: m for m in paper.models}["npt-e32"].params
+    assert [(m.label, m.params) for m in fp32.models] == [("npt-e32-fp32", {**e32, "amp": False})]
+    assert e32["amp"] is True
+    yacht = next(d for d in paper.datasets if d.name == "yacht")
+    assert [replace(d, model_params=yacht.model_params) for d in fp32.datasets] == [yacht]
+    assert fp32.datasets[0].model_params == {"npt-e32-fp32": yacht.model_params["npt-e32"]}
