@@ -107,7 +107,7 @@ class NPTConfig:
 def dropout(x, p: float, training: bool):
     """Inverted dropout: zero each entry with probability p, scale the rest by 1 / (1 - p).
 
-    On the GPU this is ``F.dropout``. On the CPU, torch's generator (mt19937, one thread) made
+    Off the CPU (CUDA, MPS) this is ``F.dropout``. On the CPU, torch's generator (mt19937, one thread) made
     dropout's random draws 16% of a training step, so the keep-mask is 16 random bits per entry from
     numpy's PCG64 (four entries per 64-bit draw, 5x faster), seeded from torch's generator so that
     ``torch.manual_seed`` and a checkpoint's RNG state govern it: p is kept to 1 / 65,536, and the
@@ -115,7 +115,7 @@ def dropout(x, p: float, training: bool):
     """
     if not training or p == 0:
         return x
-    if x.is_cuda:
+    if x.device.type != "cpu":
         return F.dropout(x, p, True)
     n, cut = x.numel(), round(p * 65536)
     raw = np.random.PCG64(int(torch.randint(0, 2**62, (1,)))).random_raw(-(-n // 4))
@@ -156,7 +156,7 @@ class SelfAttention(nn.Module):
         # (B, T, C) -> (B, heads, T, C / heads)
         q, k, v = (t.view(B, T, self.n_heads, C // self.n_heads).transpose(1, 2) for t in (q, k, v))
         p = self.cfg.att_dropout if self.training else 0.0
-        cpu_dropout = p > 0 and not q.is_cuda  # fused attention's CPU fallback is slower here (docstring)
+        cpu_dropout = p > 0 and q.device.type == "cpu"  # fused attention's CPU fallback is slower here (docstring)
         if self.cfg.attention == "fused" and attn_store is None and not cpu_dropout:
             y = F.scaled_dot_product_attention(q, k, v, dropout_p=p, scale=self.scale)
         else:  # textbook attention: materialises the (B, heads, T, T) matrix
