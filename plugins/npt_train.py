@@ -126,9 +126,8 @@ class Checkpointer:
         except Exception as exc:  # noqa: BLE001 - a damaged checkpoint is not worth a failed job: start over
             return self._ignore(f"{self.path} is unreadable ({type(exc).__name__}: {exc}); starting over")
         if state.get("fingerprint") != self.fingerprint:
-            step = state.get("run", {}).get("step") if isinstance(state, dict) else None
-            return self._ignore(f"{self.path} (step {step}) was made by another run: its training table, "
-                                "params or model layout differ (another version of the code?); starting over")
+            return self._ignore(f"{self.path} (step {state.get('run', {}).get('step')}) was made by another run: "
+                                "its training table, params or model layout differ (another version of the code?); starting over")
         run.load_state_dict(state["run"])
         self.resumed_from = run.step
         return True
