@@ -127,7 +127,8 @@ class Checkpointer:
             return self._ignore(f"{self.path} is unreadable ({type(exc).__name__}: {exc}); starting over")
         if state.get("fingerprint") != self.fingerprint:
             return self._ignore(f"{self.path} (step {state.get('run', {}).get('step')}) was made by another run: "
-                                "its training table, params or model layout differ (another version of the code?); starting over")
+                                "its training table, params or model layout differ (another version of the code?); "
+                                "starting over")
         run.load_state_dict(state["run"])
         self.resumed_from = run.step
         return True
