@@ -8,6 +8,7 @@ datasets +- its standard error (sample std / sqrt(#datasets)).
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from pathlib import Path
@@ -130,6 +131,49 @@ def _cost_rows(frame: pd.DataFrame, show: dict) -> list:
     return rows
 
 
+def _differs(a: dict, b: dict) -> bool:
+    """Whether one parameter ({dataset: value}) differs between two methods: on the datasets both ran, or,
+    sharing none, in the values they used."""
+    common = a.keys() & b.keys()
+    if common:
+        return any(a[d] != b[d] for d in common)
+    return {json.dumps(v, sort_keys=True) for v in a.values()} != {json.dumps(v, sort_keys=True) for v in b.values()}
+
+
+def _variants_section(frame: pd.DataFrame, show: dict) -> list:
+    """For a model run under several method names (npt at 300 steps and at the paper's 10,000): the
+    parameters they differ in, per method, so a table's row names can be read without the suites."""
+    fixed = frame[frame["trial"].isna()] if "trial" in frame else frame  # a tuned method's trials vary by design
+    rows = []
+    for model, part in fixed.groupby("model"):
+        if part["method"].nunique() < 2:
+            continue
+        values = {}  # method -> {param: {dataset: value}}
+        for (method, dataset), params in part.groupby(["method", "dataset"])["params"]:
+            for name, value in (params.iloc[0] or {}).items():
+                values.setdefault(method, {}).setdefault(name, {})[dataset] = value
+        names = sorted({n for v in values.values() for n in v})
+        differ = [n for n in names if any(_differs(a.get(n, {}), b.get(n, {}))
+                                          for a, b in itertools.combinations(values.values(), 2))]
+        for method, by_name in values.items():
+            cells = []
+            for name in differ:
+                per_dataset = by_name.get(name, {})
+                groups = {}
+                for dataset, value in sorted(per_dataset.items()):
+                    groups.setdefault(json.dumps(value), []).append(dataset)
+                if len(groups) == 1:
+                    cells.append(f"{name} {next(iter(groups))}")
+                else:
+                    cells.append(f"{name} " + ", ".join(f"{v} ({', '.join(ds)})" for v, ds in groups.items()))
+            rows.append([show.get(method, method), model, "; ".join(cells) or "–"])
+    if not rows:
+        return []
+    return ["## Methods of one model", "", "Models run under more than one method name, and the parameters "
+            "their methods differ in (per dataset where they vary).", "",
+            _md_table(["method", "model", "differs in"], rows), ""]
+
+
 def _published_section(t: dict, labels: dict, published, show: dict) -> list:
     """Our test metric and mean rank next to the published ones, for the datasets both have."""
     metric, ranks = t["metric"], t["ranks"]
@@ -232,7 +276,7 @@ def write_leaderboard(suite_dir: str | Path, published_path: str | Path | None =
         md += ["Figures and tests: a significance section per metric family, [all datasets together]"
                "(#all-datasets-together), [pairwise win rates](#pairwise-win-rates), [cost against quality]"
                "(#cost-against-quality); LaTeX tables: [`leaderboard.tex`](leaderboard.tex).", ""]
-    md += _table1_section(tables, published, show)
+    md += _table1_section(tables, published, show) + _variants_section(selected, show)
     csv_rows = []
     for task, t in tables.items():
         metric, ranks = t["metric"], t["ranks"]

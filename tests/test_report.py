@@ -86,6 +86,37 @@ def test_the_same_job_key_in_two_folders_keeps_the_newest_record(tmp_path):
         assert frame.iloc[0]["test_auroc"] == 0.9 and frame.iloc[0]["source"] == str(tmp_path / "new")
 
 
+
+def test_one_method_name_with_two_configurations_on_a_dataset_is_an_error_naming_the_difference(tmp_path):
+    short = {**record("npt", "d1", 0, 3.0, "regression"), "params": {"steps": 300, "e": 32}}
+    long = {**record("npt", "d1", 1, 2.0, "regression"), "params": {"steps": 10000, "e": 32}}
+    Store(tmp_path / "short").append(short)
+    Store(tmp_path / "long").append(long)
+    with pytest.raises(SourceError, match=r"method 'npt' on dataset 'd1' is a different configuration in .*short and "
+                                          r"in .*long \(params steps 300 against 10000\); .*another name"):
+        load_sources([tmp_path / "short", tmp_path / "long"])
+    # the same configuration in both folders (other folds) pools, and so does one name on different datasets
+    Store(tmp_path / "more").append({**short, "key": "other", "fold": 2})
+    Store(tmp_path / "other").append({**long, "key": "elsewhere", "dataset": "d2", "dataset_fingerprint": "fp-d2"})
+    assert len(load_sources([tmp_path / "short", tmp_path / "more", tmp_path / "other"])) == 3
+
+
+def test_methods_of_one_model_are_told_apart_by_the_parameters_they_differ_in(tmp_path):
+    store = Store(tmp_path)
+    for fold in (0, 1):
+        for dataset, steps in (("d1", 2000), ("d2", 10000)):
+            store.append({**record("npt-long", dataset, fold, 1.0, "regression"), "model": "npt",
+                          "params": {"steps": steps, "e": 32, "lr": 1e-3}})
+            store.append({**record("npt", dataset, fold, 2.0, "regression"), "model": "npt",
+                          "params": {"steps": 300, "e": 32, "lr": 1e-3}})
+        store.append({**record("knn", "d1", fold, 3.0, "regression"), "params": {"k": 5}})
+    md = write_leaderboard(tmp_path).read_text()
+    section = md[md.index("## Methods of one model"):md.index("## RMSE")]
+    # e and lr are the same in both, knn is one method of its model: neither is listed
+    assert "| npt-long | npt | steps 2000 (d1), 10000 (d2) |" in section
+    assert "| npt | npt | steps 300 |" in section
+    assert "knn" not in section and " e " not in section and "lr" not in section
+
 @pytest.fixture(scope="module")
 def uci_cpu(tmp_path_factory):
     """The committed uci-cpu report, regenerated from the published records into a temporary folder."""

@@ -1,13 +1,16 @@
 """One set of records from several result folders.
 
 A leaderboard over several folders (``tabbench leaderboard DIR DIR --name NAME``) ranks the union of
-their records. Two rules keep the union honest: a dataset name must mean the same data in every
-folder (the same dataset fingerprint), and a job key present twice keeps its newest record (by
-``finished_at``), as one store does with a re-run.
+their records. Three rules keep the union honest: a dataset name must mean the same data in every
+folder (the same dataset fingerprint), a method name the same configuration on a dataset in every folder
+(the same parameters: ``npt`` at 300 steps in one folder and at 10,000 in another would otherwise be
+averaged into one row), and a job key present twice keeps its newest record (by ``finished_at``), as one
+store does with a re-run.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from tabbench.store import Store, records_frame
@@ -22,10 +25,13 @@ def load_sources(folders):
     each record's folder."""
     records: dict[str, dict] = {}
     where: dict[str, dict] = {}  # dataset -> {fingerprint: first folder holding it}
+    configs: dict[tuple, dict] = {}  # (method, dataset) -> {folder: the parameter sets of its records}
     for folder in map(Path, folders):
         if not (folder / "records").is_dir():
             raise SourceError(f"{folder}: no records/ folder; run its suite first or name another results folder")
         for key, record in Store(folder).latest().items():
+            params = json.dumps(record.get("params") or {}, sort_keys=True)
+            configs.setdefault((record["method"], record["dataset"]), {}).setdefault(folder, set()).add(params)
             seen = where.setdefault(record["dataset"], {})
             seen.setdefault(record.get("dataset_fingerprint"), folder)
             if len(seen) > 1:
@@ -37,4 +43,19 @@ def load_sources(folders):
             old = records.get(key)
             if old is None or str(record.get("finished_at") or "") >= str(old.get("finished_at") or ""):
                 records[key] = {**record, "source": str(folder)}
+    for (method, dataset), by_folder in configs.items():
+        if len(by_folder) > 1 and len({frozenset(params) for params in by_folder.values()}) > 1:
+            (dir_a, params_a), (dir_b, params_b) = list(by_folder.items())[:2]
+            raise SourceError(
+                f"method {method!r} on dataset {dataset!r} is a different configuration in {dir_a} and in {dir_b} "
+                f"({_difference(params_a, params_b)}); one leaderboard cannot average both into one row: give the "
+                f"method another name in one of the suites, or leave one folder out")
     return records_frame(records.values())
+
+
+def _difference(params_a: set, params_b: set) -> str:
+    """The parameters two folders' records of one method differ in, e.g. "steps 300 against 10000"."""
+    a, b = json.loads(min(params_a)), json.loads(min(params_b))
+    differ = [f"{name} {a.get(name, '(unset)')} against {b.get(name, '(unset)')}"
+              for name in sorted(set(a) | set(b)) if a.get(name) != b.get(name)]
+    return "params " + ", ".join(differ) if differ else "different parameter sets, e.g. tuning grids"
