@@ -83,6 +83,8 @@ def cost_scatter(table: pd.DataFrame, fronts: dict):
         for method, row in data.iterrows():
             ax.annotate(method, (row[column], row["mean_rank"]), xytext=(4, 4), textcoords="offset points",
                         fontsize=7)
+        if data[column].nunique() == 1:  # one cost (one method): a log axis needs a range around it
+            ax.set_xlim(data[column].iloc[0] / 3, data[column].iloc[0] * 3)
         ax.set_xscale("log")
         ax.set_xlabel(label)
         ax.set_ylabel("mean rank over all datasets (lower is better)")
