@@ -101,12 +101,16 @@ def summarise(frame: pd.DataFrame) -> dict:
         mean = pd.DataFrame(np.nan, index=methods, columns=datasets)
         se = mean.copy()
         incomplete = []
+        # a dataset's splits: every (fold, repeat) any method ran on it; a method short of some is incomplete
+        splits = {dataset: set(zip(runs["fold"], runs["repeat"])) for dataset, runs in part.groupby("dataset")}
         for (method, dataset), runs in part.groupby(["method", "dataset"]):
             values = runs[column] if column in runs else pd.Series(np.nan, index=runs.index)
-            if (runs["status"] != "ok").any() or values.isna().any():
+            missing = len(splits[dataset] - set(zip(runs["fold"], runs["repeat"])))
+            if (runs["status"] != "ok").any() or values.isna().any() or missing:
                 failed = int((runs["status"] != "ok").sum())  # any failure status: error, invalid, timeout, ...
                 why = f"{failed} of {len(runs)} runs failed" if failed else \
-                    f"{int(values.isna().sum())} of {len(runs)} runs have no test {metric}"
+                    f"{int(values.isna().sum())} of {len(runs)} runs have no test {metric}" if values.isna().any() else \
+                    f"{len(splits[dataset]) - missing} of the dataset's {len(splits[dataset])} splits run"
                 incomplete.append((method, dataset, why))
                 continue
             mean.loc[method, dataset] = values.mean()
@@ -287,8 +291,8 @@ def write_leaderboard(suite_dir: str | Path, published_path: str | Path | None =
         rows = [[show[m], _fmt(r["mean_rank"], r["se"], 2)] + [f"{r[d]:g}" for d in t["mean"].columns]
                 for m, r in ranks.iterrows()]
         md += [_md_table(header, rows), "", *mark_note]
-        md.append(f"Ties share the better rank. A method without a complete result on a dataset (missing, or any "
-                  f"fold failed) takes the worst rank, {len(ranks)}.")
+        md.append(f"Ties share the better rank. A method without a complete result on a dataset (missing, any "
+                  f"fold failed, or fewer folds than another method ran there) takes the worst rank, {len(ranks)}.")
         if t["incomplete"]:
             md.append("Worst rank imputed for: " + "; ".join(
                 f"{m} on {d} ({why})" for m, d, why in t["incomplete"]) + ".")

@@ -89,6 +89,19 @@ def test_write_leaderboard_imputes_worst_rank_for_failed_runs_and_says_so(tmp_pa
     assert "| flaky | 4 | error 1 |" in md  # the failure is counted in the cost table
 
 
+
+def test_a_method_with_fewer_folds_than_another_on_a_dataset_takes_the_worst_rank_and_says_so(tmp_path):
+    # two of ten folds of a long run are better than another method's ten: not yet a result for the dataset
+    store = Store(tmp_path / "suite")
+    for fold in range(10):
+        store.append(_record("done", "d1", fold, None, 0.1, 0.9))
+        if fold < 2:
+            store.append(_record("running", "d1", fold, None, 0.1, 0.99))
+    md = write_leaderboard(store.dir).read_text()
+    ranks = pd.read_csv(store.dir / "leaderboard.csv").query("table == 'test_auroc'").set_index("method")["rank"]
+    assert ranks["done"] == 1 and ranks["running"] == 2
+    assert "running on d1 (2 of the dataset's 10 splits run)" in md
+
 def test_published_numbers_are_printed_next_to_ours(tmp_path):
     store = Store(tmp_path / "suite")
     for fold, (a, b) in enumerate([(0.99, 0.97), (0.97, 0.96)]):
