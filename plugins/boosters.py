@@ -133,11 +133,15 @@ class CatBoost(Booster):
                 out[f"f{i}"] = X[col.name].to_numpy(dtype=np.float64)
         return pd.DataFrame(out, index=X.index)
 
+    def _cat_features(self) -> list:
+        """Positions of the columns CatBoost treats as categorical (its target statistics)."""
+        return [i for i, c in enumerate(self.meta.columns) if c.kind == CATEGORICAL]
+
     def _fit(self, X, y, val, n_seen, device):
         import catboost
 
         p = self.params
-        cat_features = [i for i, c in enumerate(self.meta.columns) if c.kind == CATEGORICAL]
+        cat_features = self._cat_features()
         if not self.meta.is_classification:
             cls, loss = catboost.CatBoostRegressor, "RMSE"
         else:

@@ -146,14 +146,16 @@ def test_the_yacht_froude_suite_holds_both_encodings_on_the_authors_folds():
     assert list(ours.categorical) == HULL
     tuned = {m.label: (m.tuning, m.n_trials) for m in suite("uci-small").models}
     assert {m.label: (m.tuning, m.n_trials) for m in suite("uci-small-yacht-froude").models} == {
-        "knn": tuned["knn"], "lightgbm": tuned["lightgbm"], "lightgbm_onehot": tuned["lightgbm"]}
+        "knn": tuned["knn"], "lightgbm": tuned["lightgbm"], "lightgbm_onehot": tuned["lightgbm"],
+        "catboost": tuned["catboost"], "catboost_onehot": tuned["catboost"]}
 
 
 @needs_shared
-def test_lightgbm_onehot_is_tabbenchs_lightgbm_on_one_column_per_level(tmp_path):
+@pytest.mark.parametrize("booster", ["lightgbm", "catboost"])
+def test_a_onehot_booster_is_tabbenchs_booster_on_one_column_per_level(tmp_path, booster):
     s = suite("uci-small-yacht-froude")
     registry = load_models(tuple(s.plugins))
-    plain, onehot = registry["lightgbm"].spec, registry["lightgbm_onehot"].spec
+    plain, onehot = registry[booster].spec, registry[f"{booster}_onehot"].spec
     assert (onehot.default_params, onehot.search_space) == (plain.default_params, plain.search_space)
     ds = load_dataset(s.datasets[0], DataPaths(cache=tmp_path, mirrors=(SHARED.resolve(),), base=ROOT))
     split = make_splits(ds, ds.split)[0]
@@ -163,6 +165,8 @@ def test_lightgbm_onehot_is_tabbenchs_lightgbm_on_one_column_per_level(tmp_path)
     levels = [len(c.categories) for c in ds.meta.columns]  # all six Yacht features categorical
     assert frame.shape == (len(split.test), sum(levels)) and set(frame.stack().unique()) == {0.0, 1.0}
     assert model.predict(ds.X.iloc[split.test]).shape == (len(split.test),)
+    if booster == "catboost":  # no column left to its target statistics
+        assert model.model_.get_cat_feature_indices() == []
 
 
 def test_image_suite_uses_openml_and_the_papers_splits():
