@@ -99,6 +99,10 @@ DEFAULT_PARAMS = {
     "checkpoint_minutes": 5.0, "fused_optimizer": "auto",
 }
 
+#: How a job runs, not what it computes: left at their defaults in the job key and the checkpoint's
+#: fingerprint, so that a run resumed or repeated with more threads continues the same job.
+RUN_PARAMS = frozenset({"cpus", "checkpoint_minutes"})
+
 #: Below this size the fused optimizer's one-off compilation costs more than it saves.
 FUSED_MIN_PARAMS = 5_000_000
 
@@ -475,9 +479,9 @@ class NPT:
         budgets = nt.BUDGET_LADDER if P("budgets") is None else tuple(P("budgets"))
 
         run = nt.Run(model, opt, torch.Generator(device=dev).manual_seed(self.seed), steps, budgets)
+        same_job = {**self.params, **{n: DEFAULT_PARAMS[n] for n in RUN_PARAMS}, "seed": self.seed}
         ckpt = nt.Checkpointer(getattr(self, "checkpoint_dir", None), P("checkpoint_minutes"),
-                               nt.fingerprint(self.x_tab_.cpu().numpy(), params={**self.params, "seed": self.seed},
-                                              model=model))
+                               nt.fingerprint(self.x_tab_.cpu().numpy(), params=same_job, model=model))
         ckpt.resume(run)
         while run.step < steps:
             step = run.step
@@ -594,7 +598,7 @@ def register_models(register):
         transductive=lambda p: bool(p["transductive"]),
         requires=("torch",), install_hint="pip install 'tabbench[torch]'",
         deterministic=False,  # seeded torch training: last digits differ across CPUs
-        check=check_cost,
+        check=check_cost, run_params=RUN_PARAMS,
         description="Non-Parametric Transformer (Kossen et al. 2021): attention between rows and columns. "
                     "CPU cost of the defaults (e 32, 8 layers, 500 steps, batches of at most 2,048 rows): per step "
                     "about 0.4 CPU-s per 1,000 rows at 10 features, 2.2 s at 25, 10 s at 54; a job over the suite's "

@@ -98,8 +98,8 @@ def plan(suite, registry, loaded, gpu_available=False) -> list[Job]:
                 params = resolve_params(spec, {**params, **dataset_params}, gpu_available)
                 for split in splits:
                     for seed in suite.seeds:
-                        key = job_key(entry.label, entry.model, params, dataset.fingerprint, split.fingerprint,
-                                      split.fold, split.repeat, seed)
+                        key = job_key(entry.label, entry.model, spec.key_params(params), dataset.fingerprint,
+                                      split.fingerprint, split.fold, split.repeat, seed)
                         jobs.append(Job(key, suite.name, entry.label, entry.model, params, trial, name,
                                         dataset.meta.task, split.fold, split.repeat, seed, dataset.fingerprint,
                                         split.fingerprint, dataset.subset, spec.resources(params),

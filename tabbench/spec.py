@@ -116,14 +116,23 @@ class ModelSpec:
     # epochs: `tabbench compare` then allows a band instead of an exact match.
     deterministic: bool = True
     check: Callable[..., str | None] | None = None
+    # Params that say how a job runs, not what it computes (threads, a checkpoint interval): a job's key
+    # holds their default values, so a re-run with other values finds the jobs already done (its records
+    # keep the values it ran with).
+    run_params: frozenset = frozenset()
 
     def __post_init__(self):
         unknown = set(self.tasks) - set(TASKS)
         if unknown or not self.tasks:
             raise ValueError(f"model {self.name!r}: tasks must be a non-empty subset of {TASKS}, got {sorted(self.tasks)}")
-        extra = set(self.search_space) - set(self.default_params)
-        if extra:
-            raise ValueError(f"model {self.name!r}: search_space names params not in default_params: {sorted(extra)}")
+        for field_name in ("search_space", "run_params"):
+            extra = set(getattr(self, field_name)) - set(self.default_params)
+            if extra:
+                raise ValueError(f"model {self.name!r}: {field_name} names params not in default_params: {sorted(extra)}")
+
+    def key_params(self, params: Mapping) -> dict:
+        """``params`` as a job's key sees them: each of ``run_params`` at its default."""
+        return {**params, **{name: self.default_params[name] for name in self.run_params}}
 
     def missing_requirements(self) -> list:
         import importlib.util

@@ -350,6 +350,12 @@ def test_a_killed_fit_resumes_from_its_checkpoint_to_the_same_result(breast_canc
     assert whole.info_["best_step"] == resumed.info_["best_step"]
     assert resumed.info_["checkpoint_ignored"] is None
 
+    # the same job with other run params (threads, checkpoint interval) continues the same checkpoint
+    again = NPT(ds.meta, 0, **{**params, "cpus": 2, "checkpoint_minutes": 30}, device="cpu")
+    again.checkpoint_dir = str(folder)
+    again.fit(*fit_args)
+    assert again.info_["resumed_from_step"] is not None and again.info_["checkpoint_ignored"] is None
+
     # a checkpoint of another run (here: another learning rate) is never loaded, and the fit says why
     other = NPT(ds.meta, 0, **{**params, "lr": 5e-4}, device="cpu")
     other.checkpoint_dir = str(folder)

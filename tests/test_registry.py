@@ -110,3 +110,30 @@ def test_a_broken_plugin_package_is_reported_and_does_not_hide_the_others(tmp_pa
     assert out.returncode == 1
     assert "knn" in out.stdout and "gradient_boosting" in out.stdout
     assert "plugin 'broken' failed to load: ModuleNotFoundError: No module named 'no_such_dependency_xyz'" in out.stderr
+
+
+def test_run_params_are_left_out_of_the_job_key_and_published_keys_are_unchanged():
+    """A job's key holds a model's run params (NPT: cpus, checkpoint_minutes) at their defaults: the same
+    job run with more threads is found done; any other param is a new job; committed records keep their keys."""
+    from tabbench.jobs import job_key, resolve_params
+    from tabbench.spec import ModelSpec
+    from tabbench.store import Store
+
+    spec = load_models()["npt"].spec
+    assert spec.run_params == {"cpus", "checkpoint_minutes"}
+    base = resolve_params(spec, {}, gpu_available=False)
+
+    def key(params):
+        return job_key("npt", "npt", spec.key_params(params), "data", "split", 0, 0, 0)
+
+    assert key({**base, "cpus": 4, "checkpoint_minutes": 1.0}) == key(base)
+    assert key({**base, "lr": 5e-4}) != key(base)
+    folder = ROOT / "results" / "uci-small-npt-paper"
+    if not (folder / "records").is_dir():
+        pytest.skip("published results absent")
+    for r in Store(folder).latest().values():
+        assert job_key(r["method"], r["model"], spec.key_params(r["params"]), r["dataset_fingerprint"],
+                       r["split_fingerprint"], r["fold"], r["repeat"], r["seed"]) == r["key"]
+    with pytest.raises(ValueError, match="run_params names params not in default_params: \\['threads'\\]"):
+        ModelSpec(name="m", factory=object, tasks=frozenset({"binary"}), default_params={"cpus": 1},
+                  run_params=frozenset({"threads"}))
