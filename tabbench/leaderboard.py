@@ -105,13 +105,17 @@ def summarise(frame: pd.DataFrame) -> dict:
         splits = {dataset: set(zip(runs["fold"], runs["repeat"])) for dataset, runs in part.groupby("dataset")}
         for (method, dataset), runs in part.groupby(["method", "dataset"]):
             values = runs[column] if column in runs else pd.Series(np.nan, index=runs.index)
-            missing = len(splits[dataset] - set(zip(runs["fold"], runs["repeat"])))
-            if (runs["status"] != "ok").any() or values.isna().any() or missing:
-                failed = int((runs["status"] != "ok").sum())  # any failure status: error, invalid, timeout, ...
-                why = f"{failed} of {len(runs)} runs failed" if failed else \
-                    f"{int(values.isna().sum())} of {len(runs)} runs have no test {metric}" if values.isna().any() else \
-                    f"{len(splits[dataset]) - missing} of the dataset's {len(splits[dataset])} splits run"
-                incomplete.append((method, dataset, why))
+            failed = int((runs["status"] != "ok").sum())  # any failure status: error, invalid, timeout, ...
+            unscored = int(values.isna().sum())
+            ran = len(splits[dataset] & set(zip(runs["fold"], runs["repeat"])))
+            if failed:
+                incomplete.append((method, dataset, f"{failed} of {len(runs)} runs failed"))
+                continue
+            if unscored:
+                incomplete.append((method, dataset, f"{unscored} of {len(runs)} runs have no test {metric}"))
+                continue
+            if ran < len(splits[dataset]):
+                incomplete.append((method, dataset, f"{ran} of the dataset's {len(splits[dataset])} splits run"))
                 continue
             mean.loc[method, dataset] = values.mean()
             se.loc[method, dataset] = values.std(ddof=1) / math.sqrt(len(values)) if len(values) > 1 else np.nan
