@@ -6,7 +6,8 @@ in one place and is written to a checkpoint every few minutes:
 
     the model's weights, LAMB's moments, Lookahead's slow weights and counter, the generator that
     draws masks and batches, torch's global generator (dropout), the next step, the batches left in
-    the current epoch, the best-validation weights so far, and their snapshots at each step budget.
+    the current epoch, the best-validation weights so far, their snapshots at each step budget, and
+    the fit time spent so far (so that a resumed job's recorded fit time is the whole fit's).
 
 On the CPU a resumed run is bit for bit the run that was not interrupted (tested in
 tests/test_npt.py). Checkpoints are written atomically (a temporary file, then a rename), and a
@@ -59,6 +60,8 @@ class Run:
         self.budgets = tuple(b for b in budgets if b < steps)
         self.snapshots = {}  # budget -> (best_step at that budget, weights on the host)
         self.last_loss = None
+        self.earlier_seconds = 0.0  # fit time of the attempts this run was resumed from (their checkpoint's)
+        self.started = time.perf_counter()
 
     # --- best-so-far and budget snapshots -------------------------------------------------------
 
@@ -92,6 +95,7 @@ class Run:
             "torch_rng": torch.get_rng_state(), "step": self.step, "batches": self.batches,
             "best": self.best, "best_loss": self.best_loss, "best_step": self.best_step,
             "snapshots": self.snapshots, "last_loss": self.last_loss,
+            "seconds": self.earlier_seconds + time.perf_counter() - self.started,
         }
 
     def load_state_dict(self, state: dict):
@@ -105,6 +109,7 @@ class Run:
                 b.copy_(saved)
         self.best_loss, self.best_step = state["best_loss"], state["best_step"]
         self.snapshots, self.last_loss = state["snapshots"], state["last_loss"]
+        self.earlier_seconds = state.get("seconds", 0.0)  # checkpoints written before it was kept: unknown
 
 
 class Checkpointer:

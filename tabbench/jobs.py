@@ -162,7 +162,10 @@ def execute(job: Job, factory, meta, X, y, split, checkpoint_dir=None) -> dict:
                 estimator.checkpoint_dir = str(checkpoint_dir)
             t0 = time.perf_counter()
             _fit(estimator, job, X, y, split)
-            record["fit_seconds"] = time.perf_counter() - t0
+            earlier = getattr(estimator, "resumed_fit_seconds_", 0.0)  # of a fit resumed from a checkpoint
+            record["fit_seconds"] = time.perf_counter() - t0 + earlier
+            if earlier:
+                record["fit_seconds_before_resume"] = earlier
             t0 = time.perf_counter()
             test = _evaluate(estimator, meta, X.iloc[split.test], y[split.test])
             record["predict_seconds"] = time.perf_counter() - t0

@@ -16,6 +16,8 @@ The estimator contract, shared by every model (scikit-learn conventions):
 * Optionally resumable: when the harness gives a job a checkpoint folder it sets
   ``estimator.checkpoint_dir`` (a path, kept across re-runs of the same job, removed once the job's
   record is ``ok``) before ``fit``; a model may save its training state there and continue from it.
+  A resumed fit sets ``resumed_fit_seconds_`` (the fit time of the attempts it continues, kept in its
+  checkpoint): the record's ``fit_seconds`` is then the whole fit's, as if it had not been interrupted.
 * Optionally a budget curve: ``budgets_`` (a list of step counts) and ``at_budget(steps)`` (an
   estimator predicting as a run of that many steps would have); the harness records the metrics of each.
 * Optionally a pre-run check on the spec (``ModelSpec.check``): given the dataset, its split sizes,

@@ -356,6 +356,18 @@ def test_a_killed_fit_resumes_from_its_checkpoint_to_the_same_result(breast_canc
     again.fit(*fit_args)
     assert again.info_["resumed_from_step"] is not None and again.info_["checkpoint_ignored"] is None
 
+    # a job resumed by the harness records the whole fit's time: the checkpoint's part plus its own
+    from tabbench.jobs import Job, execute
+
+    assert whole.resumed_fit_seconds_ == 0.0
+    earlier = torch.load(folder / CHECKPOINT_FILE, weights_only=False)["run"]["seconds"]
+    assert earlier > 0 and resumed.resumed_fit_seconds_ > 0
+    job = Job("k", "s", "npt", "npt", {**params, "device": "cpu"}, None, "bc", "binary", 0, 0, 0, ds.fingerprint, sp.fingerprint)
+    record = execute(job, NPT, ds.meta, ds.X, ds.y, sp, checkpoint_dir=folder)
+    assert record["status"] == "ok", record.get("traceback")
+    assert record["fit_seconds_before_resume"] == earlier
+    assert record["fit_seconds"] > earlier
+
     # a checkpoint of another run (here: another learning rate) is never loaded, and the fit says why
     other = NPT(ds.meta, 0, **{**params, "lr": 5e-4}, device="cpu")
     other.checkpoint_dir = str(folder)
