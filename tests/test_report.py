@@ -99,6 +99,14 @@ def test_one_method_name_with_two_configurations_on_a_dataset_is_an_error_naming
     Store(tmp_path / "more").append({**short, "key": "other", "fold": 2})
     Store(tmp_path / "other").append({**long, "key": "elsewhere", "dataset": "d2", "dataset_fingerprint": "fp-d2"})
     assert len(load_sources([tmp_path / "short", tmp_path / "more", tmp_path / "other"])) == 3
+    # run params (NPT's threads and checkpoint interval) say how a job ran, not what it computed: they may differ
+    ran = {**record("npt", "d1", 3, 2.5, "regression"), "key": "ran", "params": {"steps": 10000, "e": 32, "cpus": 1}}
+    Store(tmp_path / "ran").append(ran)
+    Store(tmp_path / "ran-again").append({**ran, "key": "again", "fold": 4, "params": {**ran["params"], "cpus": 2}})
+    assert len(load_sources([tmp_path / "ran", tmp_path / "ran-again"])) == 2
+    Store(tmp_path / "longer").append({**ran, "key": "longer", "params": {**ran["params"], "steps": 20000}})
+    with pytest.raises(SourceError, match=r"\(params steps 10000 against 20000\)"):
+        load_sources([tmp_path / "ran", tmp_path / "longer"])
 
 
 def test_methods_of_one_model_are_told_apart_by_the_parameters_they_differ_in(tmp_path):
@@ -106,16 +114,16 @@ def test_methods_of_one_model_are_told_apart_by_the_parameters_they_differ_in(tm
     for fold in (0, 1):
         for dataset, steps in (("d1", 2000), ("d2", 10000)):
             store.append({**record("npt-long", dataset, fold, 1.0, "regression"), "model": "npt",
-                          "params": {"steps": steps, "e": 32, "lr": 1e-3}})
+                          "params": {"steps": steps, "e": 32, "lr": 1e-3, "cpus": 2}})
             store.append({**record("npt", dataset, fold, 2.0, "regression"), "model": "npt",
-                          "params": {"steps": 300, "e": 32, "lr": 1e-3}})
+                          "params": {"steps": 300, "e": 32, "lr": 1e-3, "cpus": 1}})
         store.append({**record("knn", "d1", fold, 3.0, "regression"), "params": {"k": 5}})
     md = write_leaderboard(tmp_path).read_text()
     section = md[md.index("## Methods of one model"):md.index("## RMSE")]
-    # e and lr are the same in both, knn is one method of its model: neither is listed
+    # e and lr are the same in both, cpus a run param, knn one method of its model: none is listed
     assert "| npt-long | npt | steps 2000 (d1), 10000 (d2) |" in section
     assert "| npt | npt | steps 300 |" in section
-    assert "knn" not in section and " e " not in section and "lr" not in section
+    assert "knn" not in section and " e " not in section and "lr" not in section and "cpus" not in section
 
 @pytest.fixture(scope="module")
 def uci_cpu(tmp_path_factory):

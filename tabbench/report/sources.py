@@ -4,12 +4,14 @@ A leaderboard over several folders (``tabbench leaderboard DIR DIR --name NAME``
 their records. Three rules keep the union honest: a dataset name must mean the same data in every
 folder (the same dataset fingerprint), a method name the same configuration on a dataset in every folder
 (the same parameters: ``npt`` at 300 steps in one folder and at 10,000 in another would otherwise be
-averaged into one row), and a job key present twice keeps its newest record (by ``finished_at``), as one
+averaged into one row; a model's run params, such as NPT's threads, say how a job ran, not what it
+computed, and may differ), and a job key present twice keeps its newest record (by ``finished_at``), as one
 store does with a re-run.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
@@ -30,7 +32,7 @@ def load_sources(folders):
         if not (folder / "records").is_dir():
             raise SourceError(f"{folder}: no records/ folder; run its suite first or name another results folder")
         for key, record in Store(folder).latest().items():
-            params = json.dumps(record.get("params") or {}, sort_keys=True)
+            params = json.dumps(computing_params(record.get("model"), record.get("params")), sort_keys=True)
             configs.setdefault((record["method"], record["dataset"]), {}).setdefault(folder, set()).add(params)
             seen = where.setdefault(record["dataset"], {})
             seen.setdefault(record.get("dataset_fingerprint"), folder)
@@ -51,6 +53,20 @@ def load_sources(folders):
                 f"({_difference(params_a, params_b)}); one leaderboard cannot average both into one row: give the "
                 f"method another name in one of the suites, or leave one folder out")
     return records_frame(records.values())
+
+
+def computing_params(model: str | None, params: dict | None) -> dict:
+    """``params`` without ``model``'s run params (``ModelSpec.run_params``: threads, a checkpoint interval),
+    which a job's key ignores too. A model no longer registered keeps all of its params."""
+    run_params = _run_params().get(model, frozenset())
+    return {name: value for name, value in (params or {}).items() if name not in run_params}
+
+
+@functools.cache
+def _run_params() -> dict:
+    from tabbench.plugins import load_models
+
+    return {name: entry.spec.run_params for name, entry in load_models().items()}
 
 
 def _difference(params_a: set, params_b: set) -> str:
