@@ -477,7 +477,7 @@ class NPT:
         budgets = nt.BUDGET_LADDER if P("budgets") is None else tuple(P("budgets"))
 
         run = nt.Run(model, opt, torch.Generator(device=dev).manual_seed(self.seed), steps, budgets)
-        same_job = {**self.params, **{n: DEFAULT_PARAMS[n] for n in RUN_PARAMS}, "seed": self.seed}
+        same_job = {**SPEC.key_params(self.params), "seed": self.seed}
         ckpt = nt.Checkpointer(getattr(self, "checkpoint_dir", None), P("checkpoint_minutes"),
                                nt.fingerprint(self.x_tab_.cpu().numpy(), params=same_job, model=model))
         ckpt.resume(run)
@@ -587,18 +587,21 @@ class NPT:
         return self.y_scaler_.inverse_transform(self._query_outputs(X).double().cpu().numpy())
 
 
+SPEC = ModelSpec(
+    name="npt", factory=NPT, tasks=frozenset({BINARY, MULTICLASS, REGRESSION}),
+    default_params=dict(DEFAULT_PARAMS), search_space={},
+    cpus=lambda p: p["cpus"], gpus=lambda p: 1 if p.get("device") == "cuda" else 0,
+    transductive=lambda p: bool(p["transductive"]),
+    requires=("torch",), install_hint="pip install 'tabbench[torch]'",
+    deterministic=False,  # seeded torch training: last digits differ across CPUs
+    check=check_cost, run_params=RUN_PARAMS,
+    description="Non-Parametric Transformer (Kossen et al. 2021): attention between rows and columns. "
+                "CPU cost of the defaults (e 32, 8 layers, 500 steps, batches of at most 2,048 rows): per step "
+                "about 0.4 CPU-s per 1,000 rows at 10 features, 2.2 s at 25, 10 s at 54; a job over the suite's "
+                "budget.time_s (else 48 CPU-hours) is refused before the run",
+)
+
+
 @tabbench.hookimpl
 def register_models(register):
-    register(ModelSpec(
-        name="npt", factory=NPT, tasks=frozenset({BINARY, MULTICLASS, REGRESSION}),
-        default_params=dict(DEFAULT_PARAMS), search_space={},
-        cpus=lambda p: p["cpus"], gpus=lambda p: 1 if p.get("device") == "cuda" else 0,
-        transductive=lambda p: bool(p["transductive"]),
-        requires=("torch",), install_hint="pip install 'tabbench[torch]'",
-        deterministic=False,  # seeded torch training: last digits differ across CPUs
-        check=check_cost, run_params=RUN_PARAMS,
-        description="Non-Parametric Transformer (Kossen et al. 2021): attention between rows and columns. "
-                    "CPU cost of the defaults (e 32, 8 layers, 500 steps, batches of at most 2,048 rows): per step "
-                    "about 0.4 CPU-s per 1,000 rows at 10 features, 2.2 s at 25, 10 s at 54; a job over the suite's "
-                    "budget.time_s (else 48 CPU-hours) is refused before the run",
-    ))
+    register(SPEC)

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from tabbench.metrics import PRIMARY, SELECTION
-from tabbench.report.sources import computing_params
+from tabbench.report.sources import key_params
 
 TASK_TITLES = {"binary": "AUROC (binary)", "multiclass": "Accuracy (multi-class)", "regression": "RMSE (regression)"}
 RUN_KEYS = ["method", "dataset", "fold", "repeat", "seed"]
@@ -159,7 +159,7 @@ def _variants_section(frame: pd.DataFrame, show: dict) -> list:
             continue
         values = {}  # method -> {param: {dataset: value}}
         for (method, dataset), params in part.groupby(["method", "dataset"])["params"]:
-            for name, value in computing_params(model, params.iloc[0]).items():
+            for name, value in key_params(model, params.iloc[0]).items():
                 values.setdefault(method, {}).setdefault(name, {})[dataset] = value
         names = sorted({n for v in values.values() for n in v})
         differ = [n for n in names if any(_differs(a.get(n, {}), b.get(n, {}))

@@ -32,7 +32,7 @@ def load_sources(folders):
         if not (folder / "records").is_dir():
             raise SourceError(f"{folder}: no records/ folder; run its suite first or name another results folder")
         for key, record in Store(folder).latest().items():
-            params = json.dumps(computing_params(record.get("model"), record.get("params")), sort_keys=True)
+            params = json.dumps(key_params(record.get("model"), record.get("params")), sort_keys=True)
             configs.setdefault((record["method"], record["dataset"]), {}).setdefault(folder, set()).add(params)
             seen = where.setdefault(record["dataset"], {})
             seen.setdefault(record.get("dataset_fingerprint"), folder)
@@ -55,18 +55,18 @@ def load_sources(folders):
     return records_frame(records.values())
 
 
-def computing_params(model: str | None, params: dict | None) -> dict:
-    """``params`` without ``model``'s run params (``ModelSpec.run_params``: threads, a checkpoint interval),
-    which a job's key ignores too. A model no longer registered keeps all of its params."""
-    run_params = _run_params().get(model, frozenset())
-    return {name: value for name, value in (params or {}).items() if name not in run_params}
+def key_params(model: str | None, params: dict | None) -> dict:
+    """``params`` as a job's key sees them: ``model``'s run params (``ModelSpec.run_params``: threads, a
+    checkpoint interval) at their defaults. A model no longer registered keeps its params as they are."""
+    spec = _specs().get(model)
+    return spec.key_params(params or {}) if spec else dict(params or {})
 
 
 @functools.cache
-def _run_params() -> dict:
+def _specs() -> dict:
     from tabbench.plugins import load_models
 
-    return {name: entry.spec.run_params for name, entry in load_models().items()}
+    return {name: entry.spec for name, entry in load_models().items()}
 
 
 def _difference(params_a: set, params_b: set) -> str:
