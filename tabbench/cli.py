@@ -44,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--folds", type=lambda t: tuple(int(x) for x in _csv(t)), default=(), metavar="0,1",
                      help="only these folds of each dataset's split")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _tables_only_arg(run)
     _plugin_arg(run)
     _data_args(run)
 
@@ -63,8 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                           "suites/published/npt-paper.yaml (default: the "
                                                           "published: file of the suites named)")
     board.add_argument("--results", default="results", metavar="DIR", help="results root (default: results/)")
-    board.add_argument("--tables-only", action="store_true",
-                       help="only leaderboard.md and .csv: no tests, figures or LaTeX (no `report` extra needed)")
+    _tables_only_arg(board)
 
     compare = sub.add_parser("compare", help="compare two result folders per method and dataset; writes "
                                              "comparison.md and .csv into the first")
@@ -110,6 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_run(args) -> int:
+    from tabbench.report import report_installed
     from tabbench.data.cache import DataPaths
     from tabbench.runner import RunOptions, run_suite
     from tabbench.suite import load_suite
@@ -119,7 +120,7 @@ def cmd_run(args) -> int:
                          retry_failed=args.retry_failed, models=args.models, datasets=args.datasets, folds=args.folds,
                          plugin_files=tuple(args.plugin),
                          data_paths=DataPaths.from_env(args.cache, args.mirror, base=suite.path.parent),
-                         progress=not args.no_progress)
+                         progress=not args.no_progress, report=not args.tables_only and report_installed())
     summary = run_suite(suite, options)
     failures = ", ".join(f"{n} {status}" for status, n in sorted(summary.failures.items())) or "none"
     print(f"{summary.planned} jobs: {summary.done} ran, {summary.skipped} skipped (already done), "
@@ -163,6 +164,7 @@ def cmd_plan(args) -> int:
 
 def cmd_leaderboard(args) -> int:
     from tabbench.leaderboard import write_leaderboard
+    from tabbench.report import report_installed
     from tabbench.report.sources import SourceError
 
     folders, published = [], {Path(args.published)} if args.published else set()
@@ -182,7 +184,7 @@ def cmd_leaderboard(args) -> int:
                   "choose one with --published FILE"
     elif len(folders) > 1 and not args.name:
         problem = "several targets are ranked together into RESULTS/NAME/: add --name NAME"
-    elif not args.tables_only and not _report_installed():
+    elif not args.tables_only and not report_installed():
         problem = "the tests and figures need the report extra: pip install 'tabbench[report]' (or pass --tables-only)"
     for folder in folders:
         if not (folder / "records").is_dir():
@@ -200,10 +202,9 @@ def cmd_leaderboard(args) -> int:
     return 0
 
 
-def _report_installed() -> bool:
-    from importlib.util import find_spec
-
-    return all(find_spec(name) for name in ("matplotlib", "scikit_posthocs"))
+def _tables_only_arg(parser) -> None:
+    parser.add_argument("--tables-only", action="store_true",
+                        help="only leaderboard.md and .csv: no tests, figures or LaTeX (no `report` extra needed)")
 
 
 def cmd_models(args) -> int:

@@ -40,6 +40,7 @@ class RunOptions:
     plugin_files: tuple = ()
     data_paths: DataPaths | None = None
     progress: bool = True
+    report: bool = False  # the leaderboard's tests, figures and LaTeX too (the `report` extra), as `tabbench leaderboard`
 
 
 @dataclass
@@ -203,7 +204,7 @@ def _run(suite: Suite, options: RunOptions, store: Store, summary: RunSummary, s
     from tabbench.leaderboard import write_leaderboard
 
     stop.pause_point("leaderboard")
-    write_leaderboard(store.dir, suite.published)
+    write_leaderboard(store.dir, suite.published, report=options.report)
     stop.check()  # a SIGINT whose KeyboardInterrupt something swallowed still stops the run
     return summary
 

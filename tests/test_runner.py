@@ -146,7 +146,13 @@ def test_quickstart_end_to_end_through_the_cli(tmp_path):
                                    "rank_all"}  # rank_all: every dataset's rank pooled (Table 1's order)
     auroc = board[(board.table == "test_auroc")].set_index("method")["value"]
     assert len(auroc) == 8 and (auroc > 0.97).all()  # every baseline is strong on breast cancer
+    # the run writes the leaderboard `tabbench leaderboard` writes: with the report extra, its tests and figures
+    full = (results / "quickstart" / "leaderboard.md").read_text()
+    assert "## Pairwise win rates" in full and (results / "quickstart" / "win-rate.csv").exists()
+    tables = subprocess.run(cmd + ["--tables-only"], capture_output=True, text=True, timeout=600)
+    assert tables.returncode == 0 and "0 ran, 128 skipped" in tables.stdout, tables.stderr[-3000:]
+    assert "## Pairwise win rates" not in (results / "quickstart" / "leaderboard.md").read_text()
     (results / "quickstart" / "leaderboard.md").unlink()
     again = subprocess.run([sys.executable, "-m", "tabbench.cli", "leaderboard", str(results / "quickstart")],
                            capture_output=True, text=True, check=True)
-    assert "leaderboard.md" in again.stdout and (results / "quickstart" / "leaderboard.md").exists()
+    assert "leaderboard.md" in again.stdout and (results / "quickstart" / "leaderboard.md").read_text() == full

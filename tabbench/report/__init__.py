@@ -4,3 +4,10 @@ significance tests, win rates, cost against quality, and LaTeX.
 The statistics come from scipy.stats and scikit-posthocs and the figures from matplotlib (the
 ``report`` extra); they are imported only inside the functions that use them, so the core stays light.
 """
+
+
+def report_installed() -> bool:
+    """Whether the ``report`` extra (the tests' and figures' libraries) is installed."""
+    from importlib.util import find_spec
+
+    return all(find_spec(name) for name in ("matplotlib", "scikit_posthocs"))
