@@ -367,6 +367,7 @@ def test_a_killed_fit_resumes_from_its_checkpoint_to_the_same_result(breast_canc
     assert record["status"] == "ok", record.get("traceback")
     assert record["fit_seconds_before_resume"] == earlier
     assert record["fit_seconds"] > earlier
+    assert record["wall_seconds"] > record["fit_seconds"]  # the whole job's too (tabbench plan's basis)
 
     # a checkpoint of another run (here: another learning rate) is never loaded, and the fit says why
     other = NPT(ds.meta, 0, **{**params, "lr": 5e-4}, device="cpu")
