@@ -42,6 +42,7 @@ CONFIGS = {  # name: (rows, numeric features, categorical feature cardinalities,
     "boston": (506, 11, (2, 9), 0, 128),  # CHAS and RAD categorical, as in the paper
     "breast-cancer": (569, 30, (), 2, 32),  # the paper's config for it (e 32)
     "yacht-e32": (308, 0, (5, 10, 8, 17, 10, 14), 0, 32),  # the authors' encoding (all six categorical), e 32
+    "concrete-e32": (1030, 8, (), 0, 32),  # e 32, as uci-small-npt-paper's npt-e32 runs it
 }
 PATHS = ("explicit-fp32", "fused-fp32", "fused-bf16", "fused-bf16-ckpt")
 
