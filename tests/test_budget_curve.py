@@ -5,7 +5,7 @@ import pytest
 
 from tabbench.leaderboard import write_leaderboard
 from tabbench.metrics import PRIMARY
-from tabbench.report.budget import budget_table, versus_paper
+from tabbench.report.budget import budget_figure, budget_table, versus_paper
 from tabbench.store import Store, records_frame
 
 pytest.importorskip("matplotlib")
@@ -51,3 +51,20 @@ def test_the_report_draws_the_curves_next_to_the_published_number(tmp_path):
     assert "1.27" in svg  # the published number's line is labelled
     csv = pd.read_csv(store.dir / "budget-curves.csv")
     assert list(csv["steps"]) == [100, 300, 1000]
+
+
+def test_a_method_has_one_colour_in_every_panel():
+    # "b" is the only method on boston and the second on yacht: matplotlib's cycle alone would colour
+    # it differently in the two panels
+    frames = []
+    for method, dataset in (("a", "yacht"), ("b", "yacht"), ("b", "boston")):
+        frame = budget_table(records_frame(RECORDS), PRIMARY)
+        frames.append(frame.assign(method=method, dataset=dataset))
+    fig = budget_figure(pd.concat(frames))
+    colours = {}
+    for ax in fig.axes:
+        for container in ax.containers:
+            method = container.get_label().split(" ")[0]
+            colours.setdefault(method, set()).add(container.lines[0].get_color())
+    assert colours.keys() == {"a", "b"} and all(len(c) == 1 for c in colours.values())
+    assert colours["a"] != colours["b"]

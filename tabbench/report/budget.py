@@ -63,13 +63,15 @@ def budget_figure(table: pd.DataFrame, published=None):
 
     plt = _pyplot()
     datasets = sorted(table["dataset"].unique())
+    cycle = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    colour = {m: cycle[i % len(cycle)] for i, m in enumerate(sorted(table["method"].unique()))}  # one per method in every panel
     fig, axes = plt.subplots(1, len(datasets), figsize=(3.6 * len(datasets), 3.2), squeeze=False)
     for ax, dataset in zip(axes[0], datasets):
         part = table[table["dataset"] == dataset]
         for method, curve in part.groupby("method"):
             curve = curve.sort_values("steps")
             ax.errorbar(curve["steps"], curve["mean"], yerr=curve["se"].fillna(0), marker="o", ms=3, capsize=2,
-                        label=f"{method} ({int(curve['runs'].max())} runs)")
+                        color=colour[method], label=f"{method} ({int(curve['runs'].max())} runs)")
         paper = _paper(published, dataset)
         if paper:
             ax.axhline(paper[0], color="k", ls="--", lw=1, label=f"npt, {published.name}: {paper[0]:g}")
