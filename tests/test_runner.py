@@ -84,6 +84,14 @@ def test_a_failing_model_is_recorded_and_the_run_completes(tmp_path, ray_session
     board = (tmp_path / "results" / "small" / "leaderboard.md").read_text()
     assert "flaky on diabetes (1 of 1 runs failed)" in board
 
+    # a job's checkpoint goes when its record is ok; a failed job keeps its checkpoint to continue from
+    store = Store(tmp_path / "results" / "small")
+    for key in frame["key"]:
+        (store.checkpoint_dir(key) / "state").mkdir(parents=True)
+    _run(tmp_path, raw, plugin_files=(str(plugin),), force=True)
+    kept = {key for key in frame["key"] if store.checkpoint_dir(key).exists()}
+    assert kept == {failed["key"]}
+
 
 def test_records_carry_fingerprints_metrics_costs_and_environment(tmp_path, ray_session):
     _run(tmp_path, models=("knn",), datasets=("diabetes",))
