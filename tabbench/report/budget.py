@@ -64,7 +64,8 @@ def budget_figure(table: pd.DataFrame, published=None):
     plt = _pyplot()
     datasets = sorted(table["dataset"].unique())
     cycle = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    colour = {m: cycle[i % len(cycle)] for i, m in enumerate(sorted(table["method"].unique()))}  # one per method in every panel
+    # one colour per method in every panel, whichever methods a panel has
+    colour = {m: cycle[i % len(cycle)] for i, m in enumerate(sorted(table["method"].unique()))}
     fig, axes = plt.subplots(1, len(datasets), figsize=(3.6 * len(datasets), 3.2), squeeze=False)
     for ax, dataset in zip(axes[0], datasets):
         part = table[table["dataset"] == dataset]
