@@ -155,7 +155,7 @@ def test_fused_and_explicit_attention_agree(flags):
     torch.testing.assert_close(maps[0].sum(-1), torch.ones(1, 4, len(x)))
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64])
 def test_cpu_dropout_zeroes_p_of_the_entries_and_scales_the_rest(dtype):
     torch.manual_seed(0)
     x = (torch.rand(400, 1000) + 0.5).to(dtype).requires_grad_()
@@ -165,8 +165,8 @@ def test_cpu_dropout_zeroes_p_of_the_entries_and_scales_the_rest(dtype):
     # 400,000 draws: the zero share is within 5 standard errors (0.0024) of p
     assert abs(dropped.float().mean().item() - 0.1) < 5 * (0.1 * 0.9 / x.numel()) ** 0.5
     kept = ~dropped
-    # scaled by 1 / (1 - p), p kept to 1 / 65,536 (fp32) or to bf16's rounding
-    rtol = 1e-4 if dtype == torch.float32 else 1e-2
+    # scaled by 1 / (1 - p), p kept to 1 / 65,536 (fp32, fp64) or to the half types' rounding
+    rtol = 1e-4 if dtype in (torch.float32, torch.float64) else 1e-2
     torch.testing.assert_close(y[kept].float(), x.detach()[kept].float() / 0.9, rtol=rtol, atol=0)
     # the gradient is the same mask: 1 / (1 - p) where kept, 0 where dropped
     assert (x.grad[dropped] == 0).all()
