@@ -22,6 +22,8 @@ optimiser state and Lookahead's slow weights), i.e. the step's working memory.
 
     python benchmarks/npt_step.py                       # all configs, all paths, default device
     python benchmarks/npt_step.py --device cpu --rows 256 --steps 3 --threads 2
+    git worktree add ../before HEAD~1 && python benchmarks/npt_step.py --against ../before/plugins ...
+                                                        # before/after a change, steps interleaved
 """
 
 from __future__ import annotations
@@ -47,7 +49,20 @@ CONFIGS = {  # name: (rows, numeric features, categorical feature cardinalities,
 PATHS = ("explicit-fp32", "fused-fp32", "fused-bf16", "fused-bf16-ckpt")
 
 
-def worker(name, path, rows, steps, warmup, device, threads, layers, heads, optimizer="fused", profile=False):
+def load_model_module(folder):
+    """``npt_model.py`` of another tree (e.g. a git worktree of an earlier commit's ``plugins/``), imported
+    under its own name beside this tree's, so that both versions of the model run in one process."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("npt_model_against", os.path.join(folder, "npt_model.py"))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the class is made
+    spec.loader.exec_module(module)
+    return module
+
+
+def worker(name, path, rows, steps, warmup, device, threads, layers, heads, optimizer="fused", profile=False,
+           against=None):
     import torch
 
     from tabbench_plugins import npt_model as nm
@@ -68,6 +83,13 @@ def worker(name, path, rows, steps, warmup, device, threads, layers, heads, opti
     model = nm.NPT(cfg).to(dev)
     params = list(model.parameters())
     opt = no.Lookahead(no.Lamb(params, lr=1e-3, grad_clamp=1.0, fused=optimizer == "fused"))
+    if against:  # the other tree's model, same config and initial weights, its own optimiser
+        other = load_model_module(against)
+        model_b = other.NPT(other.NPTConfig(**{f: getattr(cfg, f) for f in other.NPTConfig.__dataclass_fields__
+                                                  if hasattr(cfg, f)})).to(dev)
+        model_b.load_state_dict(model.state_dict())
+        opt_b = no.Lookahead(no.Lamb(list(model_b.parameters()), lr=1e-3, grad_clamp=1.0,
+                                     fused=optimizer == "fused"))
     # a real-looking table: standardised numeric values, uniform classes; nothing missing
     x = torch.randn(n, d, device=dev)
     for j, c in enumerate(cards):
@@ -80,7 +102,7 @@ def worker(name, path, rows, steps, warmup, device, threads, layers, heads, opti
 
     from torch.profiler import record_function as phase  # a no-op unless --profile is on
 
-    def step():
+    def step(nm=nm, model=model, opt=opt):
         with phase("masking"):
             c = nm.corrupt(x, missing, ~missing, p, cards_t, gen)
         with phase("forward"), torch.autocast(dev.type, dtype=torch.bfloat16, enabled=bf16):
@@ -99,8 +121,13 @@ def worker(name, path, rows, steps, warmup, device, threads, layers, heads, opti
         if dev.type == "cuda":
             torch.cuda.synchronize()
 
+    def step_against():
+        step(other, model_b, opt_b)
+
     for _ in range(warmup):
         step()
+        if against:
+            step_against()
     sync()
     if dev.type == "cuda":
         torch.cuda.reset_peak_memory_stats()
@@ -115,12 +142,13 @@ def worker(name, path, rows, steps, warmup, device, threads, layers, heads, opti
         with open("/proc/self/clear_refs", "w") as f:
             f.write("5")
         base = proc_status_kib("VmRSS") * 1024
-    times = []
-    for _ in range(steps):
-        t0 = time.perf_counter()
-        step()
-        sync()
-        times.append(time.perf_counter() - t0)
+    times, times_against = [], []
+    for _ in range(steps):  # with --against, the two trees' steps alternate: both see the same machine load
+        for fn, out in ((step, times), (step_against, times_against))[:2 if against else 1]:
+            t0 = time.perf_counter()
+            fn()
+            sync()
+            out.append(time.perf_counter() - t0)
     if profile:
         print_profile(model, step, sync, dev)
     if dev.type == "cuda":
@@ -132,7 +160,8 @@ def worker(name, path, rows, steps, warmup, device, threads, layers, heads, opti
     ms = statistics.median(times) * 1000
     return {"config": name, "path": path, "rows": n, "cols": d, "e": e, "n_params": model.n_params(),
             "ms": ms, "rows_per_s": n / (ms / 1000), "peak": peak, "added": peak - base, "reserved": reserved,
-            "device": dev_name, "steps": steps}
+            "device": dev_name, "steps": steps,
+            "ms_against": statistics.median(times_against) * 1000 if against else None}
 
 
 def print_profile(model, step, sync, dev, steps=3):
@@ -203,6 +232,10 @@ def main(argv=None):
                     help="LAMB as one compiled kernel per parameter (the plugin's default for large models) or "
                          "the multi-tensor kernels")
     ap.add_argument("--profile", action="store_true", help="print where a step's time goes (torch.profiler)")
+    ap.add_argument("--against", metavar="DIR",
+                    help="another tree's plugins/ folder (e.g. a git worktree of the commit before a change): "
+                         "its model's steps alternate with this tree's in one process, a before/after that "
+                         "machine load cannot bias (peak memory then covers both models)")
     ap.add_argument("--worker", nargs=2, metavar=("CONFIG", "PATH"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     for option, given, known in (("--configs", args.configs, CONFIGS), ("--paths", args.paths, PATHS)):
@@ -219,7 +252,7 @@ def main(argv=None):
     steps = args.steps or (10 if device == "cuda" else 3)
     if args.worker:
         print(json.dumps(worker(*args.worker, rows, steps, args.warmup, device, args.threads, args.layers,
-                                args.heads, args.optimizer, args.profile)))
+                                args.heads, args.optimizer, args.profile, args.against)))
         return
 
     results = []
@@ -236,6 +269,8 @@ def main(argv=None):
                    "--layers", str(args.layers), "--heads", str(args.heads), "--optimizer", args.optimizer]
             if args.profile:
                 cmd.append("--profile")
+            if args.against:
+                cmd += ["--against", os.path.abspath(args.against)]
             if rows:
                 cmd += ["--rows", str(rows)]
             proc = subprocess.run(cmd, capture_output=True, text=True)
@@ -264,6 +299,12 @@ def main(argv=None):
         res = f"{gib(r['reserved'])} | " if device == "cuda" else ""
         print(f"| {r['config']} | {r['rows']} x {r['cols']}, {r['e']} | {r['n_params'] / 1e6:.1f}M | {r['path']} | "
               f"{r['ms']:.0f} | {r['rows_per_s']:.0f} | {gib(r['peak'])} | {gib(r['added'])} | {res}{speed} | {pr} | {ar} |")
+    if args.against:
+        print(f"\nagainst {args.against}, steps alternating in one process (threads: {args.threads or 'default'})")
+        print("| config | path | against ms/step | this tree ms/step | speed-up |\n|---|---|---|---|---|")
+        for r in results:
+            print(f"| {r['config']} | {r['path']} | {r['ms_against']:.0f} | {r['ms']:.0f} | "
+                  f"{r['ms_against'] / r['ms']:.2f}x |")
 
 
 if __name__ == "__main__":
