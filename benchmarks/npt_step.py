@@ -121,13 +121,13 @@ def worker(name, path, rows, steps, warmup, device, threads, layers, heads, opti
         if dev.type == "cuda":
             torch.cuda.synchronize()
 
-    def step_against():
-        step(other, model_b, opt_b)
-
+    times, times_against = [], []
+    sides = [(step, times)]  # with --against, the two trees' steps alternate: both see the same machine load
+    if against:
+        sides.append((lambda: step(other, model_b, opt_b), times_against))
     for _ in range(warmup):
-        step()
-        if against:
-            step_against()
+        for fn, _out in sides:
+            fn()
     sync()
     if dev.type == "cuda":
         torch.cuda.reset_peak_memory_stats()
@@ -142,9 +142,8 @@ def worker(name, path, rows, steps, warmup, device, threads, layers, heads, opti
         with open("/proc/self/clear_refs", "w") as f:
             f.write("5")
         base = proc_status_kib("VmRSS") * 1024
-    times, times_against = [], []
-    for _ in range(steps):  # with --against, the two trees' steps alternate: both see the same machine load
-        for fn, out in ((step, times), (step_against, times_against))[:2 if against else 1]:
+    for _ in range(steps):
+        for fn, out in sides:
             t0 = time.perf_counter()
             fn()
             sync()
