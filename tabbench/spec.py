@@ -89,7 +89,8 @@ class ModelSpec:
     """A model as a plugin registers it.
 
     ``default_params`` lists every parameter the model accepts (a suite may override any of them,
-    and naming another one is an error caught before a run starts). ``search_space`` maps parameter
+    and naming another one is an error caught before a run starts); left out, it is the factory's
+    ``defaults`` (tabbench.estimator.Estimator). ``tasks`` defaults to all three. ``search_space`` maps parameter
     names to the candidate values used when a suite asks for tuning. ``gpus`` may be a number or a
     function of the resolved params (e.g. ``lambda p: 1 if p["device"] == "cuda" else 0``).
     ``check(meta, sizes, params, budget_s)``, when given, runs before a run starts for every dataset
@@ -100,8 +101,9 @@ class ModelSpec:
 
     name: str
     factory: Callable[..., Any]
-    tasks: frozenset
-    default_params: Mapping = field(default_factory=dict)
+    tasks: frozenset = frozenset(TASKS)
+    # None: the factory's ``defaults`` (a tabbench.estimator.Estimator subclass declares them once there)
+    default_params: Mapping | None = None
     search_space: Mapping = field(default_factory=dict)
     cpus: float | Callable[[Mapping], float] = 1
     gpus: float | Callable[[Mapping], float] = 0
@@ -124,6 +126,8 @@ class ModelSpec:
     run_params: frozenset = frozenset()
 
     def __post_init__(self):
+        if self.default_params is None:
+            object.__setattr__(self, "default_params", dict(getattr(self.factory, "defaults", {})))
         unknown = set(self.tasks) - set(TASKS)
         if unknown or not self.tasks:
             raise ValueError(f"model {self.name!r}: tasks must be a non-empty subset of {TASKS}, got {sorted(self.tasks)}")
