@@ -15,7 +15,7 @@ rows with the n-row table as context: one forward pass over 2n rows).
     python benchmarks/npt_default_cost.py --mirror ../shared/datasets --rows 256,512,1024,2048
 
 Prints a table with the operations per CPU-second each measurement reaches, counted as the plugin's
-pre-run cost check counts them (``pass_flops``); ``CPU_FLOPS`` in plugins/npt.py is set from it.
+pre-run cost check counts them (``pass_flops``); ``CPU_FLOPS`` in plugins/npt/cost.py is set from it.
 """
 
 from __future__ import annotations
@@ -80,12 +80,12 @@ def main(argv=None):
         gc.collect()
         print(f"  {n} rows: {step:.2f} s/step, eval {evaluate:.2f} s", flush=True)
 
-    from tabbench_plugins.npt import CPU_FLOPS, UPDATE_SECONDS, pass_flops
+    from tabbench_plugins.npt.cost import CPU_FLOPS, UPDATE_SECONDS, pass_flops
 
     width, abd = (X.shape[1] + 1) * 32, 4  # the defaults: e = 32 per column (target included), 8 layers
     print(f"\ndevice: {cpu_model()}, {args.threads} thread(s); covertype {X.shape[1]} features, "
           f"{rows[0][3] / 1e6:.1f}M params; step = (fit of {args.steps + 1} steps - fit of 1) / {args.steps}, "
-          f"CPU seconds; GFLOP/s as tabbench_plugins.npt.pass_flops counts them (a step's LAMB update, "
+          f"CPU seconds; GFLOP/s as tabbench_plugins.npt.cost.pass_flops counts them (a step's LAMB update, "
           f"{UPDATE_SECONDS:g} s per parameter, subtracted)")
     print("| rows per batch | s per step | s per 1,000 rows | step GFLOP/s | eval pass, 2n rows (s) | eval GFLOP/s |")
     print("|---|---|---|---|---|---|")

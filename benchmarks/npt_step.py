@@ -50,11 +50,14 @@ PATHS = ("explicit-fp32", "fused-fp32", "fused-bf16", "fused-bf16-ckpt")
 
 
 def load_model_module(folder):
-    """``npt_model.py`` of another tree (e.g. a git worktree of an earlier commit's ``plugins/``), imported
+    """The NPT model of another tree's ``plugins/`` (e.g. a git worktree of an earlier commit), imported
     under its own name beside this tree's, so that both versions of the model run in one process."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("npt_model_against", os.path.join(folder, "npt_model.py"))
+    path = os.path.join(folder, "npt", "model.py")  # plugins/npt/ since NPT is a package
+    if not os.path.exists(path):
+        path = os.path.join(folder, "npt_model.py")  # an earlier tree's plugins/
+    spec = importlib.util.spec_from_file_location("npt_model_against", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up while the class is made
     spec.loader.exec_module(module)
@@ -65,8 +68,8 @@ def worker(name, path, rows, steps, warmup, device, threads, layers, heads, opti
            against=None):
     import torch
 
-    from tabbench_plugins import npt_model as nm
-    from tabbench_plugins import npt_optim as no
+    from tabbench_plugins.npt import model as nm
+    from tabbench_plugins.npt import optimiser as no
 
     if threads:
         torch.set_num_threads(threads)

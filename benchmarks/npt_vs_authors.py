@@ -26,7 +26,7 @@ compiled kernel per parameter) in Lookahead, our masking and loss, transductive 
 validation and test rows in every batch with their targets masked), with ``amp=True`` (bf16 autocast
 on a CPU with bf16 matrix instructions) and ``amp=False`` (fp32). The steps are timed from inside the
 real loop: fit calls its checkpointer's ``maybe_save`` once at the end of every step, so for the run the
-script swaps ``tabbench_plugins.npt_train.Checkpointer`` for a subclass that (with no checkpoint folder,
+script swaps ``tabbench_plugins.npt.checkpoints.Checkpointer`` for a subclass that (with no checkpoint folder,
 like the base class it saves nothing) records the time since the previous step ended, runs one step of
 the authors' code (timed on its own), then restarts the clock. After warm-up + ``--steps`` steps it ends
 the run by setting ``run.step = steps``. So a fit of the paper's length (its LR and tradeoff schedules)
@@ -329,7 +329,7 @@ def run_ours(name, ds, train, val, test, layers, amp, threads, n_steps, between)
     """NPT.fit of the paper's config, cut after ``n_steps`` steps; ``between()`` runs after each step.
     Returns (step seconds, the fitted estimator)."""
     from tabbench_plugins import npt as plugin
-    from tabbench_plugins import npt_train as nt
+    from tabbench_plugins.npt import checkpoints as nt
 
     paper = PAPER[name]
     est = plugin.NPT(ds.meta, seed=0, e=paper["e"], n_layers=layers, n_heads=8, lr=paper["lr"],

@@ -1,4 +1,4 @@
-"""The NPT plugin (plugins/npt.py, npt_model.py, npt_optim.py): properties the paper relies on, on real data.
+"""The NPT plugin (plugins/npt/: estimator, model, optimiser, training): properties the paper relies on, on real data.
 
 Runs on the CPU with one torch thread (two threads collapse when the two cores are shared) and small
 models, so the file takes a few minutes; the budgets are stated where a test trains.
@@ -22,9 +22,9 @@ from tabbench.data.cache import DataPaths  # noqa: E402
 from tabbench.data.dataset import DatasetConfig, SplitConfig, load_dataset  # noqa: E402
 from tabbench.data.splits import make_splits  # noqa: E402
 from tabbench.plugins import load_models  # noqa: E402
-from tabbench_plugins import npt_model as nm  # noqa: E402
-from tabbench_plugins import npt_optim as no  # noqa: E402
-from tabbench_plugins.npt import DEFAULT_PARAMS, NPT  # noqa: E402
+from tabbench_plugins.npt import NPT  # noqa: E402
+from tabbench_plugins.npt import model as nm  # noqa: E402
+from tabbench_plugins.npt import optimiser as no  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 POKER = REPO / ".." / "shared" / "datasets" / "uci" / "poker" / "poker-hand-training-true.data"
@@ -71,7 +71,7 @@ def bc_tensors(n=120):
 
 def test_registered_with_every_param_and_listing_imports_no_torch():
     spec = load_models()["npt"].spec
-    assert dict(spec.default_params) == DEFAULT_PARAMS
+    assert dict(spec.default_params) == NPT.defaults
     assert spec.resources({**spec.default_params, "device": "cuda"})["num_gpus"] == 1
     assert spec.resources({**spec.default_params, "device": "cpu"})["num_gpus"] == 0
     code = "import sys; from tabbench.plugins import load_models; load_models(); assert 'torch' not in sys.modules"
@@ -80,8 +80,8 @@ def test_registered_with_every_param_and_listing_imports_no_torch():
 
 def test_unknown_param_is_rejected(breast_cancer):
     ds, sp = breast_cancer
-    with pytest.raises(ValueError, match="unknown params"):
-        NPT(ds.meta, 0, embedding=8).fit(ds.X.iloc[sp.train], ds.y[sp.train])
+    with pytest.raises(TypeError, match=r"unknown params \['embedding'\]"):
+        NPT(ds.meta, 0, embedding=8)
 
 
 # --- the model --------------------------------------------------------------------------------------
@@ -127,6 +127,7 @@ def test_estimator_predictions_are_row_permutation_equivariant(breast_cancer, bc
     # the estimator runs under bf16 autocast on this CPU (amp=True): equal up to bf16 rounding
     np.testing.assert_allclose(bc_model.predict_proba(X_test.iloc[perm]), bc_model.predict_proba(X_test)[perm],
                                atol=3e-3)
+
 
 
 @pytest.mark.parametrize("flags", [{}, {"ln_kv": True, "temperature": "head", "residual": "identity"}])
@@ -317,7 +318,7 @@ def test_a_killed_fit_resumes_from_its_checkpoint_to_the_same_result(breast_canc
     import signal
     import time
 
-    from tabbench_plugins.npt_train import CHECKPOINT_FILE
+    from tabbench_plugins.npt.checkpoints import CHECKPOINT_FILE
 
     ds, sp = breast_cancer
     params = dict(SMALL, steps=40, eval_every=3, dropout=0.1, budgets=[10, 20], checkpoint_minutes=0)
@@ -465,6 +466,7 @@ def test_schedules():
     assert no.flat_then_anneal(75, 100, 0.5) == pytest.approx(0.5)
     lam = [no.cosine_tradeoff(s, 100, 1.0) for s in range(101)]
     assert lam[0] == 1.0 and lam[50] == pytest.approx(0.5) and lam[100] == 0.0
+
 
 
 # --- behaviour on real data -------------------------------------------------------------------------

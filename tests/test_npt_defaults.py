@@ -15,7 +15,8 @@ from tabbench.data.cache import DataPaths  # noqa: E402
 from tabbench.plugins import load_models  # noqa: E402
 from tabbench.runner import RunError, RunOptions, load_data, model_refusals, run_suite  # noqa: E402
 from tabbench.suite import load_suite  # noqa: E402
-from tabbench_plugins.npt import AUTO_BATCH_ROWS, NPT, n_batches  # noqa: E402
+from tabbench_plugins.npt import NPT  # noqa: E402
+from tabbench_plugins.npt.cost import AUTO_BATCH_ROWS, n_batches  # noqa: E402
 
 COVER = "uci/covertype/covertype-kaggle-train.csv"  # 15,120 rows x 54 features, 7 classes (SOURCES.md)
 ROOT = Path(__file__).resolve().parents[1]

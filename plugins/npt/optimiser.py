@@ -1,4 +1,4 @@
-"""LAMB wrapped in Lookahead, and the "flat then anneal" schedules NPT trains with.
+"""LAMB wrapped in Lookahead, and the learning-rate and loss-weight schedules NPT trains with.
 
 NPT (Kossen et al. 2021) optimises with LAMB (You et al. 2019, arXiv 1904.00962) inside Lookahead
 (Zhang et al. 2019, arXiv 1907.08610): betas 0.9/0.999, eps 1e-6, no weight decay, alpha 0.5, k 6.
@@ -209,3 +209,4 @@ def flat_then_anneal(step: int, total: int, flat_fraction: float) -> float:
 def cosine_tradeoff(step: int, total: int, init: float) -> float:
     """The loss weight lambda of the feature loss: ``init`` at step 0, cosine-annealed to 0 at ``total``."""
     return init * 0.5 * (1.0 + math.cos(math.pi * min(step, total) / max(total, 1)))
+

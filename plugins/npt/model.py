@@ -29,7 +29,7 @@ choice is a config flag, and ``NPTConfig.paper()`` gives the paper's reading:
     residual     "linear" (code): the residual branch is a learned Linear(h, h) of the raw input.
                  "identity" (paper): H' = H + MHSA(LN(H)).
 
-(Two more deviations are training settings, see ``tabbench_plugins.npt``: gradient clipping is
+(Two more deviations are training settings, see docs/npt.md: gradient clipping is
 element-wise clamping in the code and norm clipping in the paper; the code does not seed torch.)
 
 Fast. Attention goes through ``F.scaled_dot_product_attention`` (flash / memory-efficient kernels on

@@ -1,0 +1,134 @@
+"""NPT's batching rule and the CPU cost model of its pre-run check (``check_cost``).
+
+What the defaults cost on a CPU (e = 32, 8 layers, 500 steps; one core of an AMD EPYC with bf16,
+benchmarks/npt_default_cost.py). The model has about 4 x 13 x (e x columns)^2 parameters (ABD's width
+is e times the columns, target included): 6.4M for a 10-feature table, 36M for 25 features, 161M for
+Covertype's 54. A training step costs about 6 operations per parameter per row, at about 1e11 per
+CPU-second, plus attention between rows (4 rows^2 x width per ABD layer, forward): per 1,000 rows of
+its batch about 0.4 s at 10 features, 2.2 s at 25 and 10 s at 54, plus the weights' update (0.3 s at
+161M parameters). Every ``eval_every`` (6) steps a forward pass over the training and validation rows
+costs a third of that per row. So ``npt: {}`` on a 15,000-row table of 54 features (10,584 training
+rows in a 5-fold split) trains on 6 stratified batches of 1,764 rows, about 20 CPU-s a step, about 4
+CPU-hours a job with its evaluations; on the whole table (``batch_size: null``) about 200 s a step,
+30 CPU-hours. Before a run, ``check_cost`` (ModelSpec.check) refuses a CPU job whose estimate exceeds
+the suite's ``budget.time_s`` (wall time: the estimate divided over ``cpus``), or MAX_CPU_HOURS (48)
+when the suite sets no budget, naming the params to set. fp32 (``amp: false``) costs 1.6 times more.
+
+No torch here: the check runs before any job, in the process that plans the run.
+"""
+
+from __future__ import annotations
+
+import math
+
+#: ``batch_size: "auto"``: the whole table up to this many rows (the paper trains on whole tables up to
+#: Concrete's 1,030 rows), above it class-stratified minibatches of at most this many rows, as equal as
+#: can be (the paper's rule for large tables: minibatches of a few thousand rows that keep the class
+#: proportions). A step's CPU time grows about linearly with its rows up to here (attention between
+#: rows is a small share of it): benchmarks/npt_default_cost.py.
+AUTO_BATCH_ROWS = 2048
+
+#: The CPU cost model of the pre-run check (``check_cost``): a pass over a batch costs ``pass_flops``
+#: floating-point operations, done at CPU_FLOPS per CPU-second (one core, bf16 autocast), and every
+#: training step adds the LAMB + Lookahead update, UPDATE_SECONDS per parameter. Measured with
+#: benchmarks/npt_default_cost.py (AMD EPYC, the defaults on Covertype: 100-127 GFLOP/s per core).
+CPU_FLOPS = 1.0e11
+UPDATE_SECONDS = 2e-9
+
+#: fp32 (``amp: false``) runs this many times slower than bf16 autocast on the CPU (benchmarks/README.md).
+FP32_SLOWDOWN = 1.6
+
+#: Without a suite budget (``budget.time_s``) a job estimated above this many CPU-hours (two CPU-days)
+#: is refused: far beyond what a CPU benchmark job should take (the paper-budget runs of
+#: suites/uci-small-npt-paper.yaml, 10,000 whole-table steps, are estimated at up to 24).
+MAX_CPU_HOURS = 48
+
+
+def n_batches(n: int, batch_size) -> int:
+    """Training batches per epoch over a table of ``n`` rows: 1 = the whole table. ``"auto"``: batches
+    of at most AUTO_BATCH_ROWS rows; a number: about that many rows each (the table split evenly)."""
+    if batch_size == "auto":
+        return math.ceil(n / AUTO_BATCH_ROWS)
+    return 1 if not batch_size or batch_size >= n else max(1, round(n / batch_size))
+
+
+def eval_chunks(n: int, eval_batch_size, batch_size) -> int:
+    """Prediction passes over ``n`` rows (context and queries): at most eval_batch_size (else batch_size;
+    AUTO_BATCH_ROWS for "auto") rows each; 1 when that is unset or covers all rows."""
+    size = eval_batch_size or (AUTO_BATCH_ROWS if batch_size == "auto" else batch_size)
+    return 1 if not size or size >= n else math.ceil(n / size)
+
+
+def _n_params(d: int, e: int, n_layers: int, residual: str) -> int:
+    """Parameters of the attention blocks (all but a few thousand): ABD blocks of width d*e, ABA of e."""
+    def block(h):
+        return 12 * h * h + 13 * h + (h * h + h if residual == "linear" else 0)
+
+    return (n_layers + 1) // 2 * block(d * e) + n_layers // 2 * block(e)
+
+
+def pass_flops(n_params: int, rows: float, width: int, abd_layers: int, backward: bool = False) -> float:
+    """Floating-point operations of one pass over a batch of ``rows`` rows: 2 per parameter per row
+    (every row goes through every weight), attention between rows 4 * rows^2 * width per ABD layer
+    (width = d * e); a training pass (backward) costs three forward passes."""
+    forward = 2 * n_params * rows + 4 * rows * rows * width * abd_layers
+    return 3 * forward if backward else forward
+
+
+def estimate_cpu_seconds(meta, sizes, params) -> dict:
+    """CPU seconds (one core) a fit with these params is expected to take on a table with ``sizes``
+    (tabbench.spec.SplitSizes): training steps plus validation passes (CPU_FLOPS). Returns the
+    estimate and what it was computed from (rows per batch, parameters, seconds per step)."""
+    d = (params.get("n_patches") or len(meta.columns)) + 1
+    e, layers = params["e"], params["n_layers"]
+    n_params = _n_params(d, e, layers, params["residual"])
+    transductive = bool(params["transductive"])
+    table = sizes.train + (sizes.val + sizes.test if transductive else 0)
+    abd = (layers + 1) // 2
+    speed = CPU_FLOPS / (1 if params["amp"] else FP32_SLOWDOWN)
+    rows = math.ceil(table / n_batches(table, params["batch_size"]))
+    step = UPDATE_SECONDS * n_params + pass_flops(n_params, rows, d * e, abd, backward=True) / speed
+    steps = int(params["steps"])
+    evals = steps // max(1, int(params["eval_every"])) + 2 if sizes.val else 2
+    evaluated = table if transductive else table + sizes.val  # context plus validation rows
+    chunks = eval_chunks(evaluated, params["eval_batch_size"], params["batch_size"])
+    evaluation = chunks * pass_flops(n_params, evaluated / chunks, d * e, abd) / speed
+    return {"seconds": steps * step + evals * evaluation, "rows": rows, "table": table, "whole": rows == table,
+            "n_params": n_params, "step_s": step, "eval_s": evaluation, "evals": evals, "steps": steps, "d": d}
+
+
+def _on_gpu(params) -> bool:
+    if params["device"] != "auto":
+        return params["device"] == "cuda"
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        return False
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def check_cost(meta, sizes, params, budget_s=None) -> str | None:
+    """Refuse (a message naming the params to set) a CPU fit whose estimated time exceeds the suite's
+    per-job budget, or MAX_CPU_HOURS when the suite sets none. ModelSpec.check for ``npt``."""
+    est = estimate_cpu_seconds(meta, sizes, params)
+    cpus = max(1.0, float(params["cpus"]))
+    cpu_limit = budget_s * cpus if budget_s else MAX_CPU_HOURS * 3600  # CPU-seconds: the budget is wall time
+    if est["seconds"] <= cpu_limit or _on_gpu(params):
+        return None
+    hours = est["seconds"] / 3600
+    batches = "the whole table" if est["whole"] else f"minibatches of {est['rows']:,} rows"
+    over = (f"over the suite's budget.time_s of {budget_s:,.0f} s with cpus {params['cpus']:g}" if budget_s else
+            f"over the {MAX_CPU_HOURS} CPU-hours a job may take without a budget (set budget.time_s to allow more)")
+    per_step = est["step_s"] + est["eval_s"] * (est["evals"] / max(1, est["steps"]))
+    fits = int(cpu_limit / per_step)
+    auto = n_batches(est["table"], "auto") > 1
+    hint = (f"batch_size (e.g. \"auto\": minibatches of at most {AUTO_BATCH_ROWS:,} rows; now {batches}), "
+            if est["whole"] and auto else "batch_size, ")
+    return (f"npt would train {est['n_params'] / 1e6:.0f}M parameters (e {params['e']} x {est['d']} columns, "
+            f"{params['n_layers']} layers) on {batches} of a {est['table']:,}-row table: about {est['steps']:,} "
+            f"steps x {per_step:,.1f} CPU-s = {hours:,.1f} CPU-hours (estimated, one core of this project's "
+            f"reference CPU), {over}. Set in the suite's npt params: steps (about {fits:,} fit), {hint}e or "
+            f"n_layers (parameters grow with (e x columns)^2), eval_every, cpus, or device: cuda"
+            + ("; or raise budget.time_s" if budget_s else ""))

@@ -1,0 +1,397 @@
+"""The ``npt`` estimator: the tabbench contract around the model, its optimiser and its training loop.
+
+``fit`` prepares the table (encoding, standardisation, which rows are labelled), builds the model and
+the optimiser, trains (``tabbench_plugins.npt.training``) and fills ``info_``. What NPT is and how it
+trains is written down in docs/npt.md; the choices where the authors' code and the paper differ are
+params, listed there and in ``defaults`` below.
+
+torch is imported only inside ``fit`` and ``predict``: ``tabbench models`` stays fast.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from tabbench.estimator import Estimator
+from tabbench.spec import CATEGORICAL
+
+from .cost import eval_chunks
+
+#: Below this size the fused optimiser's one-off compilation costs more than it saves.
+FUSED_MIN_PARAMS = 5_000_000
+
+
+class NPT(Estimator):
+    """Non-Parametric Transformer estimator (tabbench contract, see tabbench/spec.py)."""
+
+    defaults = {
+        # architecture (paper defaults; e = 32 is the paper's Breast Cancer size, 64 / 128 elsewhere)
+        "e": 32, "n_layers": 8, "n_heads": 8, "dropout": 0.1, "att_dropout": 0.1,
+        # code-vs-paper architecture flags (defaults = the authors' code; see model.py)
+        "ln_kv": False, "temperature": "hidden", "residual": "linear",
+        # optimisation
+        # batch_size "auto": the whole table up to AUTO_BATCH_ROWS rows, else class-stratified minibatches of
+        # at most that many; null: the whole table always; a number: minibatches of about that many rows
+        "lr": 1e-3, "steps": 500, "batch_size": "auto", "eval_batch_size": None,
+        "flat_fraction": None,  # None: 0.5 with whole-table batches (paper, small data), else 0.7
+        "clip": 1.0, "clip_mode": "value", "weight_decay": 0.0, "lookahead_alpha": 0.5, "lookahead_k": 6,
+        "eval_every": 6, "class_balance": False,
+        # masking objective
+        "p_feature": 0.15, "p_target": 1.0, "p_random": 0.1, "lambda_init": 1.0, "context_labels": "auto",
+        # images: a linear patch encoder (paper section 4.2). n_patches patches on a square grid over images
+        # of image_shape [channels, height, width], whose pixels are the feature columns, channel-major
+        # (tabbench.data.images); each patch is one column of the table. MNIST: 49 (4x4), CIFAR-10: 64 (4x4x3)
+        "n_patches": None, "image_shape": None,
+        # protocol: transductive = the validation and test rows' features are in every training batch with
+        # their targets masked, and standardisation uses all rows (the authors' code's default)
+        "transductive": False,
+        # step budgets (ascending) at which the best-so-far weights are kept for a budget curve; None: the
+        # ladder 100, 300, 1000, 2000, 5000, 10000, ... below ``steps`` (checkpoints.BUDGET_LADDER)
+        "budgets": None,
+        # execution: cpus = torch threads (and the CPUs the job asks Ray for); a checkpoint every
+        # checkpoint_minutes when the harness gives the job a checkpoint folder; fused_optimizer: one
+        # compiled LAMB kernel per parameter ("auto": for models of FUSED_MIN_PARAMS parameters or more)
+        "device": "auto", "amp": True, "checkpointing": False, "attention": "fused", "cpus": 1,
+        "checkpoint_minutes": 5.0, "fused_optimizer": "auto",
+    }
+
+    # --- params -------------------------------------------------------------------------------------
+
+    def _param(self, name):
+        return self.params[name]
+
+    def _check_params(self):
+        P = self._param
+        if P("clip_mode") not in ("value", "norm"):
+            raise ValueError("npt: clip_mode must be 'value' or 'norm'")
+        if P("context_labels") not in ("auto", True, False):
+            raise ValueError("npt: context_labels must be 'auto', true or false")
+        for name in ("p_feature", "p_target", "p_random", "lambda_init", "dropout", "att_dropout"):
+            if not 0 <= P(name) <= 1:
+                raise ValueError(f"npt: {name} must be in [0, 1], got {P(name)}")
+        if P("fused_optimizer") not in ("auto", True, False):
+            raise ValueError("npt: fused_optimizer must be 'auto', true or false")
+        size = P("batch_size")
+        if not (size is None or size == "auto" or (isinstance(size, int) and not isinstance(size, bool) and size > 0)):
+            raise ValueError(f"npt: batch_size must be 'auto', null (the whole table) or a row count, got {size!r}")
+        if not (isinstance(P("cpus"), (int, float)) and P("cpus") >= 1):
+            raise ValueError(f"npt: cpus must be a number >= 1, got {P('cpus')!r}")
+        budgets = P("budgets")
+        if budgets is not None and (not isinstance(budgets, (list, tuple))
+                                    or not all(isinstance(b, int) and b > 0 for b in budgets)):
+            raise ValueError(f"npt: budgets must be a list of positive step counts, got {budgets!r}")
+        if P("n_patches"):
+            self.patch_order_ = self._patch_order()
+
+    def _patch_order(self):
+        """(n_patches, patch_dim) feature-column indices of each patch, patches in row-major grid order."""
+        P, shape = self._param("n_patches"), self._param("image_shape")
+        if not (isinstance(shape, (list, tuple)) and len(shape) == 3 and all(isinstance(v, int) and v > 0 for v in shape)):
+            raise ValueError(f"npt: n_patches needs image_shape: [channels, height, width], got {shape!r}")
+        c, h, w = shape
+        g = math.isqrt(P)
+        if g * g != P or h % g or w % g:
+            raise ValueError(f"npt: n_patches={P} must be a square grid (g x g) dividing the {h}x{w} image: "
+                             f"e.g. 49 for 28x28 (4x4 patches), 64 for 32x32")
+        features = self.meta.columns
+        if len(features) != c * h * w or any(col.kind == CATEGORICAL for col in features):
+            raise ValueError(f"npt: image_shape {list(shape)} needs {c * h * w} numeric pixel columns; "
+                             f"dataset {self.meta.name!r} has {len(features)} features")
+        grid = np.arange(c * h * w).reshape(c, g, h // g, g, w // g)  # channel-major, row-major pixels
+        return grid.transpose(1, 3, 0, 2, 4).reshape(P, -1)
+
+    # --- the table ----------------------------------------------------------------------------------
+
+    def _standardise(self, frames):
+        """Numeric columns' mean and scale over the rows of ``frames`` (the training rows; all rows
+        of the table when transductive, as the authors' code does)."""
+        self.mean_, self.scale_ = {}, {}
+        for j, col in enumerate(self.meta.columns):
+            if col.kind != CATEGORICAL:
+                v = np.concatenate([f[col.name].to_numpy(dtype=np.float64) for f in frames])
+                with np.errstate(all="ignore"):
+                    finite = np.isfinite(v).any()
+                    mu, sd = (np.nanmean(v), np.nanstd(v)) if finite else (0.0, 1.0)
+                self.mean_[j] = mu if np.isfinite(mu) else 0.0
+                self.scale_[j] = sd if np.isfinite(sd) and sd > 0 else 1.0
+
+    def _encode(self, X, y=None):
+        """(n, n_values) float32 values and an (n, d) bool missing mask; the target is the last column.
+        With patches the pixel columns come first in patch order and a patch is missing when all its
+        pixels are (a missing pixel of a patch otherwise reads as the column mean)."""
+        cols, missing = [], []
+        for j, col in enumerate(self.meta.columns):
+            if col.kind == CATEGORICAL:
+                codes = X[col.name].cat.codes.to_numpy().astype(np.float64)
+                miss = codes < 0
+            else:
+                v = X[col.name].to_numpy(dtype=np.float64)
+                miss = np.isnan(v)
+                codes = (v - self.mean_[j]) / self.scale_[j]
+            cols.append(np.where(miss, 0.0, codes))
+            missing.append(miss)
+        n = len(X)
+        if y is None:
+            cols.append(np.zeros(n))
+            missing.append(np.zeros(n, dtype=bool))
+        else:
+            y = np.asarray(y)
+            cols.append(y.astype(np.float64) if self.meta.is_classification else self.y_scaler_.transform(y))
+            missing.append(np.zeros(n, dtype=bool))
+        x, miss = np.stack(cols, 1).astype(np.float32).reshape(n, len(cols)), np.stack(missing, 1).reshape(n, len(cols))
+        if self._param("n_patches"):
+            order = self.patch_order_
+            x = np.concatenate([x[:, order.reshape(-1)], x[:, -1:]], 1)
+            miss = np.concatenate([miss[:, order].all(-1), miss[:, -1:]], 1)
+        return x, miss
+
+    def _prepare_table(self, X, y, X_val, y_val, X_unlabelled, torch):
+        """The table on the device: the training rows, then (transductive) the validation rows and
+        ``X_unlabelled``, whose targets are missing (zero, mask bit set, never scored). Sets the
+        standardisation, the model's column layout (``cfg_``), the validation tensors and what the
+        training loop masks."""
+        from .model import NPTConfig
+        from tabbench.preprocess import TargetScaler
+
+        P, dev = self._param, self.device_
+        self.has_val_ = X_val is not None and len(X_val) > 0
+        self.transductive_ = bool(P("transductive"))
+        unlabelled = [f for f in ((X_val if self.has_val_ else None), X_unlabelled) if f is not None and len(f)]
+        unlabelled = unlabelled if self.transductive_ else []
+        self._standardise([X, *unlabelled])
+        if not self.meta.is_classification:
+            self.y_scaler_ = TargetScaler().fit(np.asarray(y, dtype=np.float64))
+        n_patches = P("n_patches") or 0
+        if n_patches:
+            cards = (0,) * n_patches
+        else:
+            cards = tuple(max(len(c.categories), 1) if c.kind == CATEGORICAL else 0 for c in self.meta.columns)
+        self.cards_ = cards + ((self.meta.n_classes,) if self.meta.is_classification else (0,))
+        self.cfg_ = NPTConfig(
+            cards=self.cards_, e=P("e"), n_layers=P("n_layers"), n_heads=P("n_heads"), dropout=P("dropout"),
+            att_dropout=P("att_dropout"), ln_kv=P("ln_kv"), temperature=P("temperature"),
+            residual=P("residual"), attention=P("attention"), checkpointing=P("checkpointing"),
+            n_patches=n_patches, patch_dim=self.patch_order_.shape[1] if n_patches else 0)
+
+        blocks = [self._encode(X, y)]
+        self.in_table_ = []  # (first row, encoded values) of each unlabelled block, to recognise it in predict
+        for frame in unlabelled:
+            xu, mu = self._encode(frame)
+            mu[:, -1] = True
+            self.in_table_.append((sum(len(b[0]) for b in blocks), xu))
+            blocks.append((xu, mu))
+        self.n_labelled_ = len(X)
+        self.x_tab_ = torch.from_numpy(np.concatenate([b[0] for b in blocks])).to(dev)
+        self.m_tab_ = torch.from_numpy(np.concatenate([b[1] for b in blocks])).to(dev)
+        if self.has_val_:
+            xv, mv = self._encode(X_val, y_val)
+            self.x_val_, self.m_val_ = torch.from_numpy(xv).to(dev), torch.from_numpy(mv).to(dev)
+            self.val_rows_ = (torch.arange(len(xv), device=dev) + self.n_labelled_) if self.transductive_ else None
+        self.context_labels_ = P("p_target") < 1 if P("context_labels") == "auto" else bool(P("context_labels"))
+
+    # --- batches ------------------------------------------------------------------------------------
+
+    def _stratified(self) -> bool:
+        """Class-stratified minibatches: with class_balance, and by default (batch_size "auto")."""
+        return self.meta.is_classification and bool(self._param("class_balance")
+                                                    or self._param("batch_size") == "auto")
+
+    def _order(self, y, g, torch):
+        """A random order of the labelled rows; class-stratified (every chunk keeps the class
+        proportions) when ``_stratified``. Built on the device: nothing comes back to the host."""
+        n = len(y)
+        perm = torch.randperm(n, generator=g, device=y.device)
+        if not self._stratified():
+            return perm
+        yp = y[perm].long()
+        onehot = torch.nn.functional.one_hot(yp, self.meta.n_classes)
+        rank = (onehot.cumsum(0) * onehot).sum(1) - 1  # position of each row within its class
+        count = onehot.sum(0)[yp]
+        key = (rank + torch.rand(n, generator=g, device=y.device)) / count
+        return perm[torch.argsort(key)]
+
+    def _table_order(self, g, torch):
+        """A random order of the table's rows: the labelled rows (class-stratified when ``_stratified``,
+        so every chunk keeps the class proportions), then the unlabelled ones (transductive). Returns
+        the two orders; chunks take a share of each. On the device."""
+        n_lab = self.n_labelled_
+        lab = self._order(self.x_tab_[:n_lab, -1], g, torch)
+        unl = n_lab + torch.randperm(len(self.x_tab_) - n_lab, generator=g, device=self.device_)
+        return lab, unl
+
+    def _chunks(self, n_b, g, torch, *extra):
+        """n_b index batches over the table (every batch holds labelled and unlabelled rows in the
+        proportion of their totals), zipped with ``extra`` tensors split the same way."""
+        lab, unl = self._table_order(g, torch)
+        parts = [torch.tensor_split(t, n_b) for t in (lab, unl, *extra)]
+        return [(torch.cat([a, b]), *rest) for a, b, *rest in zip(*parts)]
+
+    def _epoch(self, n_b, g, torch):
+        """The training batches of one epoch: index tensors, or [None] for the whole table."""
+        return [b[0] for b in self._chunks(n_b, g, torch)] if n_b > 1 else [None]
+
+    def _batches(self, n_q, torch):
+        """(context rows, query rows) index batches for prediction; fixed, so predict is deterministic."""
+        n_ctx = len(self.x_tab_)
+        chunks = eval_chunks(n_ctx + n_q, self._param("eval_batch_size"), self._param("batch_size"))
+        q = torch.arange(n_q, device=self.device_)
+        if chunks == 1:
+            return [(torch.arange(n_ctx, device=self.device_), q)]
+        g = torch.Generator(device=self.device_).manual_seed(self.seed + 1)
+        return self._chunks(chunks, g, torch, q)
+
+    # --- forward passes for evaluation --------------------------------------------------------------
+
+    def _spread(self, m):
+        from .model import spread
+
+        return spread(m, self.cfg_.n_patches, self.cfg_.patch_dim)
+
+    def _autocast(self, torch):
+        enabled = bool(self._param("amp")) and (self.device_.type == "cuda" or self.cpu_bf16_)
+        return torch.autocast(self.device_.type, dtype=torch.bfloat16, enabled=enabled)
+
+    def _target_outputs(self, torch, xq=None, mq=None, rows=None):
+        """Target-column outputs, the table as context: for query rows appended to it (xq, mq on the
+        device), or for the table's own unlabelled rows ``rows`` (transductive)."""
+        t = self.cfg_.d - 1
+        xq = self.x_tab_[:0] if xq is None else xq
+        mq = self.m_tab_[:0] if mq is None else mq
+        outs = []
+        table_out = None if rows is None else torch.empty(len(self.x_tab_), self.meta.n_classes or 1,
+                                                          device=self.device_)
+        for ci, qi in self._batches(len(xq), torch):
+            x = torch.cat([self.x_tab_[ci], xq[qi]])
+            m = torch.cat([self.m_tab_[ci], mq[qi]])
+            m[len(ci):, t] = True  # query targets are never visible
+            if not self.context_labels_:
+                m[:, t] = True
+            x = torch.where(self._spread(m), torch.zeros_like(x), x)
+            with self._autocast(torch):
+                y = self.model_(x, m, columns=[t])[t].float()
+            y = y.reshape(len(x), -1)
+            if table_out is None:
+                outs.append(y[len(ci):])
+            else:  # the table's own rows are asked for: keep the context rows' outputs
+                table_out[ci] = y[:len(ci)]
+        out = torch.cat(outs) if table_out is None else table_out[rows]
+        return out if self.meta.is_classification else out[:, 0]
+
+    def _validation_loss(self, torch):
+        """Loss of the validation rows' targets, predicted with the training rows as context."""
+        if self.transductive_:
+            pred = self._target_outputs(torch, rows=self.val_rows_)
+        else:
+            pred = self._target_outputs(torch, self.x_val_, self.m_val_)
+        if self.meta.is_classification:
+            return torch.nn.functional.cross_entropy(pred, self.x_val_[:, -1].long())
+        return ((pred - self.x_val_[:, -1]) ** 2).mean()
+
+    # --- fit ----------------------------------------------------------------------------------------
+
+    def job_identity(self) -> dict:
+        """The params and seed a checkpoint must have been made with to be resumed (besides the table
+        and the model layout): the job key's params (``SPEC.key_params``) and the seed."""
+        from . import SPEC
+
+        return {**SPEC.key_params(self.params), "seed": self.seed}
+
+    def fit(self, X, y, X_val=None, y_val=None, X_unlabelled=None):
+        """Train on (X, y); (X_val, y_val) choose the best step. Transductive (``transductive=True``):
+        the validation rows' and ``X_unlabelled``'s features join the table with their targets
+        masked, as in the authors' code; their targets are never an input and never scored."""
+        import torch
+
+        from . import training
+
+        self._check_params()
+        device = self._param("device")
+        if device == "auto":
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        self.device_ = torch.device(device)
+        self.cpu_bf16_ = self.device_.type == "cpu" and torch.backends.mkldnn.is_available() and \
+            torch.ops.mkldnn._is_mkldnn_bf16_supported()
+        torch.manual_seed(self.seed)  # initialisation and dropout (the CUDA generators too)
+
+        self._prepare_table(X, y, X_val, y_val, X_unlabelled, torch)
+        self._build_model_and_optimiser(torch)
+        self.run_, checkpointer = training.train(self, torch)
+        self.resumed_fit_seconds_ = self.run_.earlier_seconds
+        self._fill_info(checkpointer, torch)
+        return self
+
+    def _build_model_and_optimiser(self, torch):
+        from .model import NPT as Model
+        from .optimiser import Lamb, Lookahead
+
+        P = self._param
+        self.model_ = Model(self.cfg_).to(self.device_)
+        fused = P("fused_optimizer")
+        fused = self.model_.n_params() >= FUSED_MIN_PARAMS if fused == "auto" else bool(fused)
+        value_clip = P("clip") if P("clip") and P("clip_mode") == "value" else None
+        self.opt_ = Lookahead(Lamb(list(self.model_.parameters()), lr=P("lr"), betas=(0.9, 0.999), eps=1e-6,
+                                   weight_decay=P("weight_decay"), grad_clamp=value_clip, fused=fused),
+                              alpha=P("lookahead_alpha"), k=P("lookahead_k"))
+
+    def _fill_info(self, checkpointer, torch):
+        run, steps, dev = self.run_, self.run_.steps, self.device_
+        self.info_ = {
+            "n_params": self.model_.n_params(),
+            "best_step": int(run.best_step) if self.has_val_ else steps,
+            "best_val_loss": float(run.best_loss) if self.has_val_ else None,
+            "steps": steps,
+            "batch_rows": math.ceil(len(self.x_tab_) / self.n_batches_),  # rows per training batch, at most
+            "final_train_loss": float(run.last_loss) if run.last_loss is not None else None,
+            "device": str(dev),
+            "amp": bool(self._param("amp")) and (dev.type == "cuda" or self.cpu_bf16_),
+            "fused_optimizer": self.opt_.base.fused,
+            "threads": torch.get_num_threads() if dev.type == "cpu" else None,
+            "resumed_from_step": checkpointer.resumed_from,
+            "checkpoint_ignored": checkpointer.ignored,
+        }
+
+    # --- step budgets: what a shorter run would have predicted ---------------------------------------
+
+    @property
+    def budgets_(self) -> list:
+        """The step budgets below ``steps`` at which this run kept its best-so-far weights."""
+        return sorted(self.run_.snapshots)
+
+    def at_budget(self, budget: int) -> "NPT":
+        """This estimator with the weights a run of ``budget`` steps would have used (best
+        validation loss up to that step), for scoring the budget curve. Shares everything else."""
+        import copy
+
+        import torch
+
+        best_step, weights = self.run_.snapshots[budget]
+        other = copy.copy(self)
+        other.model_ = copy.deepcopy(self.model_)
+        with torch.no_grad():
+            for p, w in zip(other.model_.parameters(), weights):
+                p.copy_(w)
+        other.info_ = {"steps": budget, "best_step": best_step}
+        return other
+
+    # --- predict ------------------------------------------------------------------------------------
+
+    def _query_outputs(self, X):
+        import torch
+
+        xq, mq = self._encode(X)
+        with torch.no_grad():
+            for first, block in self.in_table_:  # rows already in the table (transductive): no duplicate
+                if block.shape == xq.shape and np.array_equal(block, xq):
+                    return self._target_outputs(torch, rows=torch.arange(first, first + len(xq), device=self.device_))
+            return self._target_outputs(torch, torch.from_numpy(xq).to(self.device_),
+                                        torch.from_numpy(mq).to(self.device_))
+
+    def predict_proba(self, X):
+        if not self.meta.is_classification:
+            raise AttributeError("predict_proba is only defined for classification")
+        return self._query_outputs(X).softmax(-1).double().cpu().numpy()
+
+    def predict_values(self, X):
+        return self.y_scaler_.inverse_transform(self._query_outputs(X).double().cpu().numpy())

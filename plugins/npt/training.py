@@ -1,0 +1,88 @@
+"""NPT's training loop: masking, loss, optimiser step, validation, checkpoints.
+
+One step (docs/npt.md, "Training"):
+
+    batch      the whole table, or the epoch's next minibatch of rows (``NPT._epoch``)
+    corrupt    every observed feature entry masked with p_feature, every visible training label with
+               p_target, BERT style (``model.corrupt``); validation and test labels are always masked
+    loss       (1 - lambda) * L_targets + lambda * L_features over the masked entries, lambda
+               cosine-annealed from lambda_init to 0 (``optimiser.cosine_tradeoff``)
+    update     gradients clamped (or norm-clipped), the learning rate of the schedule, LAMB in Lookahead
+    validate   every eval_every steps: the validation targets' loss, training rows as context; the
+               weights with the best one are kept (``checkpoints.Run.observe``)
+
+The state the loop changes lives in a ``checkpoints.Run``, saved every few minutes and resumed bit for
+bit (on the CPU) when a killed job runs again.
+"""
+
+from __future__ import annotations
+
+from . import checkpoints
+from .cost import n_batches
+from .model import corrupt, entry_losses, masked_mean
+from .optimiser import cosine_tradeoff, flat_then_anneal
+
+
+def lr_at(params: dict, step: int, steps: int, whole_table: bool) -> float:
+    """The learning rate of step ``step`` (0-based) of ``steps``: flat, then annealed."""
+    flat = params["flat_fraction"]
+    flat = (0.5 if whole_table else 0.7) if flat is None else flat
+    return params["lr"] * flat_then_anneal(step, steps, flat)
+
+
+def train(est, torch):
+    """Train ``est.model_`` with ``est.opt_`` on the table ``est`` prepared; returns the finished
+    ``checkpoints.Run`` (best-validation weights loaded when there are validation rows) and the
+    ``checkpoints.Checkpointer`` that saved and resumed it."""
+    P, dev, cfg, model, opt = est.params, est.device_, est.cfg_, est.model_, est.opt_
+    t = cfg.d - 1  # the target column
+    x_tab, m_tab = est.x_tab_, est.m_tab_
+    cand = ~m_tab  # entries the masking may select: everything observed (never a missing target)
+    p_col = torch.tensor([P["p_feature"]] * t + [P["p_target"]], device=dev)
+    cards_t = torch.tensor(est.cards_, dtype=torch.float32, device=dev)
+    params = list(model.parameters())
+    steps = int(P["steps"])
+    est.n_batches_ = n_b = n_batches(len(x_tab), P["batch_size"])
+    eval_every = max(1, int(P["eval_every"]))
+    budgets = checkpoints.BUDGET_LADDER if P["budgets"] is None else tuple(P["budgets"])
+
+    run = checkpoints.Run(model, opt, torch.Generator(device=dev).manual_seed(est.seed), steps, budgets)
+    ckpt = checkpoints.Checkpointer(getattr(est, "checkpoint_dir", None), P["checkpoint_minutes"],
+                                    checkpoints.fingerprint(x_tab.cpu().numpy(), params=est.job_identity(),
+                                                            model=model))
+    ckpt.resume(run)
+    while run.step < steps:
+        step = run.step
+        model.train()
+        if not run.batches:  # a new epoch
+            run.batches = est._epoch(n_b, run.gen, torch)
+        idx = run.batches.pop(0)
+        xb, mb, cb = (x_tab, m_tab, cand) if idx is None else (x_tab[idx], m_tab[idx], cand[idx])
+        c = corrupt(xb, mb, cb, p_col, cards_t, run.gen, P["p_random"], cfg.n_patches, cfg.patch_dim)
+        lam = cosine_tradeoff(step, steps, P["lambda_init"])
+        with est._autocast(torch):
+            out = model(c.x, c.m)
+        losses = entry_losses(out, xb, est.cards_, cfg.n_patches, cfg.patch_dim)
+        loss = (1 - lam) * masked_mean(losses[:, t], c.scored[:, t])
+        if lam > 0:
+            loss = loss + lam * masked_mean(losses[:, :t], c.scored[:, :t])
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        if P["clip"] and P["clip_mode"] == "norm":
+            torch.nn.utils.clip_grad_norm_(params, P["clip"])
+        for group in opt.param_groups:
+            group["lr"] = lr_at(P, step, steps, n_b == 1)
+        opt.step()
+        run.step = step + 1
+        run.last_loss = loss.detach()
+
+        if est.has_val_ and (run.step % eval_every == 0 or run.step == steps):
+            model.eval()
+            with torch.no_grad():
+                run.observe(est._validation_loss(torch))
+        run.snapshot_if_budget(est.has_val_)
+        ckpt.maybe_save(run)
+    if est.has_val_:
+        run.use_best()
+    model.eval()
+    return run, ckpt
