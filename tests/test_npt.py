@@ -78,6 +78,35 @@ def test_registered_with_every_param_and_listing_imports_no_torch():
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)
 
 
+
+def test_recorded_jobs_keep_their_keys_when_params_are_added():
+    """Params added later (ADDED_PARAMS: lr_schedule, warmup_fraction) are left out of a job's key at the
+    value that reproduces the earlier code, so the published records' jobs are still found done and a
+    killed run resumes from its checkpoint folder (named by the key; the checkpoint's fingerprint holds
+    the same params). Checked on every committed npt record made by the code just before them."""
+    import json
+
+    from tabbench.jobs import job_key
+    from tabbench_plugins.npt import ADDED_PARAMS, SPEC
+
+    before = set(SPEC.default_params) - set(ADDED_PARAMS)
+    checked = 0
+    for path in sorted(REPO.glob("results/*/records/records.jsonl")):
+        for line in path.read_text().splitlines():
+            r = json.loads(line)
+            if r.get("model") != "npt" or set(r["params"]) != before:
+                continue
+            params = SPEC.key_params({**SPEC.default_params, **r["params"]})
+            assert not set(ADDED_PARAMS) & set(params)
+            key = job_key(r["method"], r["model"], params, r["dataset_fingerprint"], r["split_fingerprint"],
+                          r["fold"], r["repeat"], r["seed"])
+            assert key == r["key"], (path, r["method"], r["dataset"], r["fold"])
+            checked += 1
+    assert checked >= 10  # the paper-budget runs of results/uci-small-npt-paper among them
+    # a value other than the earlier behaviour's is part of the key
+    assert SPEC.key_params({**SPEC.default_params, "lr_schedule": "cosine_cyclic"})["lr_schedule"] == "cosine_cyclic"
+
+
 def test_unknown_param_is_rejected(breast_cancer):
     ds, sp = breast_cancer
     with pytest.raises(TypeError, match=r"unknown params \['embedding'\]"):
@@ -467,6 +496,80 @@ def test_schedules():
     lam = [no.cosine_tradeoff(s, 100, 1.0) for s in range(101)]
     assert lam[0] == 1.0 and lam[50] == pytest.approx(0.5) and lam[100] == 0.0
 
+
+
+def test_cosine_cyclic_schedule_values():
+    """fairseq's cosine schedule as the authors configure it, 2,000 steps, lr 1e-3, warm-up fraction 0.2:
+    W = 400 warm-up steps from 1e-7; cycle 0 = steps 400-1199 (2W), cycle 1 = 1200-2799 (twice as long),
+    each cycle's peak and floor half the previous one's. The expected values are worked out by hand."""
+    lr = lambda step: no.cosine_cyclic(step, 2000, 1e-3, 0.2)  # noqa: E731
+    expected = {
+        0: 1e-7,  # the warm-up's start
+        200: 1e-7 + 200 * (1e-3 - 1e-7) / 400,  # half-way up: 5.0005e-4
+        400: 1e-3,  # the first peak
+        800: (1e-3 + 1e-7) / 2,  # half-way through cycle 0 (cos = 0)
+        1200: 5e-4,  # cycle 1 starts at half the peak
+        2000: (5e-4 + 5e-8) / 2,  # half-way through cycle 1 (800 of its 1,600 steps)
+    }
+    for step, value in expected.items():
+        assert lr(step) == pytest.approx(value, rel=1e-9), step
+    assert lr(1199) == pytest.approx(1e-7 + (1e-3 - 1e-7) / 2 * (1 + np.cos(np.pi * 799 / 800)), rel=1e-9)
+    assert lr(1199) < 1e-6 < lr(1200)  # the end of cycle 0 is near its floor, then the restart
+    warm = [lr(s) for s in range(401)]
+    assert all(b > a for a, b in zip(warm, warm[1:]))  # rising through the warm-up
+    cycle0 = [lr(s) for s in range(400, 1200)]
+    assert all(b < a for a, b in zip(cycle0, cycle0[1:]))  # falling through a cycle
+
+
+@pytest.mark.parametrize("schedule", ["flat_anneal", "cosine_cyclic"])
+def test_fit_steps_with_the_learning_rate_of_its_schedule(breast_cancer, monkeypatch, schedule):
+    ds, sp = breast_cancer
+    used = []
+    step = no.Lookahead.step
+
+    def spy(self, closure=None):
+        used.append(self.param_groups[0]["lr"])
+        return step(self, closure)
+
+    monkeypatch.setattr(no.Lookahead, "step", spy)
+    NPT(ds.meta, 0, **SMALL, steps=10, lr=2e-3, lr_schedule=schedule, budgets=[], device="cpu").fit(
+        ds.X.iloc[sp.train], ds.y[sp.train])
+    if schedule == "cosine_cyclic":  # W = 2 steps: 1e-7, then the peak at step 2, cycle 0 over steps 2-5
+        expected = [no.cosine_cyclic(s, 10, 2e-3, 0.2) for s in range(10)]
+        assert used[0] == 1e-7 and used[2] == pytest.approx(2e-3) and used[6] == pytest.approx(1e-3)
+    else:  # whole table: flat for half the steps
+        expected = [2e-3 * no.flat_then_anneal(s, 10, 0.5) for s in range(10)]
+        assert used[:5] == [2e-3] * 5
+    assert used == expected
+
+
+def test_label_masking_shows_about_half_the_training_labels_never_a_validation_or_test_label(breast_cancer, seen):
+    """p_target 0.5 (the paper's "label mask 0.5" variant), transductive as in the authors' code: in each
+    training step about half of the training labels are inputs (mask bit unset, the true value; a tenth of
+    the masked ones get a random class and no mask bit, half of which is the true class: 0.5 + 0.025
+    expected); at evaluation every training label is; the validation and test labels never are."""
+    ds, sp = breast_cancer
+    n_tr, n_val, n_te = len(sp.train), len(sp.val), len(sp.test)
+    model = NPT(ds.meta, 0, **SMALL, steps=6, eval_every=3, p_target=0.5, device="cpu", transductive=True)
+    X_test = ds.X.iloc[sp.test]
+    model.fit(ds.X.iloc[sp.train], ds.y[sp.train], ds.X.iloc[sp.val], ds.y[sp.val], X_unlabelled=X_test)
+    model.predict_proba(X_test)
+    y_train = torch.tensor(ds.y[sp.train], dtype=torch.float32)
+    train_inputs = [(x, m) for training, x, m in seen if training]
+    eval_inputs = [(x, m) for training, x, m in seen if not training]
+    assert len(train_inputs) == 6 and len(eval_inputs) == 3  # 2 validations, 1 prediction
+    shares = []
+    for x, m in train_inputs + eval_inputs:
+        assert len(x) == n_tr + n_val + n_te  # [training | validation | test rows]
+        assert m[n_tr:, -1].all() and (x[n_tr:, -1] == 0).all(), "a validation or test label is visible"
+    for x, m in train_inputs:
+        visible = ~m[:n_tr, -1] & (x[:n_tr, -1] == y_train)
+        shares.append(visible.float().mean().item())
+    share, count = float(np.mean(shares)), 6 * n_tr
+    assert abs(share - 0.525) < 5 * (0.525 * 0.475 / count) ** 0.5, share
+    assert all(0.35 < s < 0.7 for s in shares), shares  # every step, not only on average
+    for x, m in eval_inputs:  # evaluation: the training labels are the context
+        assert not m[:n_tr, -1].any() and torch.equal(x[:n_tr, -1], y_train)
 
 
 # --- behaviour on real data -------------------------------------------------------------------------

@@ -24,7 +24,20 @@ from .estimator import NPT
 #: fingerprint, so that a run resumed or repeated with more threads continues the same job.
 RUN_PARAMS = frozenset({"cpus", "checkpoint_minutes"})
 
-SPEC = ModelSpec(
+#: Params added after NPT jobs were recorded and checkpointed, with the value that does what the code
+#: did before them: at that value a job's key and its checkpoint fingerprint leave them out, so that
+#: recorded jobs are still found done and a killed run still resumes from its checkpoint.
+ADDED_PARAMS = {"lr_schedule": "flat_anneal", "warmup_fraction": 0.2}
+
+
+class _NPTSpec(ModelSpec):
+    def key_params(self, params):
+        """ModelSpec.key_params, without the ADDED_PARAMS that are at their earlier behaviour's value."""
+        key = super().key_params(params)
+        return {k: v for k, v in key.items() if not (k in ADDED_PARAMS and v == ADDED_PARAMS[k])}
+
+
+SPEC = _NPTSpec(
     name="npt", factory=NPT, search_space={},
     cpus=lambda p: p["cpus"], gpus=lambda p: 1 if p.get("device") == "cuda" else 0,
     transductive=lambda p: bool(p["transductive"]),

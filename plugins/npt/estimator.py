@@ -22,6 +22,8 @@ from .cost import eval_chunks
 #: Below this size the fused optimiser's one-off compilation costs more than it saves.
 FUSED_MIN_PARAMS = 5_000_000
 
+LR_SCHEDULES = ("flat_anneal", "cosine_cyclic")
+
 
 class NPT(Estimator):
     """Non-Parametric Transformer estimator (tabbench contract, see tabbench/spec.py)."""
@@ -35,7 +37,10 @@ class NPT(Estimator):
         # batch_size "auto": the whole table up to AUTO_BATCH_ROWS rows, else class-stratified minibatches of
         # at most that many; null: the whole table always; a number: minibatches of about that many rows
         "lr": 1e-3, "steps": 500, "batch_size": "auto", "eval_batch_size": None,
-        "flat_fraction": None,  # None: 0.5 with whole-table batches (paper, small data), else 0.7
+        # lr_schedule "flat_anneal": constant for flat_fraction of the steps, then cosine to 0 (None: 0.5 with
+        # whole-table batches (paper, small data), else 0.7); "cosine_cyclic": linear warm-up over
+        # warmup_fraction of the steps, then cosine cycles (optimiser.cosine_cyclic)
+        "lr_schedule": "flat_anneal", "flat_fraction": None, "warmup_fraction": 0.2,
         "clip": 1.0, "clip_mode": "value", "weight_decay": 0.0, "lookahead_alpha": 0.5, "lookahead_k": 6,
         "eval_every": 6, "class_balance": False,
         # masking objective
@@ -68,6 +73,10 @@ class NPT(Estimator):
             raise ValueError("npt: clip_mode must be 'value' or 'norm'")
         if P("context_labels") not in ("auto", True, False):
             raise ValueError("npt: context_labels must be 'auto', true or false")
+        if P("lr_schedule") not in LR_SCHEDULES:
+            raise ValueError(f"npt: lr_schedule must be one of {list(LR_SCHEDULES)}, got {P('lr_schedule')!r}")
+        if not (isinstance(P("warmup_fraction"), (int, float)) and 0 < P("warmup_fraction") < 1):
+            raise ValueError(f"npt: warmup_fraction must be in (0, 1), got {P('warmup_fraction')!r}")
         for name in ("p_feature", "p_target", "p_random", "lambda_init", "dropout", "att_dropout"):
             if not 0 <= P(name) <= 1:
                 raise ValueError(f"npt: {name} must be in [0, 1], got {P(name)}")

@@ -210,3 +210,25 @@ def cosine_tradeoff(step: int, total: int, init: float) -> float:
     """The loss weight lambda of the feature loss: ``init`` at step 0, cosine-annealed to 0 at ``total``."""
     return init * 0.5 * (1.0 + math.cos(math.pi * min(step, total) / max(total, 1)))
 
+
+def cosine_cyclic(step: int, total: int, lr: float, warmup_fraction: float, init_lr: float = 1e-7,
+                  t_mult: float = 2.0, shrink: float = 0.5) -> float:
+    """The learning rate of step ``step`` (0-based) under fairseq's cosine schedule as the NPT authors
+    configure it (their ``cosine_cyclic``; SGDR, Loshchilov and Hutter 2016, arXiv 1608.03983):
+
+    * warm-up: W = warmup_fraction x total steps (not rounded); from ``init_lr`` at step 0, rising
+      linearly by (lr - init_lr) / W a step;
+    * then cycles of cosine annealing from a peak down to a floor. The first cycle lasts 2W steps, each
+      next one t_mult times longer; cycle i (from 0) goes from lr x shrink^i down to init_lr x shrink^i.
+    """
+    assert t_mult > 1, f"t_mult must be > 1 (cycles that grow), got {t_mult}"
+    warmup = warmup_fraction * total
+    if step < warmup:
+        return init_lr + step * (lr - init_lr) / warmup
+    period, since = 2 * warmup, step - warmup
+    # cycle i starts after period x (1 + t_mult + ... + t_mult^(i-1)) = period x (t_mult^i - 1) / (t_mult - 1)
+    i = math.floor(math.log(1 + since / period * (t_mult - 1), t_mult))
+    start = period * (t_mult ** i - 1) / (t_mult - 1)
+    length = period * t_mult ** i
+    low, high = init_lr * shrink ** i, lr * shrink ** i
+    return low + 0.5 * (high - low) * (1 + math.cos(math.pi * (since - start) / length))

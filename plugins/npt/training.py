@@ -20,11 +20,13 @@ from __future__ import annotations
 from . import checkpoints
 from .cost import n_batches
 from .model import corrupt, entry_losses, masked_mean
-from .optimiser import cosine_tradeoff, flat_then_anneal
+from .optimiser import cosine_cyclic, cosine_tradeoff, flat_then_anneal
 
 
 def lr_at(params: dict, step: int, steps: int, whole_table: bool) -> float:
-    """The learning rate of step ``step`` (0-based) of ``steps``: flat, then annealed."""
+    """The learning rate of step ``step`` (0-based) of ``steps`` under ``params["lr_schedule"]``."""
+    if params["lr_schedule"] == "cosine_cyclic":
+        return cosine_cyclic(step, steps, params["lr"], params["warmup_fraction"])
     flat = params["flat_fraction"]
     flat = (0.5 if whole_table else 0.7) if flat is None else flat
     return params["lr"] * flat_then_anneal(step, steps, flat)
