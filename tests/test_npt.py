@@ -12,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -157,6 +158,66 @@ def test_estimator_predictions_are_row_permutation_equivariant(breast_cancer, bc
     np.testing.assert_allclose(bc_model.predict_proba(X_test.iloc[perm]), bc_model.predict_proba(X_test)[perm],
                                atol=3e-3)
 
+
+
+@pytest.fixture(scope="module")
+def diabetes(tmp_path_factory):
+    """scikit-learn's diabetes regression set (442 rows x 10 features, targets 25-346), fold 0 of 5."""
+    split_cfg = SplitConfig("kfold", k=5, val_fraction=0.2)
+    ds = load_dataset(DatasetConfig("diabetes", "sklearn", id="diabetes", split=split_cfg),
+                      DataPaths.from_env(cache=tmp_path_factory.mktemp("cache")))
+    return ds, make_splits(ds, split_cfg)[0]
+
+
+@pytest.mark.parametrize("transductive", [False, True], ids=["inductive", "transductive"])
+@pytest.mark.parametrize("amp", [False, True], ids=["fp32", "bf16"])
+def test_predictions_through_fit_and_predict_are_row_permutation_equivariant(diabetes, transductive, amp):
+    """predict(X[perm]) == predict(X)[perm] through the public API. Inductive: the rows to predict are
+    appended to the table in another order: equal to float noise (fp32) or within bf16's rounding.
+    Transductive: each row is found in the table by its content and read from the table's own outputs,
+    so equal exactly, in any order, and for any subset of the rows. (Inductively a subset is another
+    input: the appended rows attend to each other, so its predictions may differ.)"""
+    ds, sp = diabetes
+    X_test = ds.X.iloc[sp.test]
+    model = NPT(ds.meta, 0, **SMALL, steps=20, eval_every=5, amp=amp, transductive=transductive, device="cpu")
+    model.fit(ds.X.iloc[sp.train], ds.y[sp.train], ds.X.iloc[sp.val], ds.y[sp.val],
+              **({"X_unlabelled": X_test} if transductive else {}))
+    if amp and not model.info_["amp"]:
+        pytest.skip("this CPU has no bf16 matrix instructions: amp falls back to fp32")
+    perm = np.random.default_rng(0).permutation(len(X_test))
+    base = model.predict(X_test)
+    permuted = model.predict(X_test.iloc[perm])
+    gap = np.abs(permuted - base[perm]).max()
+    print(f"{'transductive' if transductive else 'inductive'} {'bf16' if amp else 'fp32'}: max |f(PX) - P f(X)| "
+          f"= {gap:.3g} (targets' std {np.std(ds.y):.0f})")
+    if transductive:
+        np.testing.assert_array_equal(permuted, base[perm])
+        half = perm[: len(perm) // 2]
+        np.testing.assert_array_equal(model.predict(X_test.iloc[half]), base[half])
+    elif not amp:  # float noise: measured 1.3e-05 (targets of std 77, values about 150)
+        np.testing.assert_allclose(permuted, base[perm], rtol=0, atol=1e-6 * np.std(ds.y))
+    else:  # within bf16's rounding, 2^-8 of the value (bf16 keeps 8 significant bits): measured 0.15
+        np.testing.assert_allclose(permuted, base[perm], rtol=2**-8, atol=0)
+    assert np.std(base) > 1.0  # the predictions differ between rows: the test is not comparing constants
+
+
+def test_transductive_predict_of_rows_the_table_lacks_appends_them_and_says_so(diabetes, seen):
+    """Rows fit was not given (here: two training rows, whose labels the table holds) are predicted as
+    new rows appended to the table, with a warning; the table's own rows still come from the table."""
+    ds, sp = diabetes
+    X_test, X_train = ds.X.iloc[sp.test], ds.X.iloc[sp.train]
+    model = NPT(ds.meta, 0, **SMALL, steps=4, eval_every=2, device="cpu", transductive=True)
+    model.fit(X_train, ds.y[sp.train], ds.X.iloc[sp.val], ds.y[sp.val], X_unlabelled=X_test)
+    base = model.predict(X_test)
+    mixed = pd.concat([X_test.iloc[:5], X_train.iloc[:2], X_test.iloc[:5]])  # duplicates too
+    seen.clear()
+    with pytest.warns(UserWarning, match=r"2 of the 12 rows to predict are not among the table's unlabelled rows"):
+        out = model.predict(mixed)
+    np.testing.assert_array_equal(out[:5], base[:5])
+    np.testing.assert_array_equal(out[7:], base[:5])
+    n_table = len(sp.train) + len(sp.val) + len(sp.test)
+    assert [len(x) for _, x, _ in seen] == [n_table, n_table + 2]  # the table; the table + the 2 new rows
+    assert seen[1][2][n_table:, -1].all()  # the new rows' targets are masked though the table has them
 
 
 @pytest.mark.parametrize("flags", [{}, {"ln_kv": True, "temperature": "head", "residual": "identity"}])

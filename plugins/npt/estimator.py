@@ -11,6 +11,7 @@ torch is imported only inside ``fit`` and ``predict``: ``tabbench models`` stays
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -156,6 +157,14 @@ class NPT(Estimator):
             miss = np.concatenate([miss[:, order].all(-1), miss[:, -1:]], 1)
         return x, miss
 
+    @staticmethod
+    def _row_keys(x, m):
+        """One key per encoded row, its features only (values and missing bits, not the target): equal
+        keys = rows the model cannot tell apart. Bytes, so that a lookup is exact (no collisions)."""
+        features = np.ascontiguousarray(x[:, :-1])
+        missing = np.ascontiguousarray(m[:, :-1])
+        return [a.tobytes() + b.tobytes() for a, b in zip(features, missing)]
+
     def _prepare_table(self, X, y, X_val, y_val, X_unlabelled, torch):
         """The table on the device: the training rows, then (transductive) the validation rows and
         ``X_unlabelled``, whose targets are missing (zero, mask bit set, never scored). Sets the
@@ -185,15 +194,19 @@ class NPT(Estimator):
             n_patches=n_patches, patch_dim=self.patch_order_.shape[1] if n_patches else 0)
 
         blocks = [self._encode(X, y)]
-        self.in_table_ = []  # (first row, encoded values) of each unlabelled block, to recognise it in predict
         for frame in unlabelled:
             xu, mu = self._encode(frame)
             mu[:, -1] = True
-            self.in_table_.append((sum(len(b[0]) for b in blocks), xu))
             blocks.append((xu, mu))
         self.n_labelled_ = len(X)
-        self.x_tab_ = torch.from_numpy(np.concatenate([b[0] for b in blocks])).to(dev)
-        self.m_tab_ = torch.from_numpy(np.concatenate([b[1] for b in blocks])).to(dev)
+        x = np.concatenate([b[0] for b in blocks])
+        m = np.concatenate([b[1] for b in blocks])
+        # the unlabelled rows by content, so that predict finds them in any order (see _query_outputs)
+        self.table_rows_ = {}
+        for i, key in enumerate(self._row_keys(x[self.n_labelled_:], m[self.n_labelled_:]), self.n_labelled_):
+            self.table_rows_.setdefault(key, i)
+        self.x_tab_ = torch.from_numpy(x).to(dev)
+        self.m_tab_ = torch.from_numpy(m).to(dev)
         if self.has_val_:
             xv, mv = self._encode(X_val, y_val)
             self.x_val_, self.m_val_ = torch.from_numpy(xv).to(dev), torch.from_numpy(mv).to(dev)
@@ -387,15 +400,35 @@ class NPT(Estimator):
     # --- predict ------------------------------------------------------------------------------------
 
     def _query_outputs(self, X):
+        """Target outputs for the rows of X, the fitted table as context.
+
+        Inductive: X's rows are appended to the table, targets masked. Transductive: a row of X whose
+        features equal one of the table's unlabelled rows (validation and ``X_unlabelled``, matched by
+        content, in any order, duplicates included) is that row: its output is read from the table, so
+        the prediction does not depend on X's order or on which other rows X holds. A row the table
+        does not hold (or that matches a labelled training row) is appended as a new row, as inductive
+        prediction does, with a warning that says how many.
+        """
         import torch
 
         xq, mq = self._encode(X)
+        dev = self.device_
+        found = np.full(len(xq), -1)
+        if self.transductive_:
+            found = np.array([self.table_rows_.get(k, -1) for k in self._row_keys(xq, mq)], dtype=np.int64)
+        new = np.flatnonzero(found < 0)
+        if self.transductive_ and len(new):
+            warnings.warn(f"npt (transductive): {len(new)} of the {len(xq)} rows to predict are not among the "
+                          f"table's unlabelled rows given to fit; they are predicted as new rows appended to the "
+                          f"table (inductively), the other {len(xq) - len(new)} from the table", stacklevel=3)
         with torch.no_grad():
-            for first, block in self.in_table_:  # rows already in the table (transductive): no duplicate
-                if block.shape == xq.shape and np.array_equal(block, xq):
-                    return self._target_outputs(torch, rows=torch.arange(first, first + len(xq), device=self.device_))
-            return self._target_outputs(torch, torch.from_numpy(xq).to(self.device_),
-                                        torch.from_numpy(mq).to(self.device_))
+            if len(new) == len(xq):
+                return self._target_outputs(torch, torch.from_numpy(xq).to(dev), torch.from_numpy(mq).to(dev))
+            out = self._target_outputs(torch, rows=torch.from_numpy(found).to(dev).clamp(min=0))
+            if len(new):
+                out[torch.from_numpy(new).to(dev)] = self._target_outputs(
+                    torch, torch.from_numpy(xq[new]).to(dev), torch.from_numpy(mq[new]).to(dev))
+            return out
 
     def predict_proba(self, X):
         if not self.meta.is_classification:
