@@ -16,7 +16,9 @@ from tabbench.plugins import load_models  # noqa: E402
 from tabbench.runner import RunError, RunOptions, load_data, model_refusals, run_suite  # noqa: E402
 from tabbench.suite import load_suite  # noqa: E402
 from tabbench_plugins.npt import NPT  # noqa: E402
-from tabbench_plugins.npt.cost import AUTO_BATCH_ROWS, n_batches  # noqa: E402
+from tabbench.spec import SplitSizes  # noqa: E402
+from tabbench_plugins.npt.cost import (AUTO_BATCH_ROWS, AUTO_BUDGET_SHARE, auto_steps,  # noqa: E402
+                                     estimate_cpu_seconds, n_batches)
 
 COVER = "uci/covertype/covertype-kaggle-train.csv"  # 15,120 rows x 54 features, 7 classes (SOURCES.md)
 ROOT = Path(__file__).resolve().parents[1]
@@ -126,3 +128,55 @@ def test_auto_trains_on_class_stratified_minibatches_above_the_threshold(cover):
     plain = NPT(meta, seed=0, **{**SMALL, "batch_size": AUTO_BATCH_ROWS}).fit(X.iloc[rows], y[rows])
     counts = _class_counts(plain, plain.run_.batches)
     assert np.abs(counts - counts.sum(1, keepdims=True) * share).max() > 2
+
+
+# --- steps: "auto" -------------------------------------------------------------------------------------
+
+
+def test_auto_steps_are_the_most_the_cost_model_fits_in_the_budget(cover):
+    meta, _, _, split = cover
+    sizes = SplitSizes(len(split.train), len(split.val), len(split.test))
+    params = {**NPT.defaults, "steps": "auto"}
+    found = []
+    for budget, cpus in ((1800, 1), (1800, 2), (3600, 1), (36000, 1)):
+        p = {**params, "cpus": cpus}
+        steps = auto_steps(meta, sizes, p, budget)
+        limit = AUTO_BUDGET_SHARE * budget * cpus  # CPU-seconds: the budget is wall time on cpus cores
+        assert estimate_cpu_seconds(meta, sizes, {**p, "steps": steps})["seconds"] <= limit
+        assert estimate_cpu_seconds(meta, sizes, {**p, "steps": steps + 1})["seconds"] > limit
+        found.append(steps)
+    assert 0 < found[0] < found[1] == found[2] < found[3]  # twice the time, or twice the cores: twice the CPU
+
+
+def test_auto_steps_need_a_budget_and_one_step_that_fits_it(tmp_path, shared):
+    message = refusal(tmp_path, own_table_suite(tmp_path, shared, npt="{params: {steps: auto}}"))
+    assert 'steps "auto"' in message and "budget.time_s" in message and "give steps a number" in message
+    message = refusal(tmp_path, own_table_suite(tmp_path, shared, npt="{params: {steps: auto}}",
+                                                budget="budget: {time_s: 5}"))
+    assert "not one training step fits" in message
+    suite = own_table_suite(tmp_path, shared, npt="{params: {steps: auto}}", budget="budget: {time_s: 3600}")
+    loaded = load_data(suite, DataPaths(cache=tmp_path / "cache"))
+    assert model_refusals(suite, load_models(()), loaded) == []
+
+
+def test_a_fit_with_auto_steps_runs_the_steps_its_budget_buys_and_records_them():
+    from tabbench.data.cache import DataPaths as Paths
+    from tabbench.data.dataset import DatasetConfig, SplitConfig, load_dataset
+    from tabbench.data.splits import make_splits
+
+    cfg = SplitConfig("kfold", k=10, val_fraction=2 / 9)
+    ds = load_dataset(DatasetConfig("bc", "sklearn", id="breast_cancer", split=cfg), Paths.from_env())
+    sp = make_splits(ds, cfg)[0]
+    params = {"e": 8, "n_layers": 2, "n_heads": 4, "steps": "auto", "budgets": [], "device": "cpu", "eval_every": 2}
+    fit_args = (ds.X.iloc[sp.train], ds.y[sp.train], ds.X.iloc[sp.val], ds.y[sp.val])
+    with pytest.raises(ValueError, match="budget.time_s"):
+        NPT(ds.meta, 0, **params).fit(*fit_args)  # no budget given
+    sizes = SplitSizes(len(sp.train), len(sp.val), 0)
+    full = {**NPT.defaults, **params}
+    budget = next(b for b in np.geomspace(1e-3, 10, 200) if auto_steps(ds.meta, sizes, full, b) >= 5)
+    model = NPT(ds.meta, 0, **params)
+    model.time_budget_s = budget
+    model.fit(*fit_args)
+    expected = auto_steps(ds.meta, sizes, full, budget)
+    assert model.info_["steps"] == model.run_.step == expected >= 5
+    assert model.info_["steps_from_budget_s"] == budget

@@ -97,6 +97,29 @@ def estimate_cpu_seconds(meta, sizes, params) -> dict:
             "n_params": n_params, "step_s": step, "eval_s": evaluation, "evals": evals, "steps": steps, "d": d}
 
 
+#: ``steps: "auto"``: the steps whose estimated CPU time (``estimate_cpu_seconds``) fills this share of
+#: the job's time budget; the rest is left for prediction, the budget curve's scoring, and the estimate's
+#: error on a CPU other than the reference one (step times vary by tens of percent between machines).
+AUTO_BUDGET_SHARE = 0.8
+
+
+def auto_steps(meta, sizes, params, budget_s: float) -> int:
+    """``steps: "auto"`` resolved: the most steps whose estimated CPU time (``estimate_cpu_seconds``, the
+    evaluations included) stays within AUTO_BUDGET_SHARE of a job budget of ``budget_s`` wall seconds
+    on ``cpus`` cores (the suite's budget.time_s); 0 when not one step fits."""
+    limit = AUTO_BUDGET_SHARE * budget_s * max(1.0, float(params["cpus"]))
+
+    def seconds(steps):
+        return estimate_cpu_seconds(meta, sizes, {**params, "steps": steps})["seconds"]
+
+    base = estimate_cpu_seconds(meta, sizes, {**params, "steps": 0})  # the passes every fit makes
+    per_step = base["step_s"] + (base["eval_s"] / max(1, int(params["eval_every"])) if sizes.val else 0.0)
+    steps = max(0, math.floor((limit - base["seconds"]) / per_step))  # a lower bound: evaluations come in whole
+    while seconds(steps + 1) <= limit:  # at most eval_every more
+        steps += 1
+    return steps
+
+
 def _on_gpu(params) -> bool:
     if params["device"] != "auto":
         return params["device"] == "cuda"
@@ -111,7 +134,18 @@ def _on_gpu(params) -> bool:
 
 def check_cost(meta, sizes, params, budget_s=None) -> str | None:
     """Refuse (a message naming the params to set) a CPU fit whose estimated time exceeds the suite's
-    per-job budget, or MAX_CPU_HOURS when the suite sets none. ModelSpec.check for ``npt``."""
+    per-job budget, or MAX_CPU_HOURS when the suite sets none. ModelSpec.check for ``npt``.
+    ``steps: "auto"`` needs the budget, and at least one step must fit in it."""
+    if params["steps"] == "auto":
+        if not budget_s:
+            return ('npt: steps "auto" takes its step count from the suite\'s budget.time_s, and this suite sets '
+                    "none: set budget.time_s, or give steps a number")
+        steps = auto_steps(meta, sizes, params, budget_s)
+        if steps < 1:
+            return (f'npt: steps "auto": not one training step fits in {AUTO_BUDGET_SHARE:.0%} of the suite\'s '
+                    f"budget.time_s of {budget_s:,.0f} s with cpus {params['cpus']:g} (estimated, one core of this "
+                    f"project's reference CPU); raise budget.time_s or cpus, or shrink the model (e, n_layers)")
+        params = {**params, "steps": steps}
     est = estimate_cpu_seconds(meta, sizes, params)
     cpus = max(1.0, float(params["cpus"]))
     cpu_limit = budget_s * cpus if budget_s else MAX_CPU_HOURS * 3600  # CPU-seconds: the budget is wall time

@@ -18,7 +18,7 @@ import numpy as np
 from tabbench.estimator import Estimator
 from tabbench.spec import CATEGORICAL
 
-from .cost import eval_chunks
+from .cost import auto_steps, eval_chunks
 
 #: Below this size the fused optimiser's one-off compilation costs more than it saves.
 FUSED_MIN_PARAMS = 5_000_000
@@ -37,6 +37,7 @@ class NPT(Estimator):
         # optimisation
         # batch_size "auto": the whole table up to AUTO_BATCH_ROWS rows, else class-stratified minibatches of
         # at most that many; null: the whole table always; a number: minibatches of about that many rows
+        # steps "auto": as many as the cost model says fit in the job's time budget (cost.auto_steps)
         "lr": 1e-3, "steps": 500, "batch_size": "auto", "eval_batch_size": None,
         # lr_schedule "flat_anneal": constant for flat_fraction of the steps, then cosine to 0 (None: 0.5 with
         # whole-table batches (paper, small data), else 0.7); "cosine_cyclic": linear warm-up over
@@ -70,6 +71,10 @@ class NPT(Estimator):
 
     def _check_params(self):
         P = self._param
+        steps = P("steps")
+        if not (steps == "auto" or (isinstance(steps, (int, float)) and not isinstance(steps, bool)
+                                    and steps >= 1 and int(steps) == steps)):
+            raise ValueError(f"npt: steps must be a positive whole number or 'auto', got {steps!r}")
         if P("clip_mode") not in ("value", "norm"):
             raise ValueError("npt: clip_mode must be 'value' or 'norm'")
         if P("context_labels") not in ("auto", True, False):
@@ -318,7 +323,8 @@ class NPT(Estimator):
         and the model layout): the job key's params (``SPEC.key_params``) and the seed."""
         from . import SPEC
 
-        return {**SPEC.key_params(self.params), "seed": self.seed}
+        return {**SPEC.key_params(self.params), "seed": self.seed,
+                **({"steps": self.steps_} if self.params["steps"] == "auto" else {})}
 
     def fit(self, X, y, X_val=None, y_val=None, X_unlabelled=None):
         """Train on (X, y); (X_val, y_val) choose the best step. Transductive (``transductive=True``):
@@ -338,11 +344,33 @@ class NPT(Estimator):
         torch.manual_seed(self.seed)  # initialisation and dropout (the CUDA generators too)
 
         self._prepare_table(X, y, X_val, y_val, X_unlabelled, torch)
+        self.steps_ = self._resolve_steps(len(X_unlabelled) if X_unlabelled is not None else 0)
         self._build_model_and_optimiser(torch)
         self.run_, checkpointer = training.train(self, torch)
         self.resumed_fit_seconds_ = self.run_.earlier_seconds
         self._fill_info(checkpointer, torch)
         return self
+
+    def _resolve_steps(self, n_unlabelled: int) -> int:
+        """``steps``, or for ``"auto"`` the steps that fit in the job's time budget by the cost model
+        (``cost.auto_steps``). The budget is the suite's budget.time_s, which the harness hands the
+        estimator as the attribute ``time_budget_s`` (as it hands ``checkpoint_dir``)."""
+        steps = self._param("steps")
+        if steps != "auto":
+            return int(steps)
+        from tabbench.spec import SplitSizes
+
+        budget = getattr(self, "time_budget_s", None)
+        if not budget:
+            raise ValueError('npt: steps "auto" needs the job\'s time budget (the suite\'s budget.time_s, given '
+                             "to the estimator as time_budget_s); none was given: set budget.time_s, or give "
+                             "steps a number")
+        n_val = len(self.x_val_) if self.has_val_ else 0
+        sizes = SplitSizes(self.n_labelled_, n_val, n_unlabelled)
+        steps = auto_steps(self.meta, sizes, self.params, budget)
+        if steps < 1:
+            raise ValueError(f'npt: steps "auto": not one training step fits in the time budget of {budget:g} s')
+        return steps
 
     def _build_model_and_optimiser(self, torch):
         from .model import NPT as Model
@@ -373,6 +401,8 @@ class NPT(Estimator):
             "resumed_from_step": checkpointer.resumed_from,
             "checkpoint_ignored": checkpointer.ignored,
         }
+        if self._param("steps") == "auto":  # the steps ran (above) came from this budget
+            self.info_["steps_from_budget_s"] = self.time_budget_s
 
     # --- step budgets: what a shorter run would have predicted ---------------------------------------
 

@@ -43,7 +43,7 @@ def train(est, torch):
     p_col = torch.tensor([P["p_feature"]] * t + [P["p_target"]], device=dev)
     cards_t = torch.tensor(est.cards_, dtype=torch.float32, device=dev)
     params = list(model.parameters())
-    steps = int(P["steps"])
+    steps = est.steps_
     est.n_batches_ = n_b = n_batches(len(x_tab), P["batch_size"])
     eval_every = max(1, int(P["eval_every"]))
     budgets = checkpoints.BUDGET_LADDER if P["budgets"] is None else tuple(P["budgets"])
