@@ -171,6 +171,9 @@ def test_a_fit_with_auto_steps_runs_the_steps_its_budget_buys_and_records_them()
     fit_args = (ds.X.iloc[sp.train], ds.y[sp.train], ds.X.iloc[sp.val], ds.y[sp.val])
     with pytest.raises(ValueError, match="budget.time_s"):
         NPT(ds.meta, 0, **params).fit(*fit_args)  # no budget given
+    for bad in (-1, 2.5, "many"):
+        with pytest.raises(ValueError, match="steps must be a whole number >= 0"):
+            NPT(ds.meta, 0, **{**params, "steps": bad}).fit(*fit_args)
     sizes = SplitSizes(len(sp.train), len(sp.val), 0)
     full = {**NPT.defaults, **params}
     budget = next(b for b in np.geomspace(1e-3, 10, 200) if auto_steps(ds.meta, sizes, full, b) >= 5)

@@ -73,8 +73,8 @@ class NPT(Estimator):
         P = self._param
         steps = P("steps")
         if not (steps == "auto" or (isinstance(steps, (int, float)) and not isinstance(steps, bool)
-                                    and steps >= 1 and int(steps) == steps)):
-            raise ValueError(f"npt: steps must be a positive whole number or 'auto', got {steps!r}")
+                                    and steps >= 0 and int(steps) == steps)):
+            raise ValueError(f"npt: steps must be a whole number >= 0 (0: no training) or 'auto', got {steps!r}")
         if P("clip_mode") not in ("value", "norm"):
             raise ValueError("npt: clip_mode must be 'value' or 'norm'")
         if P("context_labels") not in ("auto", True, False):
