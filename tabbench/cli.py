@@ -324,23 +324,15 @@ def main(argv=None) -> int:
         # A shell starts a background job with SIGINT ignored; a run must still stop on Ctrl-C or kill -INT.
         # This covers the imports and suite loading; run_suite then installs its own handler.
         signal.signal(signal.SIGINT, signal.default_int_handler)
-    from tabbench.plugins import PluginError
+    from tabbench.errors import TabbenchError
 
     try:
         return COMMANDS[args.command](args)
     except KeyboardInterrupt:
         return 130  # the runner has said what was kept and how to resume
-    except PluginError as exc:
+    except TabbenchError as exc:  # bad input: its message names the file or field and the fix
         print(f"tabbench: {exc}", file=sys.stderr)
         return 2
-    except Exception as exc:
-        from tabbench.runner import RunError
-        from tabbench.suite import SuiteError  # here, so that `tabbench models` does not load pydantic
-
-        if isinstance(exc, (SuiteError, RunError)):
-            print(f"tabbench: {exc}", file=sys.stderr)
-            return 2
-        raise
 
 
 if __name__ == "__main__":
