@@ -202,7 +202,7 @@ def _run(suite: Suite, options: RunOptions, store: Store, summary: RunSummary, s
             with stop.deferred():
                 ray.shutdown()
     stop.check()
-    from tabbench.leaderboard import write_leaderboard
+    from tabbench.report.leaderboard import write_leaderboard
 
     stop.pause_point("leaderboard")
     write_leaderboard(store.dir, suite.published, report=options.report)

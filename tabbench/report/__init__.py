@@ -1,5 +1,7 @@
-"""What ``tabbench leaderboard`` adds to the rank tables: records pooled from several result folders,
-significance tests, win rates, cost against quality, and LaTeX.
+"""Reports made from stored records alone (no model registry, nothing re-run): the leaderboard
+(``leaderboard``: rank tables, and beside them significance tests, win rates, cost against quality,
+budget curves and LaTeX), written with one set of table and number formats (``format``). Records
+pooled from several result folders come from ``tabbench.pooling``.
 
 The statistics come from scipy.stats and scikit-posthocs and the figures from matplotlib (the
 ``report`` extra); they are imported only inside the functions that use them, so the core stays light.
