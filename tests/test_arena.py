@@ -4,6 +4,7 @@ interval, a method that wins everything, a method that fails everywhere), not nu
 
 import copy
 import re
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -135,3 +136,11 @@ def test_leaderboard_tex_has_the_aggregates_table_with_consistent_columns(tables
     assert len(rows) == len(result.table) + 1  # header and one row per method
     assert all(len(re.split(r"(?<!\\)&", row)) == len(spec) for row in rows)
     assert re.search(r"^random\\_forest & \$(\\mathbf\{)?1000\}?\$", block, re.M)
+
+
+def test_without_bencheval_the_section_says_what_to_install(tables, selected, monkeypatch):
+    monkeypatch.setitem(sys.modules, "bencheval", None)  # as if the report extra were not installed
+    monkeypatch.setitem(sys.modules, "bencheval.evaluator", None)
+    result = run(tables, selected)
+    assert result.table is None and arena.csv_rows(result) == []
+    assert "pip install 'tabbench[report]'" in " ".join(arena.markdown(result, {}))
