@@ -105,11 +105,11 @@ def aggregates(tables: dict, selected: pd.DataFrame, mean_rank: pd.Series) -> Ag
     elo_kwargs = {"BOOTSTRAP_ROUNDS": BOOTSTRAP_ROUNDS}
     if out.anchor is not None:
         elo_kwargs |= {"calibration_framework": ANCHOR, "calibration_elo": ANCHOR_ELO}
-    with np.errstate(invalid="ignore"):  # inf - inf in bencheval's rescaled loss, a column not used here
-        board = evaluator.leaderboard(data, metrics=["elo", "winrate", "improvability"], include_error=False,
-                                      elo_kwargs=elo_kwargs, sort_by=None)
-    table = pd.DataFrame({"elo": board["elo"], "elo_low": board["elo"] - board["elo-"],
-                          "elo_high": board["elo"] + board["elo+"], "improvability": board["improvability"],
+    board = evaluator.leaderboard(data, metrics=["elo", "winrate", "improvability"], include_error=False,
+                                  elo_kwargs=elo_kwargs, sort_by=None)
+    # bencheval gives Elo and the interval's widths to 0.1 point; the interval's ends are kept so
+    table = pd.DataFrame({"elo": board["elo"], "elo_low": (board["elo"] - board["elo-"]).round(1),
+                          "elo_high": (board["elo"] + board["elo+"]).round(1), "improvability": board["improvability"],
                           "win_rate": board["winrate"], "mean_rank": mean_rank.reindex(board.index)})
     if out.n_datasets < 2:  # one dataset: every resample is the same, so the interval says nothing
         table[["elo_low", "elo_high"]] = np.nan
