@@ -1,9 +1,9 @@
 """Reports made from stored records alone (no model registry, nothing re-run): the leaderboard
-(``leaderboard``: rank tables, and beside them significance tests, win rates, cost against quality,
-budget curves and LaTeX), written with one set of table and number formats (``format``). Records
+(``leaderboard``: rank tables, and beside them significance tests, win rates, TabArena's Elo (``arena``), cost against
+quality, budget curves and LaTeX), written with one set of table and number formats (``format``). Records
 pooled from several result folders come from ``tabbench.pooling``.
 
-The statistics come from scipy.stats and scikit-posthocs and the figures from matplotlib (the
+The statistics come from scipy.stats, scikit-posthocs and bencheval, the figures from matplotlib (the
 ``report`` extra); they are imported only inside the functions that use them, so the core stays light.
 """
 
@@ -12,4 +12,4 @@ def report_installed() -> bool:
     """Whether the ``report`` extra (the tests' and figures' libraries) is installed."""
     from importlib.util import find_spec
 
-    return all(find_spec(name) for name in ("matplotlib", "scikit_posthocs"))
+    return all(find_spec(name) for name in ("matplotlib", "scikit_posthocs", "bencheval"))

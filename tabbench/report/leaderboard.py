@@ -273,7 +273,11 @@ def write_leaderboard(suite_dir: str | Path, published_path: str | Path | None =
         md += ["Figures and tests: a significance section per metric family, [all datasets together]"
                "(#all-datasets-together), [pairwise win rates](#pairwise-win-rates), [cost against quality]"
                "(#cost-against-quality); LaTeX tables: [`leaderboard.tex`](leaderboard.tex).", ""]
-    md += _table1_section(tables, published, show) + _variants_section(selected, show)
+    from tabbench.report import arena  # TabArena's Elo, improvability and win rate (bencheval)
+
+    aggregates = arena.aggregates(tables, selected, pooled_ranks(tables).mean(axis=1))
+    md += _table1_section(tables, published, show) + arena.markdown(aggregates, show)
+    md += _variants_section(selected, show)
     csv_rows = []
     for task, t in tables.items():
         metric, ranks = t["metric"], t["ranks"]
@@ -315,6 +319,7 @@ def write_leaderboard(suite_dir: str | Path, published_path: str | Path | None =
     for m, rank in pooled.mean(axis=1).items():
         csv_rows.append({"table": "rank_all", "method": m, "dataset": "", "value": rank,
                          "se": pooled.loc[m].std(ddof=1) / math.sqrt(pooled.shape[1]) if pooled.shape[1] > 1 else np.nan})
+    csv_rows += arena.csv_rows(aggregates)
     if report:
         from tabbench.report.latex import write_latex
         from tabbench.report.sections import cost_section, significance_section, win_rate_section
@@ -327,7 +332,7 @@ def write_leaderboard(suite_dir: str | Path, published_path: str | Path | None =
 
         md += budget_section(suite_dir, selected, PRIMARY, published, show)
         write_latex(suite_dir / "leaderboard.tex", suite_dir.name, tables, labels, published,
-                    transductive={m for m, name in show.items() if name != m})
+                    transductive={m for m, name in show.items() if name != m}, arena=aggregates)
     md += ["## Costs per job", "", "Mean fit and predict seconds and the largest peak resident memory of one "
            "job (above its worker's baseline) over successful jobs; peak GPU memory allocated when CUDA was used.",
            "Failures are counted over all jobs, tuning trials included.", ""]
