@@ -125,7 +125,9 @@ class ModernNCA(Estimator):
         p = self.params
         assert 0 < p["sample_rate"] <= 1, f"sample_rate must be in (0, 1], got {p['sample_rate']}"
         assert p["temperature"] > 0, f"temperature must be positive, got {p['temperature']}"
-        assert X_val is not None and len(X_val) > 0, f"ModernNCA needs validation rows for early stopping on {self.meta.name}"
+        if X_val is None or len(X_val) == 0:
+            raise ValueError(f"ModernNCA on {self.meta.name}: no validation rows for early stopping; use a split with a "
+                             "validation part")
         self.device_ = resolve_device(p["device"])
         self.seen_ = SeenClasses(y, self.meta.n_classes) if self.meta.is_classification else None
         self.inputs_ = TabularTensors(self.meta, self.seed).fit(X)
@@ -143,6 +145,9 @@ class ModernNCA(Estimator):
             t_val = torch.as_tensor((np.asarray(y_val) - self.y_mean_) / self.y_std_, dtype=torch.float32,
                                     device=self.device_)
             self.candidate_targets_ = t_train[:, None]  # (n_train, 1)
+        if len(t_val) == 0:
+            raise ValueError(f"ModernNCA on {self.meta.name}: no validation row has a class the training rows hold, so "
+                             "early stopping has nothing to score; use a split whose validation part shares classes")
         self.x_train_ = self.inputs_.transform(X, self.device_)
         x_val = self.inputs_.transform(X_val, self.device_)
         n = len(t_train)
@@ -173,7 +178,7 @@ class ModernNCA(Estimator):
                     optimizer.zero_grad(set_to_none=True)
                     loss.backward()
                     optimizer.step()
-                val_loss = float(self._loss(self._predict_output(x_val), t_val)) if len(t_val) else -epoch
+                val_loss = float(self._loss(self._predict_output(x_val), t_val))
                 if val_loss < best_loss:
                     best_loss, best_epoch = val_loss, epoch
                     best_state = copy.deepcopy(self.network_.state_dict())

@@ -89,8 +89,9 @@ class PytabkitEstimator(Estimator):
             return self  # predict_proba: the one class
         target = self.seen_.encode(y) if self.seen_ is not None else np.asarray(y, dtype=np.float64)
         val = validation(X_val, y_val, self.seen_)
-        assert val is not None, (
-            f"{type(self).__name__} needs validation rows to pick its epoch; got none on {self.meta.name}")
+        if val is None:
+            raise ValueError(f"{type(self).__name__} on {self.meta.name}: no validation rows (with a class the training "
+                             "rows hold) to pick its epoch; use a split with a validation part")
         X_v, y_v = val
         name = self.classifier if self.meta.is_classification else self.regressor
         # tmp_folder: where pytabkit's Lightning checkpoints go (not the working directory); gone after fit

@@ -114,7 +114,9 @@ class TabM(Estimator):
 
         p = self.params
         self.device_ = resolve_device(p["device"])
-        assert X_val is not None and len(X_val) > 0, f"TabM needs validation rows for early stopping on {self.meta.name}"
+        if X_val is None or len(X_val) == 0:
+            raise ValueError(f"TabM on {self.meta.name}: no validation rows for early stopping; use a split with a "
+                             "validation part")
         self.seen_ = SeenClasses(y, self.meta.n_classes) if self.meta.is_classification else None
         self.inputs_ = TabularTensors(self.meta, self.seed).fit(X)
         if self.meta.is_classification:
@@ -129,6 +131,9 @@ class TabM(Estimator):
             t_val = torch.as_tensor((np.asarray(y_val) - self.y_mean_) / self.y_std_, dtype=torch.float32,
                                     device=self.device_)
             n_out = 1
+        if len(t_val) == 0:
+            raise ValueError(f"TabM on {self.meta.name}: no validation row has a class the training rows hold, so "
+                             "early stopping has nothing to score; use a split whose validation part shares classes")
         x_train, x_val = self.inputs_.transform(X, self.device_), self.inputs_.transform(X_val, self.device_)
 
         with torch_threads(p["n_jobs"]), torch_seeded(self.seed, self.device_):
@@ -151,7 +156,7 @@ class TabM(Estimator):
                     optimizer.zero_grad(set_to_none=True)
                     loss.backward()
                     optimizer.step()
-                val_loss = self._ensemble_loss(x_val, t_val) if len(t_val) else -epoch  # no scorable row: last epoch
+                val_loss = self._ensemble_loss(x_val, t_val)
                 if val_loss < best_loss:
                     best_loss, best_epoch = val_loss, epoch
                     best_state = copy.deepcopy(self.network_.state_dict())
