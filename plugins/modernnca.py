@@ -1,9 +1,9 @@
 """ModernNCA: neighbourhood components analysis with a deep embedding, for tabular data.
 
 Ye, Yin, Zhan. "Revisiting Nearest Neighbor for Tabular Data: A Deep Tabular Baseline Two Decades Later".
-ICLR 2025, arXiv 2407.03257. Written from the paper: no package on the registries ships it and runs
-offline (pytabkit has none; TALENT's ``talent-pytorch`` on PyPI is a single 0.0.1 upload, not a
-maintained package), so this is one module, as the task allowed.
+ICLR 2025, arXiv 2407.03257. Written from the paper: no maintained package on the registries ships it
+(pytabkit has none; TALENT, the authors' toolbox, is on PyPI only as ``talent-pytorch`` 0.0.1 of March
+2025, which was not taken up), so this is one module.
 
     numeric columns ── mean-impute, quantile -> normal ── PLR(lite) periodic embeddings (rtdl_num_embeddings)
     categorical     ── one-hot (a missing value is its own level) ──────────────────┐
