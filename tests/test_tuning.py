@@ -6,7 +6,7 @@ import json
 
 import pandas as pd
 
-from tabbench.jobs import trial_configs
+from tabbench.expand import trial_configs
 from tabbench.plugins import load_models
 from tabbench.runner import RunOptions, run_suite
 from tabbench.store import Store, load_records
