@@ -93,18 +93,18 @@ def test_uci_suite_is_the_papers_protocol():
         assert d.source == "openml" or d.url.startswith("https://archive.ics.uci.edu/")
 
 
-@pytest.mark.parametrize("name, datasets", [
-    ("uci-small", ["breast_cancer", "boston", "yacht", "concrete"]),
-    ("uci-small-npt-paper", ["breast_cancer", "boston", "yacht", "concrete"]),
-    ("uci-large-cpu", ["higgs", "income", "poker_hand", "forest_cover", "protein"]),
-])
-def test_reduced_suites_take_their_datasets_unchanged_from_uci(name, datasets):
-    small, full = suite(name), {d.name: d for d in suite("uci").datasets}
-    assert [d.name for d in small.datasets] == datasets
-    for d in small.datasets:
-        same = {f: getattr(full[d.name], f) for f in ("source", "url", "test_url", "id", "split", "columns", "target",
-                                                  "categorical", "categorical_max_levels")}
-        assert {f: getattr(d, f) for f in same} == same, d.name
+def test_each_dataset_is_defined_once_and_suites_hold_no_python():
+    """The UCI datasets live in the catalogue; a suite uses them by name (no copy of a URL, column list or split)."""
+    import yaml
+
+    catalogue = yaml.safe_load((ROOT / "suites" / "datasets" / "uci.yaml").read_text())["datasets"]
+    sources = {entry.get("url") or entry.get("id") for entry in catalogue.values()}
+    for path in SUITES:
+        for entry in yaml.safe_load(path.read_text())["datasets"]:
+            assert entry.get("url", entry.get("id")) not in sources or entry["source"] == "catalogue", (path, entry)
+    used = {d.name for name in ("uci", "uci-small", "uci-small-npt-paper", "uci-large-cpu") for d in suite(name).datasets}
+    assert used == set(catalogue)
+    assert not list((ROOT / "suites").rglob("*.py"))
 
 
 # the categorical columns each of the authors' dataset modules (npt/datasets/*.py) declares, by our names
@@ -150,23 +150,13 @@ def test_the_yacht_froude_suite_holds_both_encodings_on_the_authors_folds():
         "catboost": tuned["catboost"], "catboost_onehot": tuned["catboost"]}
 
 
-@needs_shared
-@pytest.mark.parametrize("booster", ["lightgbm", "catboost"])
-def test_a_onehot_booster_is_tabbenchs_booster_on_one_column_per_level(tmp_path, booster):
-    s = suite("uci-small-yacht-froude")
-    registry = load_models(tuple(s.plugins))
-    plain, onehot = registry[booster].spec, registry[f"{booster}_onehot"].spec
-    assert (onehot.default_params, onehot.search_space) == (plain.default_params, plain.search_space)
-    ds = load_dataset(s.datasets[0], DataPaths(cache=tmp_path, mirrors=(SHARED.resolve(),), base=ROOT))
-    split = make_splits(ds, ds.split)[0]
-    model = onehot.factory(ds.meta, 0, **onehot.default_params)
-    model.fit(ds.X.iloc[split.train], ds.y[split.train], ds.X.iloc[split.val], ds.y[split.val])
-    frame = model._frame(ds.X.iloc[split.test])
-    levels = [len(c.categories) for c in ds.meta.columns]  # all six Yacht features categorical
-    assert frame.shape == (len(split.test), sum(levels)) and set(frame.stack().unique()) == {0.0, 1.0}
-    assert model.predict(ds.X.iloc[split.test]).shape == (len(split.test),)
-    if booster == "catboost":  # no column left to its target statistics
-        assert model.model_.get_cat_feature_indices() == []
+def test_the_onehot_methods_are_the_boosters_with_one_hot_input():
+    """lightgbm_onehot and catboost_onehot: the registered boosters with one_hot: true, tuned as the plain ones."""
+    models = {m.label: m for m in suite("uci-small-yacht-froude").models}
+    for booster in ("lightgbm", "catboost"):
+        onehot, plain = models[f"{booster}_onehot"], models[booster]
+        assert (onehot.model, onehot.params) == (booster, {"one_hot": True})
+        assert (onehot.tuning, onehot.n_trials, onehot.search_space) == (plain.tuning, plain.n_trials, None)
 
 
 def test_image_suite_uses_openml_and_the_papers_splits():

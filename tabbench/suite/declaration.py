@@ -9,7 +9,7 @@ import json
 from dataclasses import MISSING, fields
 from typing import Annotated, Any, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, create_model, model_validator
 from pydantic_core import PydanticCustomError
 
 from tabbench.data.formats import FORMATS
@@ -140,8 +140,30 @@ class OpenMLDataset(_Dataset):
         return self
 
 
-Dataset = Annotated[Union[SklearnDataset, FileDataset, UrlDataset, OpenMLDataset], Field(discriminator="source")]
-assert {m.model_fields["source"].annotation.__args__[0] for m in Dataset.__origin__.__args__} == set(SOURCES)
+#: Every field of a dataset entry but its name: what a catalogue entry can be given again, to override it.
+OVERRIDABLE = [key for key in _Dataset.model_fields if key != "name"]
+
+
+class _CatalogueUse(_Section):
+    source: Literal["catalogue"] = Field(description="where the data comes from")
+    name: Name = Field(description="the dataset's name in records and tables; unique within the suite")
+    entry: Optional[Name] = Field(None, description="catalogue: the catalogue's entry (default: the name)")
+
+
+# the same fields as a dataset entry, each optional: one given here replaces the catalogue entry's
+CatalogueDataset = create_model(
+    "CatalogueDataset", __base__=_CatalogueUse, __doc__=(
+        "A dataset defined once in a catalogue file (the suite's ``catalogue:``), used here by name; every other "
+        "field given here replaces the catalogue entry's (a ``split`` given here replaces its whole split)."),
+    **{key: (Optional[info.rebuild_annotation()], Field(None, description=f"overrides the entry's: {info.description}"))
+       for key, info in _Dataset.model_fields.items() if key in OVERRIDABLE})
+
+#: What ``source:`` can say: where the data comes from (tabbench/data/sources.py), or a catalogue entry.
+DATASET_SOURCES = (*SOURCES, "catalogue")
+
+Dataset = Annotated[Union[SklearnDataset, FileDataset, UrlDataset, OpenMLDataset, CatalogueDataset],
+                    Field(discriminator="source")]
+assert {m.model_fields["source"].annotation.__args__[0] for m in Dataset.__origin__.__args__} == set(DATASET_SOURCES)
 
 
 class Model(_Section):
@@ -177,6 +199,9 @@ class SuiteFile(_Section):
     plugins: Optional[list[Text]] = Field(None, description="plugin files, relative to the suite's folder")
     published: Optional[Text] = Field(None, description=(
         "published results shown next to ours in the leaderboard, relative to the suite's folder"))
+    catalogue: Optional[Text] = Field(None, description=(
+        "a dataset catalogue file (relative to the suite's folder) whose entries datasets[] use with "
+        "source: catalogue, e.g. datasets/uci.yaml"))
     datasets: Annotated[list[Dataset], Field(min_length=1)] = Field(description=(
         "each entry: a source, how to read it and a split protocol"))
     models: Annotated[dict[Name, Optional[Model]], Field(min_length=1)] = Field(description=(
@@ -194,7 +219,10 @@ class SuiteFile(_Section):
                 if label not in self.models:
                     _fail(f"datasets[{i}].model_params.{label}", f"no method {label!r} in this suite's models"
                           + hint(label, self.models, "methods"))
-            if d.split.protocol == "openml_task" and getattr(d, "task_id", None) is None:
+            if d.source == "catalogue" and self.catalogue is None:
+                _fail(f"datasets[{i}].source", "source: catalogue needs the suite's catalogue: file, e.g. "
+                      "catalogue: datasets/uci.yaml")
+            if d.split and d.split.protocol == "openml_task" and getattr(d, "task_id", None) is None:
                 _fail(f"datasets[{i}].split.protocol", "protocol 'openml_task' needs source: openml with a task_id")
         return self
 

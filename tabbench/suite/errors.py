@@ -9,8 +9,7 @@ from functools import lru_cache
 
 from pydantic import ValidationError
 
-from tabbench.data.sources import SOURCES
-from tabbench.suite.declaration import json_schema
+from tabbench.suite.declaration import DATASET_SOURCES, json_schema
 from tabbench.suite.types import NAME_PATTERN, NAME_RULE, SuiteError, hint, join
 
 
@@ -142,10 +141,10 @@ def suite_error(file, exc: ValidationError) -> SuiteError:
     if kind == "missing":
         return SuiteError(file, path, "required field is missing")
     if kind == "union_tag_not_found":
-        return SuiteError(file, join(path, "source"), f"required field is missing; one of {', '.join(SOURCES)}")
+        return SuiteError(file, join(path, "source"), f"required field is missing; one of {', '.join(DATASET_SOURCES)}")
     if kind == "union_tag_invalid":
-        return SuiteError(file, join(path, "source"), f"expected one of {', '.join(SOURCES)}, got {ctx['tag']!r}"
-                          + hint(ctx["tag"], SOURCES, "sources"))
+        return SuiteError(file, join(path, "source"), f"expected one of {', '.join(DATASET_SOURCES)}, got {ctx['tag']!r}"
+                          + hint(ctx["tag"], DATASET_SOURCES, "sources"))
     if kind == "suite":
         return SuiteError(file, join(path, ctx["where"]), ctx["message"])
     if "enum" in node and isinstance(err["input"], str):

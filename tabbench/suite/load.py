@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from tabbench.data.types import DatasetConfig, SplitConfig
 from tabbench.suite.declaration import Model, SuiteFile, _Dataset
 from tabbench.suite.errors import suite_error
-from tabbench.suite.types import NAME_PATTERN, NAME_RULE, Budget, ModelEntry, Suite, SuiteError, join
+from tabbench.suite.types import NAME_PATTERN, NAME_RULE, Budget, ModelEntry, Suite, SuiteError, hint, join
 
 
 def _tuples(values: dict) -> dict:
@@ -32,10 +32,79 @@ def _model_entry(label: str, doc: Model | None) -> ModelEntry:
                       dict(doc.search_space) if doc.search_space is not None else None)
 
 
+def _read_yaml(path: Path, what: str):
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise SuiteError(path, "", f"cannot read the {what}: {exc.strerror or exc}") from exc
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        raise SuiteError(path, "", f"not valid YAML: {where}{getattr(exc, 'problem', None) or exc}") from exc
+
+
+#: The keys of a catalogue file; its ``datasets`` map a name to an entry written as in a suite, without
+#: ``name`` (the key is the name) and ``model_params`` (they name a suite's methods: the suite gives them).
+CATALOGUE_KEYS = ("description", "datasets")
+
+
+def load_catalogue(path) -> dict:
+    """A dataset catalogue: name -> the entry's mapping, each entry validated as a suite's dataset entry."""
+    path = Path(path)
+    raw = _read_yaml(path, "catalogue file")
+    if not isinstance(raw, dict) or not isinstance(raw.get("datasets"), dict) or not raw["datasets"]:
+        raise SuiteError(path, "datasets", "a catalogue is a mapping with 'datasets': {name: dataset entry, ...}")
+    for key in raw:
+        if key not in CATALOGUE_KEYS:
+            raise SuiteError(path, str(key), f"unknown field {key!r}" + hint(key, CATALOGUE_KEYS))
+    entries = {}
+    for name, entry in raw["datasets"].items():
+        where = f"datasets.{name}"
+        if not isinstance(entry, dict):
+            raise SuiteError(path, where, f"expected a dataset entry (a mapping), got {entry!r}")
+        for key, why in (("name", "the key is the name"), ("model_params", "they name a suite's methods: give them "
+                                                                              "in the suite, beside source: catalogue")):
+            if key in entry:
+                raise SuiteError(path, f"{where}.{key}", f"a catalogue entry has no {key!r} ({why})")
+        if entry.get("source") == "catalogue":
+            raise SuiteError(path, f"{where}.source", "a catalogue entry names where its data comes from, not "
+                             "another catalogue entry")
+        try:
+            SuiteFile.model_validate({"datasets": [{**entry, "name": name}], "models": {"m": None}})
+        except ValidationError as exc:
+            err = suite_error(path, exc)
+            raise SuiteError(path, err.path.replace("datasets[0]", where, 1), err.message) from None
+        entries[name] = entry
+    return entries
+
+
+def _resolve_catalogue(raw: dict, doc: SuiteFile, file) -> dict:
+    """The document with each ``source: catalogue`` entry replaced by its catalogue entry, updated with the
+    fields the suite gives (all but source and entry)."""
+    path = Path(str(file)).parent / doc.catalogue
+    catalogue = load_catalogue(path)
+    datasets = []
+    for i, (entry, given) in enumerate(zip(doc.datasets, raw["datasets"])):
+        if entry.source != "catalogue":
+            datasets.append(given)
+            continue
+        key = entry.entry or entry.name
+        if key not in catalogue:
+            field = "entry" if entry.entry else "name"
+            raise SuiteError(file, f"datasets[{i}].{field}", f"no dataset {key!r} in the catalogue {doc.catalogue}"
+                             + hint(key, catalogue, "its datasets"))
+        datasets.append({**catalogue[key], **{k: v for k, v in given.items() if k not in ("source", "entry")}})
+    return {**raw, "datasets": datasets}
+
+
 def parse_suite(raw, file="<suite>") -> Suite:
-    """Validate an already-parsed YAML document; raises SuiteError."""
+    """Validate an already-parsed YAML document (its catalogue entries resolved); raises SuiteError."""
     try:
         doc = SuiteFile.model_validate(raw)
+        if any(d.source == "catalogue" for d in doc.datasets):
+            doc = SuiteFile.model_validate(_resolve_catalogue(raw, doc, file))
     except ValidationError as exc:
         raise suite_error(file, exc) from None
     name = doc.name if doc.name is not None else Path(str(file)).stem
@@ -61,17 +130,7 @@ def parse_suite(raw, file="<suite>") -> Suite:
 
 def load_suite(path) -> Suite:
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise SuiteError(path, "", f"cannot read the suite file: {exc.strerror or exc}") from exc
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        raise SuiteError(path, "", f"not valid YAML: {where}{getattr(exc, 'problem', None) or exc}") from exc
-    return parse_suite(raw, path)
+    return parse_suite(_read_yaml(path, "suite file"), path)
 
 
 def check_models(suite: Suite, registry: dict) -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 
-from tabbench.suite.declaration import FileDataset, OpenMLDataset, SklearnDataset, UrlDataset, _Dataset
+from tabbench.suite.declaration import (CatalogueDataset, FileDataset, OpenMLDataset, SklearnDataset, UrlDataset,
+                                        _Dataset)
 from tabbench.suite.errors import cached_schema, deref, describe
 
 
@@ -17,7 +18,7 @@ def reference_markdown() -> str:
                 ("`datasets[]`, every source", defs["SklearnDataset"], common)]
     sections += [(f"`datasets[]` with `source: {cls.model_fields['source'].annotation.__args__[0]}`",
                   defs[cls.__name__], set(cls.model_fields) - common)
-                 for cls in (SklearnDataset, FileDataset, UrlDataset, OpenMLDataset)]
+                 for cls in (SklearnDataset, FileDataset, UrlDataset, OpenMLDataset, CatalogueDataset)]
     sections += [("`datasets[].split`", defs["Split"], None), ("`models.<method>`", defs["Model"], None)]
     lines = []
     for title, node, only in sections:
