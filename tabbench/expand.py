@@ -10,8 +10,12 @@ from dataclasses import dataclass
 
 from tabbench.jobs import Job, job_key
 
+
 def trial_configs(entry, spec) -> list[tuple[int | None, dict]]:
-    """(trial index, params) for a model entry: one config, the full grid, or a random sample of it."""
+    """(trial index, params) for a model entry: one config, the full grid, or a random sample of it
+    (named configurations depend on the dataset: ``dataset_trials``)."""
+    if entry.tuning == "configs":
+        raise ValueError(f"method {entry.label!r} runs named configurations; use dataset_trials")
     if entry.tuning == "none":
         return [(None, dict(entry.params))]
     space = entry.search_space or dict(spec.search_space)
@@ -20,6 +24,19 @@ def trial_configs(entry, spec) -> list[tuple[int | None, dict]]:
     if entry.tuning == "random" and entry.n_trials < len(grid):
         grid = random.Random(entry.tuning_seed).sample(grid, entry.n_trials)
     return [(i, {**entry.params, **config}) for i, config in enumerate(grid)]
+
+
+def dataset_trials(entry, spec, dataset: str, dataset_params: dict) -> list[tuple[int | None, str | None, dict]]:
+    """(trial index, config name, params) of a method on one dataset, before the model's defaults.
+
+    none, grid, random: each trial's params updated by the dataset's model_params for the method. Named
+    configurations (``tuning: configs``): the method's params, updated by the dataset's model_params, then by the
+    configuration's params, then by the configuration's params for this dataset (``configs.NAME.datasets``), so a
+    configuration can change what a dataset sets (e.g. its own step count)."""
+    if entry.tuning == "configs":
+        return [(i, config.name, {**entry.params, **dataset_params, **config.params, **config.datasets.get(dataset, {})})
+                for i, config in enumerate(entry.configs)]
+    return [(trial, None, {**params, **dataset_params}) for trial, params in trial_configs(entry, spec)]
 
 
 def resolve_params(spec, params: dict, gpu_available: bool) -> dict:
@@ -38,8 +55,8 @@ def expand(suite, registry, loaded, gpu_available=False) -> list[Job]:
             if dataset.meta.task not in spec.tasks:
                 continue
             dataset_params = (cfg.model_params or {}).get(entry.label, {})
-            for trial, params in trial_configs(entry, spec):
-                params = resolve_params(spec, {**params, **dataset_params}, gpu_available)
+            for trial, config, params in dataset_trials(entry, spec, name, dataset_params):
+                params = resolve_params(spec, params, gpu_available)
                 for split in splits:
                     for seed in suite.seeds:
                         key = job_key(entry.label, entry.model, spec.key_params(params), dataset.fingerprint,
@@ -48,7 +65,7 @@ def expand(suite, registry, loaded, gpu_available=False) -> list[Job]:
                                         dataset.meta.task, split.fold, split.repeat, seed, dataset.fingerprint,
                                         split.fingerprint, dataset.subset, spec.resources(params),
                                         suite.budget.time_s, suite.budget.memory_mb,
-                                        spec.is_transductive(params)))
+                                        spec.is_transductive(params), config))
     return jobs
 
 

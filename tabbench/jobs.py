@@ -39,6 +39,7 @@ class Job:
     time_budget_s: float | None = None
     memory_budget_mb: float | None = None
     transductive: bool = False  # fit sees the test rows' features (never their targets)
+    config: str | None = None  # the named configuration (tuning: configs) this trial runs
 
     def record(self) -> dict:
         out = asdict(self)

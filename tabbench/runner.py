@@ -14,7 +14,7 @@ from pathlib import Path
 from tabbench.data.cache import DataPaths
 from tabbench.data.dataset import load_dataset
 from tabbench.data.splits import make_splits
-from tabbench.expand import Selection, expand, trial_configs
+from tabbench.expand import Selection, dataset_trials, expand
 from tabbench.interrupts import StopRequest
 from tabbench.jobs import OK
 from tabbench.plugins import load_models
@@ -94,8 +94,8 @@ def model_refusals(suite: Suite, registry: dict, loaded: dict, methods=()) -> li
             if spec.check is None or dataset.meta.task not in spec.tasks or (methods and entry.label not in methods):
                 continue
             dataset_params = (cfg.model_params or {}).get(entry.label, {})
-            messages = [spec.problem(dataset.meta, sizes, {**params, **dataset_params}, suite.budget.time_s)
-                        for _, params in trial_configs(entry, spec)]
+            messages = [spec.problem(dataset.meta, sizes, params, suite.budget.time_s)
+                        for _, _, params in dataset_trials(entry, spec, name, dataset_params)]
             out += [f"{suite.path}: models.{entry.label} on dataset {name!r}: {message}"
                     for message in dict.fromkeys(m for m in messages if m)]
     return out

@@ -166,16 +166,39 @@ Dataset = Annotated[Union[SklearnDataset, FileDataset, UrlDataset, OpenMLDataset
 assert {m.model_fields["source"].annotation.__args__[0] for m in Dataset.__origin__.__args__} == set(DATASET_SOURCES)
 
 
+class Config(_Section):
+    """A named configuration of a method (``tuning: configs``): its params, and params for some datasets only."""
+
+    params: Optional[dict[str, Any]] = Field(None, description=(
+        "params of this configuration; they update the method's params and the dataset's model_params"))
+    datasets: Optional[dict[Name, dict[str, Any]]] = Field(None, description=(
+        "{dataset: {param: value}}: this configuration's params on that dataset (they update its params there)"))
+
+
 class Model(_Section):
     """A method: a registered model with its params (the mapping key is the method's name)."""
 
     model: Optional[Text] = Field(None, description="the registered model it runs (default: the method's name)")
     params: Optional[dict[str, Any]] = Field(None, description="overrides of the model's default params")
-    tuning: Literal[TUNING] = Field("none", description="grid or random search over search_space, or none")
+    tuning: Literal[TUNING] = Field("none", description=(
+        "grid or random search over search_space, the named configurations of configs, or none"))
     n_trials: Count = Field(_default(ModelEntry, "n_trials"), description="random: configurations sampled from the grid")
     tuning_seed: Index = Field(_default(ModelEntry, "tuning_seed"), description="random: the sampling seed")
     search_space: Optional[dict[str, Annotated[list[Any], Field(min_length=1)]]] = Field(None, description=(
         "{param: [values]} to tune over (default: the model's own search space)"))
+    configs: Optional[Annotated[dict[Name, Optional[Config]], Field(min_length=1)]] = Field(None, description=(
+        "configs: {name: configuration}, each run as its own trial (not a grid product); per fold the one with "
+        "the best validation score is selected, as for grid and random search"))
+
+    @model_validator(mode="after")
+    def _configs_with_their_tuning(self):
+        if self.tuning == "configs" and not self.configs:
+            _fail("configs", "tuning: configs needs configs: {name: {params: {...}}, ...}")
+        if self.configs and self.tuning != "configs":
+            _fail("tuning", f"configs are run by tuning: configs, not tuning: {self.tuning}")
+        if self.configs and self.search_space is not None:
+            _fail("search_space", "tuning: configs runs the named configs; a search_space belongs to grid or random")
+        return self
 
 
 class BudgetSection(_Section):
@@ -224,6 +247,12 @@ class SuiteFile(_Section):
                       "catalogue: datasets/uci.yaml")
             if d.split and d.split.protocol == "openml_task" and getattr(d, "task_id", None) is None:
                 _fail(f"datasets[{i}].split.protocol", "protocol 'openml_task' needs source: openml with a task_id")
+        for label, model in self.models.items():
+            for config_name, config in ((model and model.configs) or {}).items():
+                for name in (config and config.datasets) or {}:
+                    if name not in seen:
+                        _fail(f"models.{label}.configs.{config_name}.datasets.{name}",
+                              f"no dataset {name!r} in this suite" + hint(name, seen, "datasets"))
         return self
 
 

@@ -14,7 +14,8 @@ from pydantic import ValidationError
 from tabbench.data.types import DatasetConfig, SplitConfig
 from tabbench.suite.declaration import Model, SuiteFile, _Dataset
 from tabbench.suite.errors import suite_error
-from tabbench.suite.types import NAME_PATTERN, NAME_RULE, Budget, ModelEntry, Suite, SuiteError, hint, join
+from tabbench.suite.types import (NAME_PATTERN, NAME_RULE, Budget, ModelEntry, NamedConfig, Suite, SuiteError,
+                                  hint, join)
 
 
 def _tuples(values: dict) -> dict:
@@ -28,8 +29,10 @@ def _dataset_config(doc: _Dataset) -> DatasetConfig:
 
 def _model_entry(label: str, doc: Model | None) -> ModelEntry:
     doc = doc or Model()
+    configs = tuple(NamedConfig(name, dict((c and c.params) or {}), dict((c and c.datasets) or {}))
+                    for name, c in (doc.configs or {}).items())
     return ModelEntry(label, doc.model or label, dict(doc.params or {}), doc.tuning, doc.n_trials, doc.tuning_seed,
-                      dict(doc.search_space) if doc.search_space is not None else None)
+                      dict(doc.search_space) if doc.search_space is not None else None, configs)
 
 
 def _read_yaml(path: Path, what: str):
@@ -150,6 +153,10 @@ def check_models(suite: Suite, registry: dict) -> None:
         named = [(f"{path}.params", entry.params), (f"{path}.search_space", entry.search_space or {})]
         named += [(f"datasets[{i}].model_params.{entry.label}", (d.model_params or {}).get(entry.label, {}))
                   for i, d in enumerate(suite.datasets)]
+        for config in entry.configs:
+            named.append((f"{path}.configs.{config.name}.params", config.params))
+            named += [(f"{path}.configs.{config.name}.datasets.{name}", params)
+                      for name, params in config.datasets.items()]
         for where, names in named:
             for name in names:
                 if name not in accepted:
@@ -162,6 +169,6 @@ def check_models(suite: Suite, registry: dict) -> None:
         if missing:
             raise SuiteError(suite.path, path, f"model {entry.model!r} needs {', '.join(missing)}, which is not "
                              f"installed; {spec.install_hint or 'install it'}")
-        if entry.tuning != "none" and not (entry.search_space or spec.search_space):
+        if entry.tuning in ("grid", "random") and not (entry.search_space or spec.search_space):
             raise SuiteError(suite.path, f"{path}.tuning", f"model {entry.model!r} declares no search space; "
                              "give one under search_space or set tuning: none")

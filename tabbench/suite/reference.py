@@ -19,7 +19,8 @@ def reference_markdown() -> str:
     sections += [(f"`datasets[]` with `source: {cls.model_fields['source'].annotation.__args__[0]}`",
                   defs[cls.__name__], set(cls.model_fields) - common)
                  for cls in (SklearnDataset, FileDataset, UrlDataset, OpenMLDataset, CatalogueDataset)]
-    sections += [("`datasets[].split`", defs["Split"], None), ("`models.<method>`", defs["Model"], None)]
+    sections += [("`datasets[].split`", defs["Split"], None), ("`models.<method>`", defs["Model"], None),
+                 ("`models.<method>.configs.<name>`", defs["Config"], None)]
     lines = []
     for title, node, only in sections:
         lines += [f"{title}:", "", "| field | expects | default | meaning |", "|---|---|---|---|"]

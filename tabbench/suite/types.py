@@ -8,7 +8,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-TUNING = ("none", "grid", "random")
+TUNING = ("none", "grid", "random", "configs")
 
 #: A name that becomes a folder (the suite's, under --results) or may become one (datasets, methods):
 #: letters, digits, '-', '_' and '.', not starting with a dot, so never '..', a '/' or an absolute path.
@@ -37,6 +37,15 @@ def join(path: str, key: str) -> str:
 
 
 @dataclass(frozen=True)
+class NamedConfig:
+    """One of a method's named configurations (``tuning: configs``)."""
+
+    name: str  # in every record of its jobs (``config``)
+    params: dict = field(default_factory=dict)
+    datasets: dict = field(default_factory=dict)  # dataset name -> params for that dataset only
+
+
+@dataclass(frozen=True)
 class ModelEntry:
     label: str  # the method's name in records and leaderboards
     model: str  # the registered model it runs
@@ -45,6 +54,7 @@ class ModelEntry:
     n_trials: int = 20  # random search only
     tuning_seed: int = 0
     search_space: dict | None = None  # overrides the model's default search space
+    configs: tuple = ()  # of NamedConfig: tuning "configs" runs exactly these
 
 
 @dataclass(frozen=True)
