@@ -257,3 +257,37 @@ def test_precision_checks_differ_from_what_they_check_in_amp_only():
     yacht = next(d for d in paper.datasets if d.name == "yacht")
     assert [replace(d, model_params=yacht.model_params) for d in fp32.datasets] == [yacht]
     assert fp32.datasets[0].model_params == {"npt-e32-fp32": yacht.model_params["npt-e32"]}
+
+
+# the paper's eight small-data NPT variants (../shared/docs/npt-reference.md, the authors' uci_class_reg.sh):
+# what each changes, and its steps on (breast_cancer, boston, yacht, concrete); S = the dataset's base steps
+S = {"breast_cancer": 2000, "boston": 2000, "yacht": 10000, "concrete": 10000}
+VARIANTS = {
+    "default": ({}, S),
+    "feature-mask-0.20": ({"p_feature": 0.2}, S),
+    "label-mask-0.50": ({"p_target": 0.5}, {**S, "boston": 4000, "breast_cancer": 4000}),
+    "label-mask-0.10": ({"p_target": 0.1}, dict.fromkeys(S, 20000)),
+    "heads-16": ({"n_heads": 16}, S),
+    "layers-16": ({"n_layers": 16}, S),
+    "heads-16-layers-16": ({"n_heads": 16, "n_layers": 16}, S),
+    "cosine-cyclic": ({"lr_schedule": "cosine_cyclic", "warmup_fraction": 0.2}, S),
+}
+
+
+def test_the_tuned_npt_suite_runs_the_papers_eight_variants_on_top_of_npt_e32():
+    from tabbench.expand import dataset_trials
+
+    tuned, paper = suite("uci-small-npt-tuned"), suite("uci-small-npt-paper")
+    (method,) = tuned.models
+    e32 = {m.label: m for m in paper.models}["npt-e32"]
+    assert (method.model, method.params, method.tuning) == ("npt", e32.params, "configs")
+    assert [c.name for c in method.configs] == list(VARIANTS)
+    paper_sets = {d.name: d for d in paper.datasets}
+    for d in tuned.datasets:
+        assert replace(d, model_params=None) == replace(paper_sets[d.name], model_params=None)  # same data and folds
+        base = {**method.params, **d.model_params["npt-tuned"]}
+        assert base == {**e32.params, **paper_sets[d.name].model_params["npt-e32"]}  # default = npt-e32's config
+        for _, name, params in dataset_trials(method, None, d.name, d.model_params["npt-tuned"]):
+            change, steps = VARIANTS[name]
+            assert params == {**base, **change, "steps": steps[d.name]}, (d.name, name)
+            assert params["e"] == 32
