@@ -38,8 +38,6 @@ def _preload(modules) -> None:
 class LocalExecutor:
     """Runs the jobs one after another, each in a forked child of this process (no Ray)."""
 
-    name = "in-process (--no-ray)"
-
     def __init__(self):
         self.gpu_available = False
 
@@ -50,8 +48,8 @@ class LocalExecutor:
         pass
 
     def run(self, jobs, registry, loaded, store, stop) -> Iterator[tuple]:
-        """(job, record) as each job finishes; a Ctrl-C is seen between jobs (the job running is killed with
-        its child when the driver exits)."""
+        """(job, record) as each job finishes. Not deferred: a Ctrl-C stops the run at once, the running job's
+        child killed by execute_isolated (a model that checkpoints continues from there on the next run)."""
         splits = {name: {(s.fold, s.repeat): s for s in split_list} for name, (_, _, split_list) in loaded.items()}
         node = socket.gethostname()
         for job in jobs:
@@ -109,8 +107,6 @@ def _remote_execute(job, factory, meta, data, split, preload, checkpoint_dir):
 
 class RayExecutor:
     """Runs the jobs as Ray tasks, as many at once as the cluster's resources allow."""
-
-    name = "Ray"
 
     def __init__(self, address: str | None = None):
         self.address, self.ray, self.started, self.gpu_available = address, None, False, False
