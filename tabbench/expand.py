@@ -34,7 +34,8 @@ def dataset_trials(entry, spec, dataset: str, dataset_params: dict) -> list[tupl
     configuration's params, then by the configuration's params for this dataset (``configs.NAME.datasets``), so a
     configuration can change what a dataset sets (e.g. its own step count)."""
     if entry.tuning == "configs":
-        return [(i, config.name, {**entry.params, **dataset_params, **config.params, **config.datasets.get(dataset, {})})
+        return [(i, config.name,
+                 {**entry.params, **dataset_params, **config.params, **config.datasets.get(dataset, {})})
                 for i, config in enumerate(entry.configs)]
     return [(trial, None, {**params, **dataset_params}) for trial, params in trial_configs(entry, spec)]
 

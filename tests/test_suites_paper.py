@@ -102,7 +102,8 @@ def test_each_dataset_is_defined_once_and_suites_hold_no_python():
     for path in SUITES:
         for entry in yaml.safe_load(path.read_text())["datasets"]:
             assert entry.get("url", entry.get("id")) not in sources or entry["source"] == "catalogue", (path, entry)
-    used = {d.name for name in ("uci", "uci-small", "uci-small-npt-paper", "uci-large-cpu") for d in suite(name).datasets}
+    used = {d.name for name in ("uci", "uci-small", "uci-small-npt-paper", "uci-large-cpu")
+            for d in suite(name).datasets}
     assert used == set(catalogue)
     assert not list((ROOT / "suites").rglob("*.py"))
 

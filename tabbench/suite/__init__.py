@@ -11,7 +11,8 @@ seeds and per-job budgets. One module per job:
 from tabbench.suite.declaration import json_schema, schema_text
 from tabbench.suite.load import check_models, load_suite, parse_suite
 from tabbench.suite.reference import reference_markdown
-from tabbench.suite.types import NAME_PATTERN, NAME_RULE, TUNING, Budget, ModelEntry, NamedConfig, Suite, SuiteError
+from tabbench.suite.types import (NAME_PATTERN, NAME_RULE, TUNING, Budget, ModelEntry, NamedConfig, Suite,
+                                  SuiteError)
 
-__all__ = ["NAME_PATTERN", "NAME_RULE", "TUNING", "Budget", "ModelEntry", "NamedConfig", "Suite", "SuiteError", "check_models",
-           "json_schema", "load_suite", "parse_suite", "reference_markdown", "schema_text"]
+__all__ = ["NAME_PATTERN", "NAME_RULE", "TUNING", "Budget", "ModelEntry", "NamedConfig", "Suite", "SuiteError",
+           "check_models", "json_schema", "load_suite", "parse_suite", "reference_markdown", "schema_text"]

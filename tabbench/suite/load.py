@@ -67,8 +67,9 @@ def load_catalogue(path) -> dict:
         where = f"datasets.{name}"
         if not isinstance(entry, dict):
             raise SuiteError(path, where, f"expected a dataset entry (a mapping), got {entry!r}")
-        for key, why in (("name", "the key is the name"), ("model_params", "they name a suite's methods: give them "
-                                                                              "in the suite, beside source: catalogue")):
+        for key, why in (("name", "the key is the name"),
+                         ("model_params", "they name a suite's methods: give them in the suite, beside "
+                                          "source: catalogue")):
             if key in entry:
                 raise SuiteError(path, f"{where}.{key}", f"a catalogue entry has no {key!r} ({why})")
         if entry.get("source") == "catalogue":
