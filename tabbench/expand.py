@@ -58,15 +58,16 @@ def expand(suite, registry, loaded, gpu_available=False) -> list[Job]:
             dataset_params = (cfg.model_params or {}).get(entry.label, {})
             for trial, config, params in dataset_trials(entry, spec, name, dataset_params):
                 params = resolve_params(spec, params, gpu_available)
+                key_params = spec.key_params(params)
                 for split in splits:
                     for seed in suite.seeds:
-                        key = job_key(entry.label, entry.model, spec.key_params(params), dataset.fingerprint,
+                        key = job_key(entry.label, entry.model, key_params, dataset.fingerprint,
                                       split.fingerprint, split.fold, split.repeat, seed)
                         jobs.append(Job(key, suite.name, entry.label, entry.model, params, trial, name,
                                         dataset.meta.task, split.fold, split.repeat, seed, dataset.fingerprint,
                                         split.fingerprint, dataset.subset, spec.resources(params),
                                         suite.budget.time_s, suite.budget.memory_mb,
-                                        spec.is_transductive(params), config))
+                                        spec.is_transductive(params), key_params, spec.deterministic, config))
     return jobs
 
 

@@ -39,6 +39,9 @@ class Job:
     time_budget_s: float | None = None
     memory_budget_mb: float | None = None
     transductive: bool = False  # fit sees the test rows' features (never their targets)
+    # what reports need to know of the model, recorded so that they read records only (no registry):
+    key_params: dict | None = None  # params as the job's key sees them (spec.key_params: run params at defaults)
+    deterministic: bool = True  # spec.deterministic: a seeded fit repeats to float rounding on any machine
     config: str | None = None  # the named configuration (tuning: configs) this trial runs
 
     def record(self) -> dict:

@@ -14,6 +14,7 @@ from pathlib import Path
 from tabbench.data.cache import DataPaths
 from tabbench.data.dataset import load_dataset
 from tabbench.data.splits import make_splits
+from tabbench.errors import TabbenchError
 from tabbench.expand import Selection, dataset_trials, expand
 from tabbench.interrupts import StopRequest
 from tabbench.jobs import OK
@@ -55,7 +56,7 @@ class RunSummary:
         return sum(self.failures.values())
 
 
-class RunError(Exception):
+class RunError(TabbenchError):
     """The run could not start (bad suite, data or plugin); nothing was computed."""
 
 
@@ -154,7 +155,7 @@ def _run(suite: Suite, options: RunOptions, store: Store, summary: RunSummary, s
         with stop.deferred():
             executor.close()
     stop.check()
-    from tabbench.leaderboard import write_leaderboard
+    from tabbench.report.leaderboard import write_leaderboard
 
     stop.pause_point("leaderboard")
     write_leaderboard(store.dir, suite.published, report=options.report)

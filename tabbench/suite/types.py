@@ -8,6 +8,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tabbench.errors import TabbenchError
+
 TUNING = ("none", "grid", "random", "configs")
 
 #: A name that becomes a folder (the suite's, under --results) or may become one (datasets, methods):
@@ -16,7 +18,7 @@ NAME_PATTERN = r"^[A-Za-z0-9_-][A-Za-z0-9._-]*$"
 NAME_RULE = "a plain folder name (letters, digits, '-', '_' and '.', not starting with a dot)"
 
 
-class SuiteError(Exception):
+class SuiteError(TabbenchError):
     """A suite is invalid. ``str(err)`` reads 'FILE: FIELD.PATH: what is wrong and what is expected'."""
 
     def __init__(self, file, path: str, message: str):
