@@ -41,8 +41,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run a suite's jobs (resumes: finished jobs are skipped)")
     run.add_argument("suite", help="suite YAML file, e.g. suites/quickstart.yaml")
-    run.add_argument("--address", help="existing Ray cluster address (default: $RAY_ADDRESS, else a local Ray)")
-    run.add_argument("--no-ray", action="store_true",
+    where = run.add_mutually_exclusive_group()
+    where.add_argument("--address", help="existing Ray cluster address (default: $RAY_ADDRESS, else a local Ray)")
+    where.add_argument("--no-ray", action="store_true",
                      help="run the jobs one at a time in this process's forked children, without Ray (same "
                           "isolation, budgets and records; for a machine where Ray is not installed)")
     run.add_argument("--results", metavar="DIR", help="results root the run writes to (default: runs/; "
