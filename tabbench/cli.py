@@ -22,6 +22,14 @@ def _plugin_arg(p):
     p.add_argument("--plugin", metavar="PATH", action="append", default=[], help="load a plugin file (repeatable)")
 
 
+def _selection_args(p):
+    """--models, --datasets, --folds: the same selection for `run` and `plan` (tabbench.expand.Selection)."""
+    p.add_argument("--models", type=_csv, default=(), metavar="A,B", help="only these methods of the suite")
+    p.add_argument("--datasets", type=_csv, default=(), metavar="X,Y", help="only these datasets of the suite")
+    p.add_argument("--folds", type=lambda t: tuple(int(x) for x in _csv(t)), default=(), metavar="0,1",
+                   help="only these folds of each dataset's split")
+
+
 def _reference_arg(p):
     p.add_argument("--reference", default="results", metavar="DIR",
                    help="root of the published result folders a run is checked against (default: results/)")
@@ -33,16 +41,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run a suite's jobs (resumes: finished jobs are skipped)")
     run.add_argument("suite", help="suite YAML file, e.g. suites/quickstart.yaml")
-    run.add_argument("--address", help="existing Ray cluster address (default: $RAY_ADDRESS, else a local Ray)")
+    where = run.add_mutually_exclusive_group()
+    where.add_argument("--address", help="existing Ray cluster address (default: $RAY_ADDRESS, else a local Ray)")
+    where.add_argument("--no-ray", action="store_true",
+                     help="run the jobs one at a time in this process's forked children, without Ray (same "
+                          "isolation, budgets and records; for a machine where Ray is not installed)")
     run.add_argument("--results", metavar="DIR", help="results root the run writes to (default: runs/; "
                      "--results results adds jobs to the published folders, e.g. a new model's)")
     _reference_arg(run)
     run.add_argument("--force", action="store_true", help="re-run jobs that already have a record")
     run.add_argument("--retry-failed", action="store_true", help="re-run jobs whose record is a failure")
-    run.add_argument("--models", type=_csv, default=(), metavar="A,B", help="only these methods of the suite")
-    run.add_argument("--datasets", type=_csv, default=(), metavar="X,Y", help="only these datasets of the suite")
-    run.add_argument("--folds", type=lambda t: tuple(int(x) for x in _csv(t)), default=(), metavar="0,1",
-                     help="only these folds of each dataset's split")
+    _selection_args(run)
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     _tables_only_arg(run)
     _plugin_arg(run)
@@ -81,8 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
                            "the --results and --reference roots)")
     plan.add_argument("--gpus", type=int, default=0, metavar="N",
                       help="plan for N GPUs (default 0: device=auto resolves to cpu)")
-    plan.add_argument("--models", type=_csv, default=(), metavar="A,B", help="only these methods of the suite")
-    plan.add_argument("--datasets", type=_csv, default=(), metavar="X,Y", help="only these datasets of the suite")
+    _selection_args(plan)
     _plugin_arg(plan)
     _data_args(plan)
 
@@ -115,7 +123,8 @@ def cmd_run(args) -> int:
     from tabbench.suite import load_suite
 
     suite = load_suite(args.suite)
-    options = RunOptions(results=Path(args.results or RunOptions.results), address=args.address, force=args.force,
+    options = RunOptions(results=Path(args.results or RunOptions.results), address=args.address,
+                         ray=not args.no_ray, force=args.force,
                          retry_failed=args.retry_failed, models=args.models, datasets=args.datasets, folds=args.folds,
                          plugin_files=tuple(args.plugin),
                          data_paths=DataPaths.from_env(args.cache, args.mirror, base=suite.path.parent),
@@ -149,14 +158,15 @@ def cmd_compare(args) -> int:
 
 
 def cmd_plan(args) -> int:
+    from tabbench.expand import Selection
     from tabbench.plan import format_plan, plan_suite
     from tabbench.runner import RunOptions
 
     suite, paths = _suite_and_paths(args)
     results = Path(args.results or RunOptions.results)
     plan = plan_suite(suite, paths, suite.results_dir(results), suite.results_dir(args.reference),
-                      args.basis or [results, args.reference], args.gpus, args.models, args.datasets,
-                      tuple(args.plugin))
+                      args.basis or [results, args.reference], args.gpus,
+                      Selection(args.models, args.datasets, args.folds), tuple(args.plugin))
     print(format_plan(plan))
     return 0
 

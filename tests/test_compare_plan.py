@@ -157,3 +157,25 @@ def test_plan_prints_without_starting_ray_and_says_where_there_is_no_basis(two_r
     again = subprocess.run([sys.executable, "-c", code, "plan", str(tmp / "small.yaml"), "--results", str(tmp / "new"),
                             "--basis", str(tmp / "none")], capture_output=True, text=True, timeout=300, cwd=tmp)
     assert "no basis for 6 jobs (wine, diabetes)" in again.stdout and "No basis: 18 jobs" in again.stdout
+
+
+def test_plan_selects_jobs_as_run_does_folds_included(tmp_path, capsys):
+    """`tabbench plan --models/--datasets/--folds`: the jobs `tabbench run` with the same options would run."""
+    from tabbench.data.cache import DataPaths
+    from tabbench.expand import Selection
+    from tabbench.plan import plan_suite
+    from tabbench.runner import RunError
+    from tabbench.suite import load_suite
+
+    suite = load_suite(_write(tmp_path, SUITE))
+    paths = DataPaths(cache=tmp_path / "cache")
+    plan = plan_suite(suite, paths, tmp_path / "runs" / "small", None, [],
+                      selection=Selection(models=("knn",), datasets=("wine",), folds=(0, 2)))
+    ((key, row),) = {(r.method, r.dataset): r for r in plan.rows}.items()
+    assert key == ("knn", "wine") and (row.planned, row.configs, row.splits) == (4, 2, 2)  # 2 configs x 2 folds
+    with pytest.raises(RunError, match=r"--models names \['knm'\], not in .*small.yaml; its models: knn, mlp"):
+        plan_suite(suite, paths, tmp_path / "runs" / "small", None, [], selection=Selection(models=("knm",)))
+    assert main(["plan", str(tmp_path / "small.yaml"), "--results", str(tmp_path / "runs"), "--cache",
+                 str(tmp_path / "cache"), "--folds", "1", "--datasets", "diabetes"]) == 0
+    out = capsys.readouterr().out
+    assert "3 jobs planned" in out and "wine" not in out  # knn 2 configs + mlp 1, fold 1 of diabetes only
