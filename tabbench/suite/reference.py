@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from tabbench.suite.declaration import (CatalogueDataset, FileDataset, OpenMLDataset, SklearnDataset, UrlDataset,
-                                        _Dataset)
+from tabbench.suite.declaration import (CatalogueDataset, FileDataset, OpenMLDataset, RdatasetsDataset, SklearnDataset,
+                                        UrlDataset, _Dataset)
 from tabbench.suite.errors import cached_schema, deref, describe
 
 
@@ -18,7 +18,7 @@ def reference_markdown() -> str:
                 ("`datasets[]`, every source", defs["SklearnDataset"], common)]
     sections += [(f"`datasets[]` with `source: {cls.model_fields['source'].annotation.__args__[0]}`",
                   defs[cls.__name__], set(cls.model_fields) - common)
-                 for cls in (SklearnDataset, FileDataset, UrlDataset, OpenMLDataset, CatalogueDataset)]
+                 for cls in (SklearnDataset, RdatasetsDataset, FileDataset, UrlDataset, OpenMLDataset, CatalogueDataset)]
     sections += [("`datasets[].split`", defs["Split"], None), ("`models.<method>`", defs["Model"], None),
                  ("`models.<method>.configs.<name>`", defs["Config"], None)]
     lines = []
