@@ -2,8 +2,8 @@
 
 Runs the same N cheap jobs (k-NN on scikit-learn's wine data, 5-fold x seeds) three ways and prints
 milliseconds per job:
-  direct    tabbench.jobs.execute in this process: the model's fit + predict + metrics
-  isolated  tabbench.jobs.execute_isolated: the same in a forked child with enforced limits
+  direct    tabbench.execute.execute in this process: the model's fit + predict + metrics
+  isolated  tabbench.isolation.execute_isolated: the same in a forked child with enforced limits
   ray       tabbench run on a local Ray (startup and shutdown timed separately)
 
     python benchmarks/harness_overhead.py [--jobs 100]
@@ -25,7 +25,9 @@ def main():
     os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 
     from tabbench.data.cache import DataPaths
-    from tabbench.jobs import execute, execute_isolated, plan
+    from tabbench.execute import execute
+    from tabbench.expand import expand
+    from tabbench.isolation import execute_isolated
     from tabbench.plugins import load_models
     from tabbench.runner import RunOptions, load_data, run_suite
     from tabbench.suite import parse_suite
@@ -39,7 +41,7 @@ def main():
         registry = load_models()
         paths = DataPaths(cache=Path(tmp) / "cache")
         loaded = load_data(suite, paths)
-        jobs = plan(suite, registry, loaded)
+        jobs = expand(suite, registry, loaded)
         _, dataset, splits = loaded["wine"]
         by_fold = {s.fold: s for s in splits}
         factory = registry["knn"].spec.factory

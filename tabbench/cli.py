@@ -22,6 +22,14 @@ def _plugin_arg(p):
     p.add_argument("--plugin", metavar="PATH", action="append", default=[], help="load a plugin file (repeatable)")
 
 
+def _selection_args(p):
+    """--models, --datasets, --folds: the same selection for `run` and `plan` (tabbench.expand.Selection)."""
+    p.add_argument("--models", type=_csv, default=(), metavar="A,B", help="only these methods of the suite")
+    p.add_argument("--datasets", type=_csv, default=(), metavar="X,Y", help="only these datasets of the suite")
+    p.add_argument("--folds", type=lambda t: tuple(int(x) for x in _csv(t)), default=(), metavar="0,1",
+                   help="only these folds of each dataset's split")
+
+
 def _reference_arg(p):
     p.add_argument("--reference", default="results", metavar="DIR",
                    help="root of the published result folders a run is checked against (default: results/)")
@@ -33,16 +41,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run a suite's jobs (resumes: finished jobs are skipped)")
     run.add_argument("suite", help="suite YAML file, e.g. suites/quickstart.yaml")
-    run.add_argument("--address", help="existing Ray cluster address (default: $RAY_ADDRESS, else a local Ray)")
+    where = run.add_mutually_exclusive_group()
+    where.add_argument("--address", help="existing Ray cluster address (default: $RAY_ADDRESS, else a local Ray)")
+    where.add_argument("--no-ray", action="store_true",
+                     help="run the jobs one at a time in this process's forked children, without Ray (same "
+                          "isolation, budgets and records; for a machine where Ray is not installed)")
     run.add_argument("--results", metavar="DIR", help="results root the run writes to (default: runs/; "
                      "--results results adds jobs to the published folders, e.g. a new model's)")
     _reference_arg(run)
     run.add_argument("--force", action="store_true", help="re-run jobs that already have a record")
     run.add_argument("--retry-failed", action="store_true", help="re-run jobs whose record is a failure")
-    run.add_argument("--models", type=_csv, default=(), metavar="A,B", help="only these methods of the suite")
-    run.add_argument("--datasets", type=_csv, default=(), metavar="X,Y", help="only these datasets of the suite")
-    run.add_argument("--folds", type=lambda t: tuple(int(x) for x in _csv(t)), default=(), metavar="0,1",
-                     help="only these folds of each dataset's split")
+    _selection_args(run)
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     _tables_only_arg(run)
     _plugin_arg(run)
@@ -70,7 +79,6 @@ def build_parser() -> argparse.ArgumentParser:
                                              "comparison.md and .csv into the first")
     compare.add_argument("ours", help="a suite's results folder, e.g. runs/quickstart")
     compare.add_argument("theirs", help="the folder to check it against, e.g. results/quickstart")
-    _plugin_arg(compare)
 
     plan = sub.add_parser("plan", help="jobs a run would do, those already done, resources and estimated hours; "
                                        "runs nothing")
@@ -82,8 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
                            "the --results and --reference roots)")
     plan.add_argument("--gpus", type=int, default=0, metavar="N",
                       help="plan for N GPUs (default 0: device=auto resolves to cpu)")
-    plan.add_argument("--models", type=_csv, default=(), metavar="A,B", help="only these methods of the suite")
-    plan.add_argument("--datasets", type=_csv, default=(), metavar="X,Y", help="only these datasets of the suite")
+    _selection_args(plan)
     _plugin_arg(plan)
     _data_args(plan)
 
@@ -116,7 +123,8 @@ def cmd_run(args) -> int:
     from tabbench.suite import load_suite
 
     suite = load_suite(args.suite)
-    options = RunOptions(results=Path(args.results or RunOptions.results), address=args.address, force=args.force,
+    options = RunOptions(results=Path(args.results or RunOptions.results), address=args.address,
+                         ray=not args.no_ray, force=args.force,
                          retry_failed=args.retry_failed, models=args.models, datasets=args.datasets, folds=args.folds,
                          plugin_files=tuple(args.plugin),
                          data_paths=DataPaths.from_env(args.cache, args.mirror, base=suite.path.parent),
@@ -131,7 +139,7 @@ def cmd_run(args) -> int:
     if (reference / "records").is_dir() and reference.resolve() != summary.results_dir.resolve():
         from tabbench.compare import write_comparison
 
-        table, text, path = write_comparison(summary.results_dir, reference, tuple(args.plugin) + suite.plugins)
+        table, text, path = write_comparison(summary.results_dir, reference)
         print(f"\nReproduction check against the published {reference}:\n\n{text}Written: {path}")
     return 1 if summary.failed else 0
 
@@ -144,28 +152,28 @@ def cmd_compare(args) -> int:
             print(f"tabbench: {folder} has no records/ folder; pass a suite's results folder, "
                   "e.g. runs/quickstart or results/quickstart", file=sys.stderr)
             return 2
-    table, text, path = write_comparison(args.ours, args.theirs, tuple(args.plugin))
+    table, text, path = write_comparison(args.ours, args.theirs)
     print(f"{text}Written: {path} and comparison.csv")
     return 1 if (table["verdict"] == FLAGGED).any() else 0
 
 
 def cmd_plan(args) -> int:
+    from tabbench.expand import Selection
     from tabbench.plan import format_plan, plan_suite
     from tabbench.runner import RunOptions
 
     suite, paths = _suite_and_paths(args)
     results = Path(args.results or RunOptions.results)
     plan = plan_suite(suite, paths, suite.results_dir(results), suite.results_dir(args.reference),
-                      args.basis or [results, args.reference], args.gpus, args.models, args.datasets,
-                      tuple(args.plugin))
+                      args.basis or [results, args.reference], args.gpus,
+                      Selection(args.models, args.datasets, args.folds), tuple(args.plugin))
     print(format_plan(plan))
     return 0
 
 
 def cmd_leaderboard(args) -> int:
-    from tabbench.leaderboard import write_leaderboard
     from tabbench.report import report_installed
-    from tabbench.report.sources import SourceError
+    from tabbench.report.leaderboard import write_leaderboard
 
     folders, published = [], {Path(args.published)} if args.published else set()
     for target in map(Path, args.targets):
@@ -193,11 +201,7 @@ def cmd_leaderboard(args) -> int:
         print(f"tabbench: {problem}", file=sys.stderr)
         return 2
     out = Path(args.results) / args.name if args.name else folders[0]
-    try:
-        path = write_leaderboard(out, next(iter(published), None), sources=folders, report=not args.tables_only)
-    except SourceError as exc:
-        print(f"tabbench: {exc}", file=sys.stderr)
-        return 2
+    path = write_leaderboard(out, next(iter(published), None), sources=folders, report=not args.tables_only)
     print(f"Leaderboard: {path}")
     return 0
 
@@ -209,18 +213,17 @@ def _tables_only_arg(parser) -> None:
 
 def cmd_models(args) -> int:
     from tabbench.plugins import load_models
+    from tabbench.report.format import text_table
 
     models = load_models(tuple(args.plugin))
-    rows = [("model", "tasks", "resources", "from")]
+    rows = []
     for name, entry in sorted(models.items()):
         spec = entry.spec
         gpus = "gpu if device=cuda" if callable(spec.gpus) else (f"{spec.gpus:g} gpu" if spec.gpus else "")
         cpus = "cpus param" if callable(spec.cpus) else f"{spec.cpus:g} cpu"
         resources = ", ".join(x for x in (cpus, gpus) if x)
         rows.append((name, ",".join(sorted(spec.tasks)), resources, entry.source))
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
-    for row in rows:
-        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+    print("\n".join(text_table(["model", "tasks", "resources", "from"], rows)))
     described = [(name, entry.spec.description) for name, entry in sorted(models.items()) if entry.spec.description]
     if described:
         print()
@@ -324,23 +327,15 @@ def main(argv=None) -> int:
         # A shell starts a background job with SIGINT ignored; a run must still stop on Ctrl-C or kill -INT.
         # This covers the imports and suite loading; run_suite then installs its own handler.
         signal.signal(signal.SIGINT, signal.default_int_handler)
-    from tabbench.plugins import PluginError
+    from tabbench.errors import TabbenchError
 
     try:
         return COMMANDS[args.command](args)
     except KeyboardInterrupt:
         return 130  # the runner has said what was kept and how to resume
-    except PluginError as exc:
+    except TabbenchError as exc:  # bad input: its message names the file or field and the fix
         print(f"tabbench: {exc}", file=sys.stderr)
         return 2
-    except Exception as exc:
-        from tabbench.runner import RunError
-        from tabbench.suite import SuiteError  # here, so that `tabbench models` does not load pydantic
-
-        if isinstance(exc, (SuiteError, RunError)):
-            print(f"tabbench: {exc}", file=sys.stderr)
-            return 2
-        raise
 
 
 if __name__ == "__main__":

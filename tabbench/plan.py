@@ -1,6 +1,6 @@
 """What a run of a suite would do and cost, before it starts: ``tabbench plan SUITE``.
 
-The jobs are planned exactly as ``tabbench run`` plans them (same keys), from the suite, the
+The jobs are expanded and selected exactly as ``tabbench run`` does it (same keys), from the suite, the
 registry and the loaded datasets; nothing is started (no Ray, no fit). Per method and dataset:
 jobs planned (configurations x splits x seeds), those whose record already exists in the results
 folder a run would write to (and in the published folder of the same suite, when that is another
@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from tabbench.expand import Selection, expand
+from tabbench.report.format import text_table
 from tabbench.store import RECORDS_DIR, Store
 
 
@@ -117,13 +119,9 @@ def _estimate(row: PlanRow, jobs: list, basis: pd.DataFrame) -> None:
 
 
 def make_plan(suite, registry, loaded: dict, results_dir: Path, published_dir: Path | None, basis_dirs=(),
-              gpus: int = 0, models=(), unloaded=None) -> Plan:
+              gpus: int = 0, selection: Selection = Selection(), unloaded=None) -> Plan:
     """``loaded``: dataset name -> (config, Dataset, splits), as ``tabbench.runner.load_data`` returns."""
-    from tabbench.jobs import plan as plan_jobs
-
-    jobs = plan_jobs(suite, registry, loaded, gpu_available=gpus > 0)
-    if models:
-        jobs = [j for j in jobs if j.method in models]
+    jobs = selection.select(expand(suite, registry, loaded, gpu_available=gpus > 0))
     done = set(Store(results_dir).latest())
     same = published_dir is None or Path(published_dir).resolve() == Path(results_dir).resolve()
     published = None if same or not (Path(published_dir) / RECORDS_DIR).is_dir() else set(
@@ -154,11 +152,6 @@ def _resources(res: dict) -> str:
     return ", ".join(f"{float(res.get(k) or 0):g} {name}" for k, name in (("num_cpus", "cpu"), ("num_gpus", "gpu")))
 
 
-def _table(header, rows) -> list[str]:
-    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-    return ["  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip() for r in [header, *rows]]
-
-
 def format_plan(plan: Plan) -> str:
     has_published = plan.published_dir is not None
     header = ["method", "dataset", "rows x cols", "jobs (configs x splits x seeds)", "done"]
@@ -172,7 +165,7 @@ def format_plan(plan: Plan) -> str:
                   _hours(r.cpu_hours), _hours(r.gpu_hours)]
         rows.append(cells)
     planned, done = sum(r.planned for r in plan.rows), sum(r.done for r in plan.rows)
-    lines = [f"Plan for suite {plan.suite}: nothing is run, no Ray is started.", ""] + _table(header, rows) + [""]
+    lines = [f"Plan for suite {plan.suite}: nothing is run, no Ray is started.", ""] + text_table(header, rows) + [""]
     lines.append("done: a record exists where the run writes; cpu h and gpu h: for the jobs not done.")
     lines.append(f"{planned:,} jobs planned, {done:,} already done in {plan.results_dir} "
                  f"(a run there would run {planned - done:,}).")
@@ -225,22 +218,26 @@ def format_plan(plan: Plan) -> str:
 
 
 def plan_suite(suite, paths, results_dir: Path, published_dir: Path | None, basis_dirs=(), gpus: int = 0,
-               models=(), datasets=(), plugin_files=()) -> Plan:
-    """Load the registry and every dataset (those that fail are listed, not fatal), then ``make_plan``."""
+               selection: Selection = Selection(), plugin_files=()) -> Plan:
+    """Load the registry and every selected dataset (those that fail are listed, not fatal), then ``make_plan``
+    for the jobs ``tabbench run`` would select with the same --models, --datasets and --folds."""
     from tabbench.plugins import load_models
     from tabbench.runner import RunError, load_data, model_refusals
     from tabbench.suite import check_models
 
     registry = load_models(tuple(plugin_files) + tuple(suite.plugins))
     check_models(suite, registry)
+    problems = selection.problems(suite)
+    if problems:
+        raise RunError("\n".join(problems))
     loaded, unloaded = {}, {}
     for cfg in suite.datasets:
-        if datasets and cfg.name not in datasets:
+        if not selection.wants_dataset(cfg.name):
             continue
         try:
             loaded.update(load_data(suite, paths, (cfg.name,)))
         except RunError as exc:
             unloaded[cfg.name] = str(exc)
-    plan = make_plan(suite, registry, loaded, results_dir, published_dir, basis_dirs, gpus, models, unloaded)
-    plan.refused = model_refusals(suite, registry, loaded, models)
+    plan = make_plan(suite, registry, loaded, results_dir, published_dir, basis_dirs, gpus, selection, unloaded)
+    plan.refused = model_refusals(suite, registry, loaded, selection.models)
     return plan

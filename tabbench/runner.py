@@ -1,14 +1,11 @@
-"""Runs a suite's jobs on Ray: local by default (loopback only), or an existing cluster (--address).
-
-The driver loads each dataset once, puts it into the object store once, submits one task per job
-with the model's resources, handles results as they finish and writes every record itself (workers
-return small records), so a cluster needs no shared disk.
+"""Runs a suite: check it against the registry, load and split every dataset, expand the jobs, select
+(--models, --datasets, --folds) and skip those already done, hand the rest to an executor
+(tabbench/executors.py: Ray by default, or in-process with --no-ray), write every record as it comes back,
+then the leaderboard.
 """
 
 from __future__ import annotations
 
-import logging
-import os
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
@@ -17,14 +14,13 @@ from pathlib import Path
 from tabbench.data.cache import DataPaths
 from tabbench.data.dataset import load_dataset
 from tabbench.data.splits import make_splits
+from tabbench.errors import TabbenchError
+from tabbench.expand import Selection, dataset_trials, expand
 from tabbench.interrupts import StopRequest
-from tabbench.jobs import LOST, OK, execute_isolated, failure_record, plan
+from tabbench.jobs import OK
 from tabbench.plugins import load_models
 from tabbench.store import Store
 from tabbench.suite import Suite, check_models
-
-#: Ray retries a job whose worker or node died this many times (infrastructure failures only).
-INFRA_RETRIES = 2
 
 
 @dataclass
@@ -32,6 +28,7 @@ class RunOptions:
     # A run writes to runs/ (git-ignored); results/ holds the published folders it is checked against.
     results: Path = Path("runs")
     address: str | None = None
+    ray: bool = True  # False: run the jobs in this process's forked children, without Ray (--no-ray)
     force: bool = False
     retry_failed: bool = False
     models: tuple = ()  # restrict to these method labels
@@ -41,6 +38,9 @@ class RunOptions:
     data_paths: DataPaths | None = None
     progress: bool = True
     report: bool = False  # the leaderboard's tests, figures and LaTeX too (the `report` extra), as `tabbench leaderboard`
+
+    def selection(self) -> Selection:
+        return Selection(tuple(self.models), tuple(self.datasets), tuple(self.folds))
 
 
 @dataclass
@@ -56,7 +56,7 @@ class RunSummary:
         return sum(self.failures.values())
 
 
-class RunError(Exception):
+class RunError(TabbenchError):
     """The run could not start (bad suite, data or plugin); nothing was computed."""
 
 
@@ -85,7 +85,6 @@ def model_refusals(suite: Suite, registry: dict, loaded: dict, methods=()) -> li
     """Each model's pre-run check (``ModelSpec.check``) on every dataset and configuration it would run
     (restricted to ``methods`` when given), before anything starts: one line per refusal, naming the
     suite file, the method and the dataset, then the model's message (what it would cost, what to set)."""
-    from tabbench.jobs import trial_configs
     from tabbench.spec import SplitSizes
 
     out = []
@@ -96,47 +95,11 @@ def model_refusals(suite: Suite, registry: dict, loaded: dict, methods=()) -> li
             if spec.check is None or dataset.meta.task not in spec.tasks or (methods and entry.label not in methods):
                 continue
             dataset_params = (cfg.model_params or {}).get(entry.label, {})
-            messages = [spec.problem(dataset.meta, sizes, {**params, **dataset_params}, suite.budget.time_s)
-                        for _, params in trial_configs(entry, spec)]
+            messages = [spec.problem(dataset.meta, sizes, params, suite.budget.time_s)
+                        for _, _, params in dataset_trials(entry, spec, name, dataset_params)]
             out += [f"{suite.path}: models.{entry.label} on dataset {name!r}: {message}"
                     for message in dict.fromkeys(m for m in messages if m)]
     return out
-
-
-def _start_ray(address: str | None):
-    """Connect to a cluster, or start a quiet local instance that listens on loopback only."""
-    if address is None and not os.environ.get("RAY_ADDRESS"):
-        # Must be set before ray is imported: pins every Ray socket of a local instance to 127.0.0.1.
-        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    import ray
-
-    if ray.is_initialized():
-        return ray, False
-    common = dict(logging_level=logging.ERROR, log_to_driver=False, configure_logging=True)
-    if address or os.environ.get("RAY_ADDRESS"):
-        ray.init(address=address or os.environ["RAY_ADDRESS"], **common)
-    else:
-        # address="local": always a new instance, never a cluster some earlier `ray start` left behind
-        ray.init(address="local", num_cpus=os.cpu_count(), include_dashboard=False, **common)
-    return ray, True
-
-
-#: Imported by each worker before it forks a job, so the job's child starts with them loaded.
-_PRELOAD = ("sklearn.metrics",)
-
-
-def _remote_execute(job, factory, meta, data, split, preload, checkpoint_dir):
-    import importlib
-
-    import ray
-
-    for module in (*_PRELOAD, *preload):  # once per worker process; forked jobs inherit them
-        importlib.import_module(module)
-    X, y = data
-    record = execute_isolated(job, factory, meta, X, y, split, checkpoint_dir=checkpoint_dir)
-    record["node"] = ray.util.get_node_ip_address()
-    return record
 
 
 def run_suite(suite: Suite, options: RunOptions) -> RunSummary:
@@ -156,36 +119,28 @@ def run_suite(suite: Suite, options: RunOptions) -> RunSummary:
 
 
 def _run(suite: Suite, options: RunOptions, store: Store, summary: RunSummary, stop: StopRequest) -> RunSummary:
+    from tabbench.executors import LocalExecutor, RayExecutor
+
     stop.pause_point("load")
     registry = load_models(tuple(options.plugin_files) + tuple(suite.plugins))
     check_models(suite, registry)
-    if options.models:
-        unknown = set(options.models) - {m.label for m in suite.models}
-        if unknown:
-            raise RunError(f"--models names {sorted(unknown)}, not in {suite.path}; its models: "
-                           f"{', '.join(m.label for m in suite.models)}")
-    if options.datasets:
-        unknown = set(options.datasets) - {d.name for d in suite.datasets}
-        if unknown:
-            raise RunError(f"--datasets names {sorted(unknown)}, not in {suite.path}; its datasets: "
-                           f"{', '.join(d.name for d in suite.datasets)}")
+    selection = options.selection()
+    problems = selection.problems(suite)
+    if problems:
+        raise RunError("\n".join(problems))
     paths = options.data_paths or DataPaths.from_env(base=suite.path.parent)
     loaded = load_data(suite, paths, options.datasets)
     refusals = model_refusals(suite, registry, loaded, options.models)
     if refusals:
         raise RunError("\n".join(refusals))
 
+    executor = RayExecutor(options.address) if options.ray else LocalExecutor()
     with stop.deferred():  # a first Ctrl-C never breaks into Ray start; checked once Ray is up
         stop.pause_point("ray-start")
-        ray, started = _start_ray(options.address)
+        executor.start(needs_gpu_check=_device_auto(suite, registry))
     try:
         stop.check()
-        gpu_available = ray.cluster_resources().get("GPU", 0) > 0
-        jobs = plan(suite, registry, loaded, gpu_available)
-        if options.models:
-            jobs = [j for j in jobs if j.method in options.models]
-        if options.folds:
-            jobs = [j for j in jobs if j.fold in options.folds]
+        jobs = selection.select(expand(suite, registry, loaded, executor.gpu_available))
         summary.planned = len(jobs)
         if not options.force:
             existing = store.latest()
@@ -194,14 +149,13 @@ def _run(suite: Suite, options: RunOptions, store: Store, summary: RunSummary, s
         else:
             pending = jobs
         summary.skipped = len(jobs) - len(pending)
-        with stop.deferred():
-            _execute_all(ray, pending, registry, loaded, store, summary, options.progress, stop)
+        _record_all(executor.run(pending, registry, loaded, store, stop), len(pending), store, summary,
+                    options.progress, stop)
     finally:
-        if started:
-            with stop.deferred():
-                ray.shutdown()
+        with stop.deferred():
+            executor.close()
     stop.check()
-    from tabbench.leaderboard import write_leaderboard
+    from tabbench.report.leaderboard import write_leaderboard
 
     stop.pause_point("leaderboard")
     write_leaderboard(store.dir, suite.published, report=options.report)
@@ -209,53 +163,24 @@ def _run(suite: Suite, options: RunOptions, store: Store, summary: RunSummary, s
     return summary
 
 
-def _execute_all(ray, jobs, registry, loaded, store: Store, summary: RunSummary, progress: bool, stop: StopRequest):
-    if not jobs:
+def _device_auto(suite: Suite, registry: dict) -> bool:
+    """Whether some method's device is left to the machine ('auto'), so that the executor must say if a GPU is
+    there before the jobs are expanded."""
+    return any({**registry[e.model].spec.default_params, **e.params}.get("device") == "auto"
+               or any((d.model_params or {}).get(e.label, {}).get("device") == "auto" for d in suite.datasets)
+               for e in suite.models)
+
+
+def _record_all(records, total: int, store: Store, summary: RunSummary, progress: bool, stop: StopRequest):
+    """Write each (job, record) the executor hands back as it comes; a first Ctrl-C never breaks into a write."""
+    if not total:
         return
     from tqdm import tqdm
 
-    from ray import cloudpickle
-
-    for entry in registry.values():  # a model from a plugin file travels by value: workers can't import it
-        module = sys.modules.get(entry.spec.factory.__module__)
-        if module is not None and module.__name__.startswith("tabbench_plugin_file_"):
-            cloudpickle.register_pickle_by_value(module)
-
-    data_refs = {name: ray.put((dataset.X, dataset.y)) for name, (_, dataset, _) in loaded.items()}
-    splits = {name: {(s.fold, s.repeat): s for s in split_list} for name, (_, _, split_list) in loaded.items()}
-    remote = ray.remote(_remote_execute)
-    capacity = max(4, 2 * int(ray.cluster_resources().get("CPU", 1)))
-    queue, in_flight = list(reversed(jobs)), {}
-    bar = tqdm(total=len(jobs), disable=not progress, unit="job", dynamic_ncols=True, file=sys.stderr)
-
-    def submit(job):
-        spec = registry[job.model].spec
-        # Ray retries only system failures (a lost worker or node), never the job's own exceptions,
-        # which execute_isolated records instead of raising.
-        options = {**job.resources, "max_retries": INFRA_RETRIES, "retry_exceptions": False}
-        if job.resources.get("num_gpus"):
-            options["max_calls"] = 1  # a fresh worker per GPU job: memory is returned and measured cleanly
-        _, dataset, _ = loaded[job.dataset]
-        ref = remote.options(**options).remote(job, spec.factory, dataset.meta, data_refs[job.dataset],
-                                               splits[job.dataset][(job.fold, job.repeat)], spec.requires,
-                                               str(store.checkpoint_dir(job.key)))
-        in_flight[ref] = job
-
-    # Called inside stop.deferred(): a first Ctrl-C is seen by stop.check() within a second (ray.wait's
-    # timeout), and every result received is written. Jobs still running are not cancelled one by one (a forced
-    # cancel of a retriable task can abort the driver inside Ray): they end with the driver's Ray job.
+    bar = tqdm(total=total, disable=not progress, unit="job", dynamic_ncols=True, file=sys.stderr)
     try:
-        while queue or in_flight:
-            stop.check()
-            while queue and len(in_flight) < capacity:
-                submit(queue.pop())
-            ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=1.0)
-            for ref in ready:
-                job = in_flight.pop(ref)
-                try:
-                    record = ray.get(ref)
-                except ray.exceptions.RayError as exc:  # worker or node lost, retries spent
-                    record = failure_record(job, LOST, f"{exc}"[:2000], f"{type(exc).__module__}.{type(exc).__name__}")
+        for job, record in records:
+            with stop.deferred():
                 stop.pause_point("record")
                 store.append(record)
                 if record["status"] == OK:  # a failed job keeps its checkpoint: a re-run continues from it

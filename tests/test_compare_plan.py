@@ -82,6 +82,21 @@ def test_compare_prints_and_writes_the_means_of_both_folders(two_runs, capsys):
         assert row["difference"] == pytest.approx(row["ours"] - row["theirs"], abs=1e-12)
 
 
+def test_records_say_what_reports_need_of_the_model_and_compare_reads_only_them(two_runs):
+    tmp = two_runs[0]
+    frame = load_records(tmp / "runs" / "small")
+    # written when the jobs were planned: the specs' deterministic flags, and the params as the key sees them
+    assert frame.loc[frame.model == "knn", "deterministic"].tolist() == [True] * 12
+    assert frame.loc[frame.model == "mlp", "deterministic"].tolist() == [False] * 6
+    assert frame["key_params"].tolist() == frame["params"].tolist()  # neither model has run params
+    # compare tells deterministic from seeded models by the records alone: the registry cannot be imported
+    code = ("import sys; sys.modules['tabbench.plugins'] = None; from tabbench.compare import compare; "
+            "t = compare(sys.argv[1], sys.argv[2]); print(sorted(set(zip(t.method, t.kind))))")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp / "second" / "small"), str(tmp / "runs" / "small")],
+                         capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[('knn', 'deterministic'), ('mlp', 'seeded')]"
+
+
 def test_compare_flags_a_deterministic_model_that_changed(two_runs, tmp_path, capsys):
     tmp = two_runs[0]
     changed = {**SUITE, "models": {"knn": {"params": {"n_neighbors": 1}}}}  # same method name, other model
@@ -142,3 +157,25 @@ def test_plan_prints_without_starting_ray_and_says_where_there_is_no_basis(two_r
     again = subprocess.run([sys.executable, "-c", code, "plan", str(tmp / "small.yaml"), "--results", str(tmp / "new"),
                             "--basis", str(tmp / "none")], capture_output=True, text=True, timeout=300, cwd=tmp)
     assert "no basis for 6 jobs (wine, diabetes)" in again.stdout and "No basis: 18 jobs" in again.stdout
+
+
+def test_plan_selects_jobs_as_run_does_folds_included(tmp_path, capsys):
+    """`tabbench plan --models/--datasets/--folds`: the jobs `tabbench run` with the same options would run."""
+    from tabbench.data.cache import DataPaths
+    from tabbench.expand import Selection
+    from tabbench.plan import plan_suite
+    from tabbench.runner import RunError
+    from tabbench.suite import load_suite
+
+    suite = load_suite(_write(tmp_path, SUITE))
+    paths = DataPaths(cache=tmp_path / "cache")
+    plan = plan_suite(suite, paths, tmp_path / "runs" / "small", None, [],
+                      selection=Selection(models=("knn",), datasets=("wine",), folds=(0, 2)))
+    ((key, row),) = {(r.method, r.dataset): r for r in plan.rows}.items()
+    assert key == ("knn", "wine") and (row.planned, row.configs, row.splits) == (4, 2, 2)  # 2 configs x 2 folds
+    with pytest.raises(RunError, match=r"--models names \['knm'\], not in .*small.yaml; its models: knn, mlp"):
+        plan_suite(suite, paths, tmp_path / "runs" / "small", None, [], selection=Selection(models=("knm",)))
+    assert main(["plan", str(tmp_path / "small.yaml"), "--results", str(tmp_path / "runs"), "--cache",
+                 str(tmp_path / "cache"), "--folds", "1", "--datasets", "diabetes"]) == 0
+    out = capsys.readouterr().out
+    assert "3 jobs planned" in out and "wine" not in out  # knn 2 configs + mlp 1, fold 1 of diabetes only

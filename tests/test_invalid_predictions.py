@@ -1,7 +1,7 @@
 """Predictions that break the contract (NaN, inf, wrong shape, unnormalised probabilities) fail the job.
 
 A plugin file model whose ``defect`` param spoils its outputs one way, run through
-``tabbench.jobs.execute`` on scikit-learn's bundled datasets, and once through the harness to see the
+``tabbench.execute.execute`` on scikit-learn's bundled datasets, and once through the harness to see the
 run summary and the leaderboard count the failures.
 """
 
@@ -12,7 +12,8 @@ import pytest
 
 from tabbench.data.dataset import DatasetConfig, SplitConfig, load_dataset
 from tabbench.data.splits import make_splits
-from tabbench.jobs import INVALID, OK, Job, execute
+from tabbench.execute import execute
+from tabbench.jobs import INVALID, OK, Job
 from tabbench.plugins import load_models
 
 DEFECTIVE_PLUGIN = textwrap.dedent('''

@@ -1,6 +1,9 @@
-"""Jobs run in their own process: time and memory budgets are enforced, a dying job is a record."""
+"""Jobs run in their own process: time and memory budgets are enforced, a dying job is a record, on Ray and
+in-process (--no-ray) alike."""
 
 import textwrap
+
+import pytest
 
 from tabbench.runner import RunOptions, run_suite
 from tabbench.store import load_records
@@ -38,7 +41,10 @@ MISBEHAVING = textwrap.dedent('''
 ''')
 
 
-def test_limits_and_crashes_become_records_and_the_run_goes_on(tmp_path, ray_session):
+@pytest.mark.parametrize("ray", [True, False], ids=["ray", "no-ray"])
+def test_limits_and_crashes_become_records_and_the_run_goes_on(tmp_path, request, ray):
+    if ray:
+        request.getfixturevalue("ray_session")
     plugin = tmp_path / "misbehaving.py"
     plugin.write_text(MISBEHAVING)
     hows = ["ok", "sleep", "hog", "exit", "segfault", "memoryerror"]
@@ -49,7 +55,8 @@ def test_limits_and_crashes_become_records_and_the_run_goes_on(tmp_path, ray_ses
         "models": {how: {"model": "misbehaving", "params": {"how": how}} for how in hows},
     }
     suite = parse_suite(raw, tmp_path / "limits.yaml")
-    summary = run_suite(suite, RunOptions(results=tmp_path / "results", progress=False, plugin_files=(str(plugin),)))
+    summary = run_suite(suite, RunOptions(results=tmp_path / "results", progress=False, plugin_files=(str(plugin),),
+                                             ray=ray))
     frame = load_records(tmp_path / "results" / "limits").set_index("method")
     assert frame.loc["ok", "status"] == "ok"
     assert frame.loc["sleep", "status"] == "timeout" and "time budget is 8 s" in frame.loc["sleep", "error_message"]

@@ -448,7 +448,8 @@ def test_a_killed_fit_resumes_from_its_checkpoint_to_the_same_result(breast_canc
     assert again.info_["resumed_from_step"] is not None and again.info_["checkpoint_ignored"] is None
 
     # a job resumed by the harness records the whole fit's time: the checkpoint's part plus its own
-    from tabbench.jobs import Job, execute
+    from tabbench.execute import execute
+    from tabbench.jobs import Job
 
     assert whole.resumed_fit_seconds_ == 0.0
     earlier = torch.load(folder / CHECKPOINT_FILE, weights_only=False)["run"]["seconds"]

@@ -269,3 +269,19 @@ def test_a_partial_last_line_is_ignored_and_cut_off_by_the_next_writer(tmp_path)
     store.append({"key": "b"})
     assert [r["key"] for r in store.records()] == ["a", "b"]
     assert store.path.read_bytes().count(b"half") == 0
+
+
+def test_ctrl_c_with_no_ray_stops_the_running_job_at_once_and_keeps_finished_records(run_dir):
+    """--no-ray runs the jobs in the driver's own children: a first Ctrl-C kills the held job and the run exits."""
+    results, suite = run_dir / "results", _gated_suite(run_dir)
+    driver = Driver(suite, results, "--no-ray")
+    try:
+        driver.wait_until(lambda: len(_keys(results)) == 10 and (run_dir / "gate.started").exists(),
+                          "10 quick records and a held job running")
+        assert driver.interrupt(timeout=60) == 130, driver.stderr[-3000:]  # not after the held job's 300 s wait
+    finally:
+        driver.kill()
+    assert RESUME in driver.stderr and "Interrupted: 7 jobs finished" in driver.stderr
+    assert len(set(_keys(results))) == 10
+    (run_dir / "gate").touch()
+    assert "20 jobs: 10 ran, 10 skipped" in _rerun(suite, results)

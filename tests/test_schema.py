@@ -1,4 +1,4 @@
-"""The suite format is declared once (tabbench/suite.py): the checked-in JSON Schema, the reference in
+"""The suite format is declared once (tabbench/suite/declaration.py): the checked-in JSON Schema, the reference in
 suites/README.md and every shipped suite agree with it; names never lead out of --results."""
 
 import json

@@ -107,3 +107,65 @@ def test_published_file_is_checked_when_the_suite_loads(tmp_path):
         load_suite(path)
     (tmp_path / "paper.yaml").write_text("metrics:\n  bc: {knn: [0.98, 0.01]}\n")
     assert load_suite(path).published == tmp_path / "paper.yaml"
+
+
+# --- dataset catalogues ---------------------------------------------------------------------------------
+
+CATALOGUE = {"description": "two sets", "datasets": {
+    "wine": {"source": "sklearn", "id": "wine", "split": {"protocol": "kfold", "k": 5}},
+    "iris": {"source": "sklearn", "id": "iris", "task": "multiclass", "split": {"protocol": "holdout"}}}}
+
+
+def _catalogued(tmp_path, datasets, catalogue=CATALOGUE, **top):
+    (tmp_path / "cat").mkdir(exist_ok=True)
+    (tmp_path / "cat" / "sets.yaml").write_text(yaml.safe_dump(catalogue))
+    raw = {"catalogue": "cat/sets.yaml", "datasets": datasets, "models": {"knn": {}}, **top}
+    return parse_suite(raw, tmp_path / "s.yaml")
+
+
+def test_a_catalogue_entry_is_the_dataset_written_out_with_the_suites_overrides(tmp_path):
+    suite = _catalogued(tmp_path, [
+        {"name": "wine", "source": "catalogue", "model_params": {"knn": {"n_neighbors": 3}}},
+        {"name": "iris_kfold", "source": "catalogue", "entry": "iris", "split": {"protocol": "kfold", "k": 3}}])
+    written_out = parse_suite({"datasets": [
+        {"name": "wine", "source": "sklearn", "id": "wine", "split": {"protocol": "kfold", "k": 5},
+         "model_params": {"knn": {"n_neighbors": 3}}},
+        {"name": "iris_kfold", "source": "sklearn", "id": "iris", "task": "multiclass",
+         "split": {"protocol": "kfold", "k": 3}}], "models": {"knn": {}}}, tmp_path / "s.yaml")
+    assert suite.datasets == written_out.datasets  # the same DatasetConfig, hence the same job keys
+
+
+@pytest.mark.parametrize("datasets, top, catalogue, where, message", [
+    ([{"name": "wnie", "source": "catalogue"}], {}, CATALOGUE,
+     "s.yaml: datasets[0].name", "no dataset 'wnie' in the catalogue cat/sets.yaml; did you mean 'wine'?"),
+    ([{"name": "w", "source": "catalogue", "entry": "irs"}], {}, CATALOGUE,
+     "s.yaml: datasets[0].entry", "no dataset 'irs' in the catalogue cat/sets.yaml; did you mean 'iris'?"),
+    ([{"name": "wine", "source": "catalogue", "spilt": {}}], {}, CATALOGUE,
+     "s.yaml: datasets[0].spilt", "unknown field 'spilt'; did you mean 'split'?"),
+    ([{"name": "wine", "source": "catalogue", "split": {"protocol": "kfold", "k": 3, "folds": [4]}}], {}, CATALOGUE,
+     "s.yaml: datasets[0].split.folds", "fold indices must be below k=3"),
+    ([{"name": "wine", "source": "catalogue"}], {"catalogue": None}, CATALOGUE,
+     "s.yaml: datasets[0].source", "source: catalogue needs the suite's catalogue: file"),
+    ([{"name": "wine", "source": "catalogue"}], {},
+     {"datasets": {"wine": {"source": "sklearn", "id": "wine", "split": {"protocol": "kfold", "k": "5"}}}},
+     "sets.yaml: datasets.wine.split.k", "expected an integer >= 2, got '5'"),
+    ([{"name": "wine", "source": "catalogue"}], {},
+     {"datasets": {"wine": {"source": "sklearn", "id": "wine", "split": {"protocol": "kfold"}, "targte": "x"}}},
+     "sets.yaml: datasets.wine.targte", "unknown field 'targte'; did you mean 'target'?"),
+    ([{"name": "wine", "source": "catalogue"}], {},
+     {"datasets": {"wine": {"source": "sklearn", "id": "wine", "split": {"protocol": "kfold"},
+                            "model_params": {"knn": {}}}}},
+     "sets.yaml: datasets.wine.model_params", "a catalogue entry has no 'model_params'"),
+    ([{"name": "wine", "source": "catalogue"}], {}, {"dataset": {}},
+     "sets.yaml: datasets", "a catalogue is a mapping with 'datasets'"),
+])
+def test_catalogue_mistakes_name_the_file_and_field(tmp_path, datasets, top, catalogue, where, message):
+    if top.get("catalogue", "") is None:
+        top = {}
+        raw = {"datasets": datasets, "models": {"knn": {}}}
+        with pytest.raises(SuiteError) as err:
+            parse_suite(raw, tmp_path / "s.yaml")
+    else:
+        with pytest.raises(SuiteError) as err:
+            _catalogued(tmp_path, datasets, catalogue, **top)
+    assert where in str(err.value) and message in str(err.value), str(err.value)

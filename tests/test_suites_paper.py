@@ -93,18 +93,19 @@ def test_uci_suite_is_the_papers_protocol():
         assert d.source == "openml" or d.url.startswith("https://archive.ics.uci.edu/")
 
 
-@pytest.mark.parametrize("name, datasets", [
-    ("uci-small", ["breast_cancer", "boston", "yacht", "concrete"]),
-    ("uci-small-npt-paper", ["breast_cancer", "boston", "yacht", "concrete"]),
-    ("uci-large-cpu", ["higgs", "income", "poker_hand", "forest_cover", "protein"]),
-])
-def test_reduced_suites_take_their_datasets_unchanged_from_uci(name, datasets):
-    small, full = suite(name), {d.name: d for d in suite("uci").datasets}
-    assert [d.name for d in small.datasets] == datasets
-    for d in small.datasets:
-        same = {f: getattr(full[d.name], f) for f in ("source", "url", "test_url", "id", "split", "columns", "target",
-                                                  "categorical", "categorical_max_levels")}
-        assert {f: getattr(d, f) for f in same} == same, d.name
+def test_each_dataset_is_defined_once_and_suites_hold_no_python():
+    """The UCI datasets live in the catalogue; a suite uses them by name (no copy of a URL, column list or split)."""
+    import yaml
+
+    catalogue = yaml.safe_load((ROOT / "suites" / "datasets" / "uci.yaml").read_text())["datasets"]
+    sources = {entry.get("url") or entry.get("id") for entry in catalogue.values()}
+    for path in SUITES:
+        for entry in yaml.safe_load(path.read_text())["datasets"]:
+            assert entry.get("url", entry.get("id")) not in sources or entry["source"] == "catalogue", (path, entry)
+    used = {d.name for name in ("uci", "uci-small", "uci-small-npt-paper", "uci-large-cpu")
+            for d in suite(name).datasets}
+    assert used == set(catalogue)
+    assert not list((ROOT / "suites").rglob("*.py"))
 
 
 # the categorical columns each of the authors' dataset modules (npt/datasets/*.py) declares, by our names
@@ -150,23 +151,13 @@ def test_the_yacht_froude_suite_holds_both_encodings_on_the_authors_folds():
         "catboost": tuned["catboost"], "catboost_onehot": tuned["catboost"]}
 
 
-@needs_shared
-@pytest.mark.parametrize("booster", ["lightgbm", "catboost"])
-def test_a_onehot_booster_is_tabbenchs_booster_on_one_column_per_level(tmp_path, booster):
-    s = suite("uci-small-yacht-froude")
-    registry = load_models(tuple(s.plugins))
-    plain, onehot = registry[booster].spec, registry[f"{booster}_onehot"].spec
-    assert (onehot.default_params, onehot.search_space) == (plain.default_params, plain.search_space)
-    ds = load_dataset(s.datasets[0], DataPaths(cache=tmp_path, mirrors=(SHARED.resolve(),), base=ROOT))
-    split = make_splits(ds, ds.split)[0]
-    model = onehot.factory(ds.meta, 0, **onehot.default_params)
-    model.fit(ds.X.iloc[split.train], ds.y[split.train], ds.X.iloc[split.val], ds.y[split.val])
-    frame = model._frame(ds.X.iloc[split.test])
-    levels = [len(c.categories) for c in ds.meta.columns]  # all six Yacht features categorical
-    assert frame.shape == (len(split.test), sum(levels)) and set(frame.stack().unique()) == {0.0, 1.0}
-    assert model.predict(ds.X.iloc[split.test]).shape == (len(split.test),)
-    if booster == "catboost":  # no column left to its target statistics
-        assert model.model_.get_cat_feature_indices() == []
+def test_the_onehot_methods_are_the_boosters_with_one_hot_input():
+    """lightgbm_onehot and catboost_onehot: the registered boosters with one_hot: true, tuned as the plain ones."""
+    models = {m.label: m for m in suite("uci-small-yacht-froude").models}
+    for booster in ("lightgbm", "catboost"):
+        onehot, plain = models[f"{booster}_onehot"], models[booster]
+        assert (onehot.model, onehot.params) == (booster, {"one_hot": True})
+        assert (onehot.tuning, onehot.n_trials, onehot.search_space) == (plain.tuning, plain.n_trials, None)
 
 
 def test_image_suite_uses_openml_and_the_papers_splits():
@@ -267,3 +258,37 @@ def test_precision_checks_differ_from_what_they_check_in_amp_only():
     yacht = next(d for d in paper.datasets if d.name == "yacht")
     assert [replace(d, model_params=yacht.model_params) for d in fp32.datasets] == [yacht]
     assert fp32.datasets[0].model_params == {"npt-e32-fp32": yacht.model_params["npt-e32"]}
+
+
+# the paper's eight small-data NPT variants (../shared/docs/npt-reference.md, the authors' uci_class_reg.sh):
+# what each changes, and its steps on (breast_cancer, boston, yacht, concrete); S = the dataset's base steps
+S = {"breast_cancer": 2000, "boston": 2000, "yacht": 10000, "concrete": 10000}
+VARIANTS = {
+    "default": ({}, S),
+    "feature-mask-0.20": ({"p_feature": 0.2}, S),
+    "label-mask-0.50": ({"p_target": 0.5}, {**S, "boston": 4000, "breast_cancer": 4000}),
+    "label-mask-0.10": ({"p_target": 0.1}, dict.fromkeys(S, 20000)),
+    "heads-16": ({"n_heads": 16}, S),
+    "layers-16": ({"n_layers": 16}, S),
+    "heads-16-layers-16": ({"n_heads": 16, "n_layers": 16}, S),
+    "cosine-cyclic": ({"lr_schedule": "cosine_cyclic", "warmup_fraction": 0.2}, S),
+}
+
+
+def test_the_tuned_npt_suite_runs_the_papers_eight_variants_on_top_of_npt_e32():
+    from tabbench.expand import dataset_trials
+
+    tuned, paper = suite("uci-small-npt-tuned"), suite("uci-small-npt-paper")
+    (method,) = tuned.models
+    e32 = {m.label: m for m in paper.models}["npt-e32"]
+    assert (method.model, method.params, method.tuning) == ("npt", e32.params, "configs")
+    assert [c.name for c in method.configs] == list(VARIANTS)
+    paper_sets = {d.name: d for d in paper.datasets}
+    for d in tuned.datasets:
+        assert replace(d, model_params=None) == replace(paper_sets[d.name], model_params=None)  # same data and folds
+        base = {**method.params, **d.model_params["npt-tuned"]}
+        assert base == {**e32.params, **paper_sets[d.name].model_params["npt-e32"]}  # default = npt-e32's config
+        for _, name, params in dataset_trials(method, None, d.name, d.model_params["npt-tuned"]):
+            change, steps = VARIANTS[name]
+            assert params == {**base, **change, "steps": steps[d.name]}, (d.name, name)
+            assert params["e"] == 32

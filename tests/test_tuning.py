@@ -5,12 +5,13 @@ import itertools
 import json
 
 import pandas as pd
+import pytest
 
-from tabbench.jobs import trial_configs
+from tabbench.expand import trial_configs
 from tabbench.plugins import load_models
 from tabbench.runner import RunOptions, run_suite
 from tabbench.store import Store, load_records
-from tabbench.suite import parse_suite
+from tabbench.suite import SuiteError, check_models, parse_suite
 
 SUITE = {
     "name": "tuned",
@@ -59,3 +60,75 @@ def test_random_search_selects_the_best_validation_config_and_resume_skips_trial
     assert (again.done, again.skipped) == (0, 8)
     assert len(Store(tmp_path / "results" / "tuned").records()) == 8
     assert pd.read_csv(tmp_path / "results" / "tuned" / "leaderboard.csv").equals(board)
+
+
+# --- named configurations (tuning: configs) ---------------------------------------------------------------
+
+CONFIGS = {
+    "name": "named",
+    "datasets": [
+        {"name": "wine", "source": "sklearn", "id": "wine", "split": {"protocol": "kfold", "k": 3, "folds": [0, 1]},
+         "model_params": {"knn-configs": {"n_neighbors": 7, "p": 1}}},
+        {"name": "iris", "source": "sklearn", "id": "iris", "split": {"protocol": "kfold", "k": 3, "folds": [0, 1]}}],
+    "models": {"knn-configs": {"model": "knn", "params": {"weights": "distance"}, "tuning": "configs", "configs": {
+        "base": None,
+        "wide": {"params": {"n_neighbors": 30}},
+        "narrow": {"params": {"n_neighbors": 1, "weights": "uniform"}, "datasets": {"iris": {"n_neighbors": 2}}}}}},
+}
+
+
+def test_named_configs_are_trials_whose_params_layer_method_dataset_config_and_config_on_dataset(tmp_path):
+    from tabbench.data.cache import DataPaths
+    from tabbench.expand import expand
+    from tabbench.runner import load_data
+
+    suite = parse_suite(CONFIGS, tmp_path / "named.yaml")
+    registry = load_models()
+    jobs = expand(suite, registry, load_data(suite, DataPaths(cache=tmp_path / "cache")))
+    assert len(jobs) == 3 * 2 * 2  # configs x datasets x folds: three named trials, not a product
+    params = {(j.dataset, j.config): (j.trial, {k: j.params[k] for k in ("n_neighbors", "weights", "p")})
+              for j in jobs}
+    assert params == {  # method params < the dataset's model_params < the config's < the config's on that dataset
+        ("wine", "base"): (0, {"n_neighbors": 7, "weights": "distance", "p": 1}),
+        ("wine", "wide"): (1, {"n_neighbors": 30, "weights": "distance", "p": 1}),
+        ("wine", "narrow"): (2, {"n_neighbors": 1, "weights": "uniform", "p": 1}),
+        ("iris", "base"): (0, {"n_neighbors": 5, "weights": "distance", "p": 2}),
+        ("iris", "wide"): (1, {"n_neighbors": 30, "weights": "distance", "p": 2}),
+        ("iris", "narrow"): (2, {"n_neighbors": 2, "weights": "uniform", "p": 2})}
+    assert len({j.key for j in jobs}) == len(jobs)
+
+
+def test_named_configs_run_record_their_name_and_the_best_validation_config_is_selected_per_fold(tmp_path):
+    suite = parse_suite(CONFIGS, tmp_path / "named.yaml")
+    summary = run_suite(suite, RunOptions(results=tmp_path / "results", progress=False, ray=False))
+    assert summary.done == 12 and summary.failed == 0
+    frame = load_records(tmp_path / "results" / "named")
+    assert set(frame["config"]) == {"base", "wide", "narrow"}
+    selected = pd.read_csv(tmp_path / "results" / "named" / "selected_params.csv")
+    for (dataset, fold), trials in frame.groupby(["dataset", "fold"]):
+        best = trials.loc[trials["val_log_loss"].idxmin()]  # the baselines' rule: validation log-loss
+        chosen = selected[(selected["dataset"] == dataset) & (selected["fold"] == fold)].iloc[0]
+        assert chosen["trial"] == best["trial"]
+
+
+@pytest.mark.parametrize("change, where, message", [
+    ({"tuning": "grid"}, "models.knn-configs.tuning", "configs are run by tuning: configs, not tuning: grid"),
+    ({"configs": None}, "models.knn-configs.configs", "tuning: configs needs configs"),
+    ({"configs": {"a": {"parms": {}}}}, "models.knn-configs.configs.a.parms", "did you mean 'params'?"),
+    ({"configs": {"a": {"datasets": {"wnie": {}}}}}, "models.knn-configs.configs.a.datasets.wnie",
+     "no dataset 'wnie' in this suite; did you mean 'wine'?"),
+    ({"search_space": {"n_neighbors": [1]}}, "models.knn-configs.search_space", "belongs to grid or random"),
+])
+def test_named_config_mistakes_name_the_field(change, where, message):
+    method = {**CONFIGS["models"]["knn-configs"], **change}
+    with pytest.raises(SuiteError) as err:
+        parse_suite({**CONFIGS, "models": {"knn-configs": method}}, "s.yaml")
+    assert f"s.yaml: {where}: " in str(err.value) and message in str(err.value), str(err.value)
+
+
+def test_a_named_configs_param_is_checked_against_the_model_with_did_you_mean():
+    method = {**CONFIGS["models"]["knn-configs"], "configs": {"a": {"datasets": {"iris": {"n_neighbour": 3}}}}}
+    suite = parse_suite({**CONFIGS, "models": {"knn-configs": method}}, "s.yaml")
+    with pytest.raises(SuiteError, match=r"models.knn-configs.configs.a.datasets.iris.n_neighbour: model 'knn' does "
+                                         r"not accept a parameter 'n_neighbour'; did you mean 'n_neighbors'\?"):
+        check_models(suite, load_models())

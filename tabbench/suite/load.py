@@ -1,0 +1,175 @@
+"""Loading a suite: YAML -> the declaration (tabbench/suite/declaration.py) -> the runtime dataclasses
+(tabbench/suite/types.py), every mistake a SuiteError; ``check_models`` then checks the models and their
+params against the plugin registry, still before any job runs."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from pathlib import Path
+
+import yaml
+from pydantic import ValidationError
+
+from tabbench.data.types import DatasetConfig, SplitConfig
+from tabbench.suite.declaration import Model, SuiteFile, _Dataset
+from tabbench.suite.errors import suite_error
+from tabbench.suite.types import (NAME_PATTERN, NAME_RULE, Budget, ModelEntry, NamedConfig, Suite, SuiteError,
+                                  hint, join)
+
+
+def _tuples(values: dict) -> dict:
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
+
+
+def _dataset_config(doc: _Dataset) -> DatasetConfig:
+    split = SplitConfig(**_tuples(doc.split.model_dump(exclude_unset=True)))
+    return DatasetConfig(**_tuples(doc.model_dump(exclude_unset=True, exclude={"split"})), split=split)
+
+
+def _model_entry(label: str, doc: Model | None) -> ModelEntry:
+    doc = doc or Model()
+    configs = tuple(NamedConfig(name, dict((c and c.params) or {}), dict((c and c.datasets) or {}))
+                    for name, c in (doc.configs or {}).items())
+    return ModelEntry(label, doc.model or label, dict(doc.params or {}), doc.tuning, doc.n_trials, doc.tuning_seed,
+                      dict(doc.search_space) if doc.search_space is not None else None, configs)
+
+
+def _read_yaml(path: Path, what: str):
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise SuiteError(path, "", f"cannot read the {what}: {exc.strerror or exc}") from exc
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        raise SuiteError(path, "", f"not valid YAML: {where}{getattr(exc, 'problem', None) or exc}") from exc
+
+
+#: The keys of a catalogue file; its ``datasets`` map a name to an entry written as in a suite, without
+#: ``name`` (the key is the name) and ``model_params`` (they name a suite's methods: the suite gives them).
+CATALOGUE_KEYS = ("description", "datasets")
+
+
+def load_catalogue(path) -> dict:
+    """A dataset catalogue: name -> the entry's mapping, each entry validated as a suite's dataset entry."""
+    path = Path(path)
+    raw = _read_yaml(path, "catalogue file")
+    if not isinstance(raw, dict) or not isinstance(raw.get("datasets"), dict) or not raw["datasets"]:
+        raise SuiteError(path, "datasets", "a catalogue is a mapping with 'datasets': {name: dataset entry, ...}")
+    for key in raw:
+        if key not in CATALOGUE_KEYS:
+            raise SuiteError(path, str(key), f"unknown field {key!r}" + hint(key, CATALOGUE_KEYS))
+    entries = {}
+    for name, entry in raw["datasets"].items():
+        where = f"datasets.{name}"
+        if not isinstance(entry, dict):
+            raise SuiteError(path, where, f"expected a dataset entry (a mapping), got {entry!r}")
+        for key, why in (("name", "the key is the name"),
+                         ("model_params", "they name a suite's methods: give them in the suite, beside "
+                                          "source: catalogue")):
+            if key in entry:
+                raise SuiteError(path, f"{where}.{key}", f"a catalogue entry has no {key!r} ({why})")
+        if entry.get("source") == "catalogue":
+            raise SuiteError(path, f"{where}.source", "a catalogue entry names where its data comes from, not "
+                             "another catalogue entry")
+        try:
+            SuiteFile.model_validate({"datasets": [{**entry, "name": name}], "models": {"m": None}})
+        except ValidationError as exc:
+            err = suite_error(path, exc)
+            raise SuiteError(path, err.path.replace("datasets[0]", where, 1), err.message) from None
+        entries[name] = entry
+    return entries
+
+
+def _resolve_catalogue(raw: dict, doc: SuiteFile, file) -> dict:
+    """The document with each ``source: catalogue`` entry replaced by its catalogue entry, updated with the
+    fields the suite gives (all but source and entry)."""
+    path = Path(str(file)).parent / doc.catalogue
+    catalogue = load_catalogue(path)
+    datasets = []
+    for i, (entry, given) in enumerate(zip(doc.datasets, raw["datasets"])):
+        if entry.source != "catalogue":
+            datasets.append(given)
+            continue
+        key = entry.entry or entry.name
+        if key not in catalogue:
+            field = "entry" if entry.entry else "name"
+            raise SuiteError(file, f"datasets[{i}].{field}", f"no dataset {key!r} in the catalogue {doc.catalogue}"
+                             + hint(key, catalogue, "its datasets"))
+        datasets.append({**catalogue[key], **{k: v for k, v in given.items() if k not in ("source", "entry")}})
+    return {**raw, "datasets": datasets}
+
+
+def parse_suite(raw, file="<suite>") -> Suite:
+    """Validate an already-parsed YAML document (its catalogue entries resolved); raises SuiteError."""
+    try:
+        doc = SuiteFile.model_validate(raw)
+        if any(d.source == "catalogue" for d in doc.datasets):
+            doc = SuiteFile.model_validate(_resolve_catalogue(raw, doc, file))
+    except ValidationError as exc:
+        raise suite_error(file, exc) from None
+    name = doc.name if doc.name is not None else Path(str(file)).stem
+    if not re.fullmatch(NAME_PATTERN, name):
+        raise SuiteError(file, "name", f"the suite has no name and its file name {name!r} is not {NAME_RULE}; "
+                         "set name: in the suite")
+    base = Path(str(file)).parent
+    plugins = tuple(str((base / p).resolve()) for p in doc.plugins or ())
+    published = None
+    if doc.published is not None:
+        from tabbench.published import PublishedError, load_published
+
+        published = (base / doc.published).resolve()
+        try:
+            load_published(published)
+        except PublishedError as exc:
+            raise SuiteError(file, "published", f"{exc} (the path is relative to the suite's folder)") from None
+    budget = Budget(**doc.budget.model_dump(exclude_none=True)) if doc.budget else Budget()
+    return Suite(name, Path(str(file)), tuple(_dataset_config(d) for d in doc.datasets),
+                 tuple(_model_entry(label, m) for label, m in doc.models.items()), tuple(doc.seeds), budget,
+                 plugins, doc.description or "", published)
+
+
+def load_suite(path) -> Suite:
+    path = Path(path)
+    return parse_suite(_read_yaml(path, "suite file"), path)
+
+
+def check_models(suite: Suite, registry: dict) -> None:
+    """Every model exists, every param is one the model accepts, every search space is valid."""
+    for entry in suite.models:
+        path = f"models.{entry.label}"
+        if entry.model not in registry:
+            hint = difflib.get_close_matches(entry.model, list(registry), n=1)
+            from tabbench.plugins import BROKEN
+
+            broken = "".join(f"; plugin {n!r} failed to load ({why})" for n, why in BROKEN.items())
+            raise SuiteError(suite.path, join(path, "model") if entry.model != entry.label else path,
+                             f"unknown model {entry.model!r}" + (f"; did you mean {hint[0]!r}?" if hint else "")
+                             + f"; registered models: {', '.join(sorted(registry)) or '(none)'}{broken}")
+        spec = registry[entry.model].spec
+        accepted = set(spec.default_params)
+        named = [(f"{path}.params", entry.params), (f"{path}.search_space", entry.search_space or {})]
+        named += [(f"datasets[{i}].model_params.{entry.label}", (d.model_params or {}).get(entry.label, {}))
+                  for i, d in enumerate(suite.datasets)]
+        for config in entry.configs:
+            named.append((f"{path}.configs.{config.name}.params", config.params))
+            named += [(f"{path}.configs.{config.name}.datasets.{name}", params)
+                      for name, params in config.datasets.items()]
+        for where, names in named:
+            for name in names:
+                if name not in accepted:
+                    hint = difflib.get_close_matches(name, accepted, n=1)
+                    raise SuiteError(suite.path, f"{where}.{name}",
+                                     f"model {entry.model!r} does not accept a parameter {name!r}"
+                                     + (f"; did you mean {hint[0]!r}?" if hint else "")
+                                     + f"; accepted: {', '.join(sorted(accepted)) or '(none)'}")
+        missing = spec.missing_requirements()
+        if missing:
+            raise SuiteError(suite.path, path, f"model {entry.model!r} needs {', '.join(missing)}, which is not "
+                             f"installed; {spec.install_hint or 'install it'}")
+        if entry.tuning in ("grid", "random") and not (entry.search_space or spec.search_space):
+            raise SuiteError(suite.path, f"{path}.tuning", f"model {entry.model!r} declares no search space; "
+                             "give one under search_space or set tuning: none")

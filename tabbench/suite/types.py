@@ -1,0 +1,87 @@
+"""What the rest of tabbench reads of a suite (frozen dataclasses), the error a bad suite raises, and the
+name rules and did-you-mean hints the declaration and the checks share."""
+
+from __future__ import annotations
+
+import difflib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tabbench.errors import TabbenchError
+
+TUNING = ("none", "grid", "random", "configs")
+
+#: A name that becomes a folder (the suite's, under --results) or may become one (datasets, methods):
+#: letters, digits, '-', '_' and '.', not starting with a dot, so never '..', a '/' or an absolute path.
+NAME_PATTERN = r"^[A-Za-z0-9_-][A-Za-z0-9._-]*$"
+NAME_RULE = "a plain folder name (letters, digits, '-', '_' and '.', not starting with a dot)"
+
+
+class SuiteError(TabbenchError):
+    """A suite is invalid. ``str(err)`` reads 'FILE: FIELD.PATH: what is wrong and what is expected'."""
+
+    def __init__(self, file, path: str, message: str):
+        self.file, self.path, self.message = str(file), path, message
+        super().__init__(f"{file}: {path}: {message}" if path else f"{file}: {message}")
+
+
+def hint(word, choices, what="valid keys") -> str:
+    """'; did you mean X?' for the closest choice, else the list of choices."""
+    choices = [str(c) for c in choices]
+    match = difflib.get_close_matches(str(word), choices, n=1)
+    return f"; did you mean {match[0]!r}?" if match else f"; {what}: {', '.join(sorted(choices))}"
+
+
+def join(path: str, key: str) -> str:
+    """A field path with one more key: 'models.knn' + 'model'."""
+    return f"{path}.{key}" if path and key else path or key
+
+
+@dataclass(frozen=True)
+class NamedConfig:
+    """One of a method's named configurations (``tuning: configs``)."""
+
+    name: str  # in every record of its jobs (``config``)
+    params: dict = field(default_factory=dict)
+    datasets: dict = field(default_factory=dict)  # dataset name -> params for that dataset only
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    label: str  # the method's name in records and leaderboards
+    model: str  # the registered model it runs
+    params: dict = field(default_factory=dict)
+    tuning: str = "none"
+    n_trials: int = 20  # random search only
+    tuning_seed: int = 0
+    search_space: dict | None = None  # overrides the model's default search space
+    configs: tuple = ()  # of NamedConfig: tuning "configs" runs exactly these
+
+
+@dataclass(frozen=True)
+class Budget:
+    time_s: float | None = None  # wall-clock limit per job
+    memory_mb: float | None = None  # host memory limit per job
+
+
+@dataclass(frozen=True)
+class Suite:
+    name: str
+    path: Path
+    datasets: tuple  # of DatasetConfig
+    models: tuple  # of ModelEntry
+    seeds: tuple = (0,)
+    budget: Budget = Budget()
+    plugins: tuple = ()  # plugin files, resolved against the suite's folder
+    description: str = ""
+    published: Path | None = None  # published results to compare with (tabbench/published.py)
+
+    def results_dir(self, results_root) -> Path:
+        """<results_root>/<name>, checked to lie inside results_root (a suite file can come from anywhere)."""
+        root = Path(os.path.abspath(results_root))
+        target = Path(os.path.normpath(root / self.name))
+        if target.parent != root:
+            raise SuiteError(self.path, "name", f"{self.name!r} would put results at {target}, not in the "
+                             f"results folder {root}; use {NAME_RULE}")
+        return Path(results_root) / self.name
