@@ -66,6 +66,7 @@ def execute(job: Job, factory, meta, X, y, split, checkpoint_dir=None) -> dict:
     try:
         with memory:
             estimator = factory(meta, job.seed, **job.params)
+            estimator.time_budget_s = job.time_budget_s
             if checkpoint_dir is not None:
                 estimator.checkpoint_dir = str(checkpoint_dir)
             t0 = time.perf_counter()

@@ -13,6 +13,8 @@ The estimator contract, shared by every model (scikit-learn conventions):
 * Transductive models (``ModelSpec.transductive``) get ``fit(X, y, X_val, y_val, X_unlabelled=...)``:
   the test rows' features, never their targets. The harness records the mode in every record and
   marks the method in every leaderboard table; an inductive model never receives test rows.
+* The job's time budget (the suite's ``budget.time_s``, or None) is set as ``estimator.time_budget_s``
+  before ``fit``, for a model that sizes its training to it (NPT's ``steps: "auto"``).
 * Optionally resumable: when the harness gives a job a checkpoint folder it sets
   ``estimator.checkpoint_dir`` (a path, kept across re-runs of the same job, removed once the job's
   record is ``ok``) before ``fit``; a model may save its training state there and continue from it.
@@ -124,6 +126,10 @@ class ModelSpec:
     # holds their default values, so a re-run with other values finds the jobs already done (its records
     # keep the values it ran with).
     run_params: frozenset = frozenset()
+    # Params added after jobs of this model were recorded, each with the value that does what the model did
+    # before it existed: at that value a job's key leaves the param out, so recorded jobs are still found
+    # done and a killed run still resumes from its checkpoint (e.g. the boosters' one_hot: False).
+    added_params: Mapping = field(default_factory=dict)
 
     def __post_init__(self):
         if self.default_params is None:
@@ -131,14 +137,16 @@ class ModelSpec:
         unknown = set(self.tasks) - set(TASKS)
         if unknown or not self.tasks:
             raise ValueError(f"model {self.name!r}: tasks must be a non-empty subset of {TASKS}, got {sorted(self.tasks)}")
-        for field_name in ("search_space", "run_params"):
+        for field_name in ("search_space", "run_params", "added_params"):
             extra = set(getattr(self, field_name)) - set(self.default_params)
             if extra:
                 raise ValueError(f"model {self.name!r}: {field_name} names params not in default_params: {sorted(extra)}")
 
     def key_params(self, params: Mapping) -> dict:
-        """``params`` as a job's key sees them: each of ``run_params`` at its default."""
-        return {**params, **{name: self.default_params[name] for name in self.run_params}}
+        """``params`` as a job's key sees them: each of ``run_params`` at its default, each of
+        ``added_params`` left out where it has its earlier behaviour's value."""
+        key = {**params, **{name: self.default_params[name] for name in self.run_params}}
+        return {k: v for k, v in key.items() if not (k in self.added_params and v == self.added_params[k])}
 
     def missing_requirements(self) -> list:
         import importlib.util

@@ -30,20 +30,13 @@ RUN_PARAMS = frozenset({"cpus", "checkpoint_minutes"})
 ADDED_PARAMS = {"lr_schedule": "flat_anneal", "warmup_fraction": 0.2}
 
 
-class _NPTSpec(ModelSpec):
-    def key_params(self, params):
-        """ModelSpec.key_params, without the ADDED_PARAMS that are at their earlier behaviour's value."""
-        key = super().key_params(params)
-        return {k: v for k, v in key.items() if not (k in ADDED_PARAMS and v == ADDED_PARAMS[k])}
-
-
-SPEC = _NPTSpec(
+SPEC = ModelSpec(
     name="npt", factory=NPT, search_space={},
     cpus=lambda p: p["cpus"], gpus=lambda p: 1 if p.get("device") == "cuda" else 0,
     transductive=lambda p: bool(p["transductive"]),
     requires=("torch",), install_hint="pip install 'tabbench[torch]'",
     deterministic=False,  # seeded torch training: last digits differ across CPUs
-    check=check_cost, run_params=RUN_PARAMS,
+    check=check_cost, run_params=RUN_PARAMS, added_params=ADDED_PARAMS,
     description="Non-Parametric Transformer (Kossen et al. 2021): attention between rows and columns. "
                 "CPU cost of the defaults (e 32, 8 layers, 500 steps, batches of at most 2,048 rows): per step "
                 "about 0.4 CPU-s per 1,000 rows at 10 features, 2.2 s at 25, 10 s at 54; a job over the suite's "
