@@ -27,7 +27,7 @@ def test_builtin_models_are_registered_through_tabbench_entry_points():
     models = load_models()
     assert BUILTINS <= set(models)
     for name in BUILTINS:
-        assert models[name].source.startswith("tabbench==")
+        assert models[name].source.startswith("tabbench-harness==")
 
 
 def test_environment_variable_restricts_which_entry_points_load(monkeypatch):
@@ -79,7 +79,7 @@ def test_readme_plugin_example_installs_as_an_entry_point_package(tmp_path):
 def test_a_model_registered_twice_is_an_error_naming_both_sources(tmp_path):
     path = tmp_path / "dup.py"
     path.write_text(readme_plugin_source().replace('name="prior"', 'name="knn"'))
-    with pytest.raises(PluginError, match="registered twice.*tabbench==.*dup.py"):
+    with pytest.raises(PluginError, match="registered twice.*tabbench-harness==.*dup.py"):
         load_models([path])
 
 
