@@ -9,10 +9,14 @@ from importlib import metadata
 import numpy as np
 import pytest
 
+import tabbench.plugins
 from tabbench.plugins import PLUGINS_ENV, PluginError, load_models
 from tests.conftest import ROOT
 
 BUILTINS = {"knn", "random_forest", "gradient_boosting"}
+#: The models each built-in entry point registers.
+ENTRY_POINT_MODELS = {"sklearn_models": BUILTINS, "boosters": {"xgboost", "catboost", "lightgbm"}, "mlp": {"mlp"},
+                      "tabnet": {"tabnet"}, "npt": {"npt"}}
 
 
 def readme_plugin_source() -> str:
@@ -28,6 +32,33 @@ def test_builtin_models_are_registered_through_tabbench_entry_points():
     assert BUILTINS <= set(models)
     for name in BUILTINS:
         assert models[name].source.startswith("tabbench==")
+
+
+def declared_entry_points() -> dict:
+    """[project.entry-points.tabbench] of this checkout's pyproject.toml."""
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10: the same table as installed from this checkout
+        return {ep.name: ep.value for ep in metadata.distribution("tabbench").entry_points if ep.group == "tabbench"}
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]["tabbench"]
+
+
+def test_every_builtin_entry_point_loads_and_registers_its_models(monkeypatch):
+    """A built-in whose module fails to import is a failure here, not a row of skipped tests elsewhere."""
+    declared = declared_entry_points()
+    assert set(declared) == set(ENTRY_POINT_MODELS)
+    installed = {ep.name: ep.value for ep in metadata.entry_points(group="tabbench")}
+    assert {name: installed.get(name) for name in declared} == declared  # installed from this checkout
+    monkeypatch.setattr(tabbench.plugins, "BROKEN", {})
+    for name, models in ENTRY_POINT_MODELS.items():
+        monkeypatch.setenv(PLUGINS_ENV, name)
+        registered = load_models()
+        assert not tabbench.plugins.BROKEN, tabbench.plugins.BROKEN
+        assert set(registered) == models, name
+        assert all(entry.source.startswith("tabbench==") for entry in registered.values())
+    monkeypatch.delenv(PLUGINS_ENV)
+    assert set(load_models()) >= set().union(*ENTRY_POINT_MODELS.values())
+    assert not tabbench.plugins.BROKEN, tabbench.plugins.BROKEN
 
 
 def test_environment_variable_restricts_which_entry_points_load(monkeypatch):
