@@ -34,8 +34,8 @@ def yacht(tmp_path_factory):
 
 
 def published(method: str, trial: int) -> dict:
-    records = Store(FOLDER).latest().values()
-    (record,) = [r for r in records if (r["method"], r["dataset"], r["fold"], r["trial"]) == (method, "yacht", 0, trial)]
+    wanted = (method, "yacht", 0, trial)
+    (record,) = [r for r in Store(FOLDER).latest().values() if (r["method"], r["dataset"], r["fold"], r["trial"]) == wanted]
     return record
 
 
