@@ -34,8 +34,10 @@ def yacht(tmp_path_factory):
 
 
 def published(method: str, trial: int) -> dict:
-    wanted = (method, "yacht", 0, trial)
-    (record,) = [r for r in Store(FOLDER).latest().values() if (r["method"], r["dataset"], r["fold"], r["trial"]) == wanted]
+    def identity(r):
+        return r["method"], r["dataset"], r["fold"], r["trial"]
+
+    (record,) = [r for r in Store(FOLDER).latest().values() if identity(r) == (method, "yacht", 0, trial)]
     return record
 
 
