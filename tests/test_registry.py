@@ -16,7 +16,19 @@ from tests.conftest import ROOT
 BUILTINS = {"knn", "random_forest", "gradient_boosting"}
 #: The models each built-in entry point registers.
 ENTRY_POINT_MODELS = {"sklearn_models": BUILTINS, "boosters": {"xgboost", "catboost", "lightgbm"}, "mlp": {"mlp"},
-                      "tabnet": {"tabnet"}, "npt": {"npt"}}
+                      "tabnet": {"tabnet"}, "npt": {"npt"}, "tabm": {"tabm"}, "realmlp": {"realmlp"},
+                      "tabr": {"tabr"}, "modernnca": {"modernnca"}}
+
+
+def pyproject() -> dict:
+    tomllib = pytest.importorskip("tomllib", reason="reading pyproject.toml needs Python 3.11's tomllib")
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())
+
+
+def builtin_source() -> str:
+    """How a built-in model's source reads: this project's distribution and version."""
+    project = pyproject()["project"]
+    return f"{project['name']}=={project['version']}"
 
 
 def readme_plugin_source() -> str:
@@ -31,21 +43,12 @@ def test_builtin_models_are_registered_through_tabbench_entry_points():
     models = load_models()
     assert BUILTINS <= set(models)
     for name in BUILTINS:
-        assert models[name].source.startswith("tabbench==")
-
-
-def declared_entry_points() -> dict:
-    """[project.entry-points.tabbench] of this checkout's pyproject.toml."""
-    try:
-        import tomllib
-    except ImportError:  # Python 3.10: the same table as installed from this checkout
-        return {ep.name: ep.value for ep in metadata.distribution("tabbench").entry_points if ep.group == "tabbench"}
-    return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]["tabbench"]
+        assert models[name].source == builtin_source()
 
 
 def test_every_builtin_entry_point_loads_and_registers_its_models(monkeypatch):
     """A built-in whose module fails to import is a failure here, not a row of skipped tests elsewhere."""
-    declared = declared_entry_points()
+    declared = pyproject()["project"]["entry-points"]["tabbench"]
     assert set(declared) == set(ENTRY_POINT_MODELS)
     installed = {ep.name: ep.value for ep in metadata.entry_points(group="tabbench")}
     assert {name: installed.get(name) for name in declared} == declared  # installed from this checkout
@@ -55,7 +58,7 @@ def test_every_builtin_entry_point_loads_and_registers_its_models(monkeypatch):
         registered = load_models()
         assert not tabbench.plugins.BROKEN, tabbench.plugins.BROKEN
         assert set(registered) == models, name
-        assert all(entry.source.startswith("tabbench==") for entry in registered.values())
+        assert {entry.source for entry in registered.values()} == {builtin_source()}
     monkeypatch.delenv(PLUGINS_ENV)
     assert set(load_models()) >= set().union(*ENTRY_POINT_MODELS.values())
     assert not tabbench.plugins.BROKEN, tabbench.plugins.BROKEN
@@ -110,7 +113,7 @@ def test_readme_plugin_example_installs_as_an_entry_point_package(tmp_path):
 def test_a_model_registered_twice_is_an_error_naming_both_sources(tmp_path):
     path = tmp_path / "dup.py"
     path.write_text(readme_plugin_source().replace('name="prior"', 'name="knn"'))
-    with pytest.raises(PluginError, match="registered twice.*tabbench==.*dup.py"):
+    with pytest.raises(PluginError, match=f"registered twice.*{re.escape(builtin_source())}.*dup.py"):
         load_models([path])
 
 
