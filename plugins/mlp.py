@@ -28,11 +28,11 @@ import copy
 import numpy as np
 
 import tabbench
+from tabbench.estimator import Estimator
 from tabbench.preprocess import TabularEncoder, TargetScaler
-from tabbench.spec import BINARY, MULTICLASS, REGRESSION, ModelSpec
+from tabbench.spec import ModelSpec
 from tabbench_plugins.baseline_utils import gpus_for, resolve_device, torch_seeded, torch_threads
 
-ALL_TASKS = frozenset({BINARY, MULTICLASS, REGRESSION})
 PREDICT_CHUNK = 8192  # rows per forward pass at prediction time
 
 
@@ -47,11 +47,9 @@ def build_network(n_in: int, n_out: int, hidden_size: int, n_layers: int, dropou
     return nn.Sequential(*layers)
 
 
-class MLP:
-    def __init__(self, meta, seed, **params):
-        self.meta = meta
-        self.seed = seed
-        self.params = params
+class MLP(Estimator):
+    defaults = {"hidden_size": 256, "n_layers": 2, "dropout": 0.1, "lr": 1e-3, "weight_decay": 1e-4, "batch_size": 128,
+                "max_epochs": 500, "patience": 20, "n_jobs": 1, "device": "auto"}
 
     def fit(self, X, y, X_val=None, y_val=None):
         import torch
@@ -136,9 +134,7 @@ class MLP:
         with torch_threads(self.params["n_jobs"]):
             return self._forward(x)
 
-    def predict(self, X):
-        if self.meta.is_classification:
-            return self.predict_proba(X).argmax(axis=1)
+    def predict_values(self, X):
         out = self._output(X).squeeze(1).cpu().numpy().astype(np.float64)
         return self.target_.inverse_transform(out)
 
@@ -152,11 +148,9 @@ class MLP:
 @tabbench.hookimpl
 def register_models(register):
     register(ModelSpec(
-        name="mlp", factory=MLP, tasks=ALL_TASKS, requires=("torch",),
+        name="mlp", factory=MLP, requires=("torch",),
         install_hint="pip install 'tabbench[torch]'",
         deterministic=False,  # seeded torch training: last digits differ across CPUs
-        default_params={"hidden_size": 256, "n_layers": 2, "dropout": 0.1, "lr": 1e-3, "weight_decay": 1e-4,
-                        "batch_size": 128, "max_epochs": 500, "patience": 20, "n_jobs": 1, "device": "auto"},
         search_space={"hidden_size": [100, 250, 500], "n_layers": [1, 2, 3], "lr": [1e-4, 1e-3, 1e-2],
                       "weight_decay": [0.0, 1e-4, 1e-2], "batch_size": [64, 256]},
         gpus=gpus_for,

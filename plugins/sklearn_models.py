@@ -7,23 +7,21 @@ on the training split). k-NN needs the scaling; the tree ensembles are indiffere
 from __future__ import annotations
 
 import tabbench
+from tabbench.estimator import Estimator
 from tabbench.preprocess import TabularEncoder, full_proba
-from tabbench.spec import BINARY, MULTICLASS, REGRESSION, ModelSpec
-
-ALL_TASKS = frozenset({BINARY, MULTICLASS, REGRESSION})
+from tabbench.spec import ModelSpec
 
 
-class SklearnModel:
-    """Wraps a scikit-learn estimator class pair (classifier, regressor) in the tabbench contract."""
+class SklearnModel(Estimator):
+    """Wraps a scikit-learn estimator class pair (classifier, regressor) in the tabbench contract.
+
+    ``defaults`` are the scikit-learn keyword arguments the model passes on (plus ``random_state``
+    from the seed where the estimator is ``seeded``).
+    """
 
     classifier: str = ""
     regressor: str = ""
     seeded: bool = True
-
-    def __init__(self, meta, seed, **params):
-        self.meta = meta
-        self.seed = seed
-        self.params = params
 
     def _estimator(self):
         import importlib
@@ -41,9 +39,7 @@ class SklearnModel:
         self.model_ = self._estimator().fit(self.encoder_.fit_transform(X), y)
         return self
 
-    def predict(self, X):
-        if self.meta.is_classification:
-            return self.predict_proba(X).argmax(axis=1)
+    def predict_values(self, X):
         return self.model_.predict(self.encoder_.transform(X))
 
     def predict_proba(self, X):
@@ -55,6 +51,7 @@ class KNN(SklearnModel):
     classifier = "sklearn.neighbors.KNeighborsClassifier"
     regressor = "sklearn.neighbors.KNeighborsRegressor"
     seeded = False
+    defaults = {"n_neighbors": 5, "weights": "uniform", "p": 2}
 
     def _estimator(self):
         estimator = super()._estimator()
@@ -71,18 +68,19 @@ class KNN(SklearnModel):
 class RandomForest(SklearnModel):
     classifier = "sklearn.ensemble.RandomForestClassifier"
     regressor = "sklearn.ensemble.RandomForestRegressor"
+    defaults = {"n_estimators": 100, "max_depth": None, "max_features": "sqrt", "n_jobs": 1}
 
 
 class GradientBoosting(SklearnModel):
     classifier = "sklearn.ensemble.GradientBoostingClassifier"
     regressor = "sklearn.ensemble.GradientBoostingRegressor"
+    defaults = {"n_estimators": 100, "learning_rate": 0.1, "max_depth": 3, "subsample": 1.0}
 
 
 @tabbench.hookimpl
 def register_models(register):
     register(ModelSpec(
-        name="knn", factory=KNN, tasks=ALL_TASKS, requires=("sklearn.neighbors",),
-        default_params={"n_neighbors": 5, "weights": "uniform", "p": 2},
+        name="knn", factory=KNN, requires=("sklearn.neighbors",),
         # The paper's small-data grid (480) is n_neighbors x weights x p x algorithm {ball_tree, kd_tree,
         # brute} x leaf_size {10, 30, 50, 100}; the last two only change the speed of an exact search,
         # not its answer, so its 40 distinct models are these.
@@ -91,9 +89,7 @@ def register_models(register):
         description="k-nearest neighbours (scikit-learn) on standardised, one-hot encoded features",
     ))
     register(ModelSpec(
-        name="random_forest", factory=RandomForest, tasks=ALL_TASKS, requires=("sklearn.ensemble",),
-        default_params={"n_estimators": 100, "max_depth": None, "max_features": "sqrt",
-                        "n_jobs": 1},
+        name="random_forest", factory=RandomForest, requires=("sklearn.ensemble",),
         # 24 configurations, as in the paper. Its grid was criterion {gini, entropy} (regression: {mae,
         # mse}) x n_estimators x max_features {auto, sqrt, log2}. A criterion axis cannot be shared by
         # classification and regression here (scikit-learn names differ), so max_depth {None, 10}
@@ -103,8 +99,7 @@ def register_models(register):
         description="Random Forest (scikit-learn)",
     ))
     register(ModelSpec(
-        name="gradient_boosting", factory=GradientBoosting, tasks=ALL_TASKS, requires=("sklearn.ensemble",),
-        default_params={"n_estimators": 100, "learning_rate": 0.1, "max_depth": 3, "subsample": 1.0},
+        name="gradient_boosting", factory=GradientBoosting, requires=("sklearn.ensemble",),
         # The paper's 48-configuration grid (no early stopping: n_estimators trees are trained).
         search_space={"learning_rate": [1e-3, 1e-2, 0.1, 0.3], "max_depth": [3, 5, 10],
                       "n_estimators": [50, 100, 500, 1000]},

@@ -38,12 +38,11 @@ import warnings
 import numpy as np
 
 import tabbench
+from tabbench.estimator import Estimator
 from tabbench.preprocess import TabularEncoder, TargetScaler
-from tabbench.spec import BINARY, CATEGORICAL, MULTICLASS, REGRESSION, ModelSpec
+from tabbench.spec import CATEGORICAL, ModelSpec
 from tabbench_plugins.baseline_utils import (SeenClasses, gpus_for, resolve_device, torch_seeded, torch_threads,
                                              validation)
-
-ALL_TASKS = frozenset({BINARY, MULTICLASS, REGRESSION})
 
 _LOGLOSS = None
 
@@ -85,11 +84,10 @@ def _last_batch_breaks_batch_norm(n: int, batch_size: int, virtual_batch_size: i
     return rest == 1 or rest - size * (int(np.ceil(rest / size)) - 1) == 1
 
 
-class TabNet:
-    def __init__(self, meta, seed, **params):
-        self.meta = meta
-        self.seed = seed
-        self.params = params
+class TabNet(Estimator):
+    defaults = {"n_d": 8, "n_a": 8, "n_steps": 3, "gamma": 1.3, "lambda_sparse": 1e-4, "momentum": 0.02,
+                "cat_emb_dim": 1, "lr": 2e-2, "scheduler_step": 10, "scheduler_gamma": 0.95, "batch_size": 128,
+                "virtual_batch_size": 16, "max_epochs": 3000, "patience": 100, "n_jobs": 1, "device": "auto"}
 
     def _matrix(self, X) -> np.ndarray:
         out = self.encoder_.transform(X)
@@ -163,9 +161,7 @@ class TabNet:
                 return self.model_.predict_proba(self._matrix(X))
             return self.model_.predict(self._matrix(X))
 
-    def predict(self, X):
-        if self.meta.is_classification:
-            return self.predict_proba(X).argmax(axis=1)
+    def predict_values(self, X):
         return self.target_.inverse_transform(np.asarray(self._predict_raw(X), dtype=np.float64).reshape(-1))
 
     def predict_proba(self, X):
@@ -177,13 +173,9 @@ class TabNet:
 @tabbench.hookimpl
 def register_models(register):
     register(ModelSpec(
-        name="tabnet", factory=TabNet, tasks=ALL_TASKS, requires=("torch", "pytorch_tabnet"),
+        name="tabnet", factory=TabNet, requires=("torch", "pytorch_tabnet"),
         install_hint="pip install 'tabbench[torch]'",
         deterministic=False,  # seeded torch training: last digits differ across CPUs
-        default_params={"n_d": 8, "n_a": 8, "n_steps": 3, "gamma": 1.3, "lambda_sparse": 1e-4, "momentum": 0.02,
-                        "cat_emb_dim": 1, "lr": 2e-2, "scheduler_step": 10, "scheduler_gamma": 0.95,
-                        "batch_size": 128, "virtual_batch_size": 16, "max_epochs": 3000, "patience": 100,
-                        "n_jobs": 1, "device": "auto"},
         search_space={"n_d": [8, 16], "n_a": [8, 16], "batch_size": [16, 32, 64, 128],
                       "virtual_batch_size": [4, 8, 16]},
         gpus=gpus_for,

@@ -4,15 +4,39 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+#: The real offline datasets, beside the checkout (see the README). Every test finds them here.
 SHARED = ROOT.parent / "shared" / "datasets"
+#: Set to 1 by CI (.ci/run): a test that needs the real datasets then fails where they are absent, instead of
+#: skipping as it does on a fresh clone.
+REQUIRE_DATA_ENV = "TABBENCH_REQUIRE_DATA"
+
+
+def require_shared(relative: str = "") -> Path:
+    """``SHARED / relative``; where it is absent the calling test skips, or fails under TABBENCH_REQUIRE_DATA=1."""
+    path = SHARED / relative
+    if not path.exists():
+        message = f"{path} is absent (the real datasets belong in ../shared/datasets beside the checkout)"
+        if os.environ.get(REQUIRE_DATA_ENV) == "1":
+            pytest.fail(f"{message}; {REQUIRE_DATA_ENV}=1 requires them", pytrace=False)
+        pytest.skip(message)
+    return path
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "real_data(path=''): the test reads ../shared/datasets/<path> (see "
+                                       "require_shared: skipped where absent, failed under TABBENCH_REQUIRE_DATA=1)")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    for mark in item.iter_markers("real_data"):
+        require_shared(*mark.args)
 
 
 @pytest.fixture(scope="session")
 def shared() -> Path:
-    """The real offline datasets beside the checkout; tests that need them skip when it is absent."""
-    if not SHARED.is_dir():
-        pytest.skip(f"offline datasets folder {SHARED} is absent")
-    return SHARED
+    """The real offline datasets beside the checkout (see require_shared when they are absent)."""
+    return require_shared()
 
 
 @pytest.fixture

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import tempfile
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -25,8 +24,8 @@ from tabbench.plugins import load_models
 from tabbench.spec import BINARY, CATEGORICAL, NUMERIC
 
 from test_conformance import fast_params
+from tests.conftest import SHARED
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets"
 ADULT = "uci/adult/adult-train.csv"
 # Column names from adult.names (the file has no header).
 ADULT_COLUMNS = ("age", "workclass", "fnlwgt", "education", "education-num", "marital-status", "occupation",
@@ -41,7 +40,7 @@ AUROC_FLOOR = {"default": 0.85, "knn": 0.80}  # income > 50K; tuned models reach
 FAST_HERE = {"tabnet": {"max_epochs": 40, "patience": 10, "batch_size": 512, "virtual_batch_size": 128}}
 SKIP = {"npt": "attention over all rows of a 5,000-row table is too slow for this test on a CPU"}
 
-pytestmark = pytest.mark.skipif(not (SHARED / ADULT).exists(), reason=f"{SHARED / ADULT} is absent")
+pytestmark = pytest.mark.real_data(ADULT)
 
 
 @functools.lru_cache(maxsize=None)

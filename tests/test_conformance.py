@@ -18,6 +18,7 @@ numbers: breast cancer AUROC 0.978-0.997, concrete RMSE 4.3-5.9, k-NN 8.5).
 from __future__ import annotations
 
 import functools
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -29,13 +30,13 @@ from sklearn.metrics import accuracy_score, mean_squared_error, roc_auc_score
 from tabbench.data.cache import DataPaths
 from tabbench.data.dataset import DatasetConfig, SplitConfig, load_dataset
 from tabbench.data.splits import make_splits
-from tabbench.plugins import load_models
+from tabbench.plugins import BROKEN, PLUGINS_ENV, load_models
 from tabbench.spec import BINARY, MULTICLASS, REGRESSION, TASKS
 from tabbench.testing import (check_categorical, check_missing_class, check_outputs, check_same_seed, fit_checked,
                               fit_without_last_class)
+from tests.conftest import SHARED, require_shared
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared" / "datasets"
 MODELS = load_models()
 
 # Small budgets per model; keys a model does not accept are ignored (see fast_params).
@@ -89,8 +90,8 @@ def cases(tasks=TASKS):
 def task_data(task: str):
     """(dataset, split) for a task: the paper's 0.7/0.1/0.2-like holdout, seed 42."""
     cfg = DATASETS[task]
-    if cfg.source == "file" and not (SHARED / cfg.path).exists():
-        pytest.skip(f"{SHARED / cfg.path} is absent (real data lives in ../shared/datasets)")
+    if cfg.source == "file":
+        require_shared(cfg.path)
     import tempfile
 
     paths = DataPaths.from_env(cache=tempfile.mkdtemp(prefix="tabbench-test-"), mirrors=[SHARED])
@@ -116,10 +117,21 @@ def floor(table: dict, name: str) -> float:
     return table.get(name, table["default"])
 
 
+def left_out(name: str) -> str | None:
+    """Why a built-in model's tests are skipped: TABBENCH_PLUGINS leaves its entry point out. A built-in missing
+    for any other reason (its entry point failed to import) is no reason to skip: builtin_spec fails."""
+    if name in MODELS or PLUGINS_ENV not in os.environ:
+        return None
+    return f"{name} is not registered ({PLUGINS_ENV}={os.environ[PLUGINS_ENV]!r})"
+
+
 def builtin_spec(name: str):
-    """A built-in model's spec; its test is skipped where it is not registered (TABBENCH_PLUGINS)."""
+    """A built-in model's spec; skipped where TABBENCH_PLUGINS leaves it out, a failure where it is missing."""
+    reason = left_out(name)
+    if reason:
+        pytest.skip(reason)
     if name not in MODELS:
-        pytest.skip(f"{name} is not registered")
+        pytest.fail(f"built-in model {name!r} is not registered; entry points that failed to load: {BROKEN}")
     return MODELS[name].spec
 
 
@@ -220,8 +232,8 @@ def builtin_cases(tasks=TASKS):
     out = []
     for name in BUILTIN:
         for task in tasks:
-            skip = (f"{name} is not registered" if name not in MODELS else
-                    f"{name} does not support {task}" if task not in MODELS[name].spec.tasks else None)
+            skip = left_out(name) or (f"{name} does not support {task}"
+                                      if name in MODELS and task not in MODELS[name].spec.tasks else None)
             out.append(pytest.param(name, task, marks=pytest.mark.skip(reason=skip) if skip else (),
                                     id=f"{name}-{task}"))
     return out
@@ -229,6 +241,7 @@ def builtin_cases(tasks=TASKS):
 
 @pytest.mark.parametrize("name,task", builtin_cases())
 def test_builtin_quality_on_the_test_split(name, task):
+    builtin_spec(name)
     dataset, split = task_data(task)
     X_test, y_test = dataset.X.iloc[split.test], dataset.y[split.test]
     pred, proba = check_outputs(MODELS[name].spec, fitted(name, task), dataset.meta, X_test)
@@ -249,6 +262,7 @@ def test_builtin_quality_on_the_test_split(name, task):
 
 @pytest.mark.parametrize("name,task", builtin_cases((MULTICLASS,)))
 def test_builtin_quality_without_a_class_in_training(name, task):
+    builtin_spec(name)
     dataset, split = task_data(task)
     y_test = dataset.y[split.test]
     pred = np.asarray(fitted_without_last_class(name).predict(dataset.X.iloc[split.test]))
@@ -257,13 +271,46 @@ def test_builtin_quality_without_a_class_in_training(name, task):
     assert accuracy >= floor(ACCURACY_FLOOR, name), f"{name}: accuracy {accuracy:.3f} on classes 0 and 1"
 
 
-@pytest.mark.parametrize("name,task", builtin_cases())
-def test_builtin_device_and_early_stopping_are_recorded(name, task):
-    info = getattr(fitted(name, task), "info_", {}) or {}
-    if name in DEVICE_MODELS and "device" in info:
-        from tabbench_plugins.baseline_utils import cuda_available
+# What each built-in model records in info_ after a fit (the record's "info"); every built-in is listed, and
+# a model listed with nothing records nothing worth keeping (scikit-learn's ensembles train exactly what
+# their params say).
+INFO = {
+    "knn": {"n_neighbors"},
+    "random_forest": set(),
+    "gradient_boosting": set(),
+    "xgboost": {"device", "best_iteration"},
+    "catboost": {"device", "best_iteration"},
+    "lightgbm": {"device", "best_iteration"},
+    "mlp": {"device", "n_params", "epochs", "best_epoch", "best_val_loss"},
+    "tabnet": {"device", "n_params", "epochs", "best_epoch", "cat_idxs", "cat_dims"},
+    "npt": {"device", "n_params", "steps", "best_step", "best_val_loss", "final_train_loss"},
+}
 
+
+def test_every_builtin_says_what_it_records():
+    assert set(INFO) == set(BUILTIN)
+
+
+@pytest.mark.parametrize("name,task", [case for case in builtin_cases() if INFO[case.values[0]]])
+def test_builtin_device_and_early_stopping_are_recorded(name, task):
+    from tabbench_plugins.baseline_utils import cuda_available
+
+    params = {**builtin_spec(name).default_params, **fast_params(name)}
+    info = getattr(fitted(name, task), "info_", None)
+    assert isinstance(info, dict), f"{name} records no info_"
+    assert INFO[name] <= set(info), f"{name} on {task}: info_ lacks {sorted(INFO[name] - set(info))}"
+    if "device" in INFO[name]:
         assert info["device"] == ("cuda" if cuda_available() and name != "lightgbm" else "cpu")
-    if info.get("best_iteration") is not None:  # early stopping kept a tree count within the cap
-        params = {**MODELS[name].spec.default_params, **fast_params(name)}
+    if "n_params" in INFO[name]:
+        assert info["n_params"] > 0
+    if "best_iteration" in INFO[name]:  # early stopping kept a tree count within the cap
         assert 0 <= info["best_iteration"] < params["n_estimators"]
+    if "epochs" in INFO[name]:  # early stopping on the validation split: the best epoch is one that ran
+        assert 0 <= info["best_epoch"] < info["epochs"] <= params["max_epochs"]
+    if "steps" in INFO[name]:
+        assert 0 <= info["best_step"] <= info["steps"] == params["steps"]
+    if "best_val_loss" in INFO[name]:
+        assert np.isfinite(info["best_val_loss"])
+    if name == "knn":  # at most the training rows
+        dataset, split = task_data(task)
+        assert info["n_neighbors"] == min(params["n_neighbors"], len(split.train))

@@ -23,10 +23,9 @@ from tabbench.data.dataset import DataError, DatasetConfig, SplitConfig, describ
 from tabbench.data.splits import make_splits
 from tabbench.suite import load_suite
 
-ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT / ".." / "shared" / "datasets"
+from tests.conftest import ROOT, SHARED
 
-pytestmark = pytest.mark.skipif(not SHARED.is_dir(), reason=f"offline datasets folder {SHARED} is absent")
+pytestmark = pytest.mark.real_data()
 
 
 @pytest.fixture(scope="module")

@@ -26,9 +26,10 @@ from tabbench.plugins import load_models  # noqa: E402
 from tabbench_plugins.npt import NPT  # noqa: E402
 from tabbench_plugins.npt import model as nm  # noqa: E402
 from tabbench_plugins.npt import optimiser as no  # noqa: E402
+from tests.conftest import SHARED  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-POKER = REPO / ".." / "shared" / "datasets" / "uci" / "poker" / "poker-hand-training-true.data"
+POKER = SHARED / "uci" / "poker" / "poker-hand-training-true.data"
 SMALL = {"e": 16, "n_layers": 2, "n_heads": 4}
 
 
@@ -659,7 +660,7 @@ def test_same_seed_same_predictions_other_seed_differs(breast_cancer):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not POKER.exists(), reason="../shared/datasets/uci/poker not present")
+@pytest.mark.real_data(POKER)
 def test_lookup_npt_copies_visible_duplicates_an_mlp_cannot():
     """After the paper's semi-synthetic experiment (section 4.1): each table is real Poker Hand rows plus
     a copy of them whose class is visible; the originals' classes are masked and predicted.
@@ -723,9 +724,8 @@ def test_lookup_npt_copies_visible_duplicates_an_mlp_cannot():
 
 # --- the linear patch encoder (images, paper section 4.2) ------------------------------------------
 
-SHARED = REPO / ".." / "shared" / "datasets"
 CIFAR_TAR = SHARED / "image" / "cifar10" / "cifar10-test-jpeg.tar"
-needs_images = pytest.mark.skipif(not (SHARED / "image").is_dir(), reason=f"{SHARED / 'image'} is absent")
+needs_images = pytest.mark.real_data("image")
 
 
 @pytest.fixture(scope="module")

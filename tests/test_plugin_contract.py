@@ -19,12 +19,12 @@ LINEAR_PLUGIN = textwrap.dedent('''
     import pandas as pd
 
     import tabbench
+    from tabbench.estimator import Estimator
     from tabbench.spec import ModelSpec
 
 
-    class Linear:
-        def __init__(self, meta, seed, alpha=1.0):
-            self.meta, self.seed, self.alpha = meta, seed, alpha
+    class Linear(Estimator):
+        defaults = {"alpha": 1.0}
 
         def _matrix(self, X):
             frame = pd.get_dummies(X, dtype=float)  # a categorical column: one 0/1 column per level
@@ -36,10 +36,11 @@ LINEAR_PLUGIN = textwrap.dedent('''
             frame = pd.get_dummies(X, dtype=float)
             self.mean_ = frame.mean().fillna(0.0)
             self.scale_ = frame.std().replace(0.0, 1.0).fillna(1.0)
+            alpha = self.params["alpha"]
             if self.meta.is_classification:
-                self.model_ = LogisticRegression(C=1.0 / self.alpha, max_iter=2000, random_state=self.seed)
+                self.model_ = LogisticRegression(C=1.0 / alpha, max_iter=2000, random_state=self.seed)
             else:
-                self.model_ = Ridge(alpha=self.alpha)
+                self.model_ = Ridge(alpha=alpha)
             self.model_.fit(self._matrix(X), y)
             return self
 
@@ -48,16 +49,13 @@ LINEAR_PLUGIN = textwrap.dedent('''
             proba[:, self.model_.classes_] = self.model_.predict_proba(self._matrix(X))
             return proba
 
-        def predict(self, X):
-            if self.meta.is_classification:
-                return self.predict_proba(X).argmax(axis=1)
+        def predict_values(self, X):
             return self.model_.predict(self._matrix(X))
 
 
     @tabbench.hookimpl
     def register_models(register):
-        register(ModelSpec(name="linear", factory=Linear, tasks=frozenset({"binary", "multiclass", "regression"}),
-                           default_params={"alpha": 1.0}))
+        register(ModelSpec(name="linear", factory=Linear))
 ''')
 
 PYPROJECT = textwrap.dedent('''

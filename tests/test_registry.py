@@ -9,10 +9,26 @@ from importlib import metadata
 import numpy as np
 import pytest
 
+import tabbench.plugins
 from tabbench.plugins import PLUGINS_ENV, PluginError, load_models
 from tests.conftest import ROOT
 
 BUILTINS = {"knn", "random_forest", "gradient_boosting"}
+#: The models each built-in entry point registers.
+ENTRY_POINT_MODELS = {"sklearn_models": BUILTINS, "boosters": {"xgboost", "catboost", "lightgbm"}, "mlp": {"mlp"},
+                      "tabnet": {"tabnet"}, "npt": {"npt"}, "tabm": {"tabm"}, "realmlp": {"realmlp"},
+                      "tabr": {"tabr"}, "modernnca": {"modernnca"}}
+
+
+def pyproject() -> dict:
+    tomllib = pytest.importorskip("tomllib", reason="reading pyproject.toml needs Python 3.11's tomllib")
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())
+
+
+def builtin_source() -> str:
+    """How a built-in model's source reads: this project's distribution and version."""
+    project = pyproject()["project"]
+    return f"{project['name']}=={project['version']}"
 
 
 def readme_plugin_source() -> str:
@@ -27,7 +43,25 @@ def test_builtin_models_are_registered_through_tabbench_entry_points():
     models = load_models()
     assert BUILTINS <= set(models)
     for name in BUILTINS:
-        assert models[name].source.startswith("tabbench-harness==")
+        assert models[name].source == builtin_source()
+
+
+def test_every_builtin_entry_point_loads_and_registers_its_models(monkeypatch):
+    """A built-in whose module fails to import is a failure here, not a row of skipped tests elsewhere."""
+    declared = pyproject()["project"]["entry-points"]["tabbench"]
+    assert set(declared) == set(ENTRY_POINT_MODELS)
+    installed = {ep.name: ep.value for ep in metadata.entry_points(group="tabbench")}
+    assert {name: installed.get(name) for name in declared} == declared  # installed from this checkout
+    monkeypatch.setattr(tabbench.plugins, "BROKEN", {})
+    for name, models in ENTRY_POINT_MODELS.items():
+        monkeypatch.setenv(PLUGINS_ENV, name)
+        registered = load_models()
+        assert not tabbench.plugins.BROKEN, tabbench.plugins.BROKEN
+        assert set(registered) == models, name
+        assert {entry.source for entry in registered.values()} == {builtin_source()}
+    monkeypatch.delenv(PLUGINS_ENV)
+    assert set(load_models()) >= set().union(*ENTRY_POINT_MODELS.values())
+    assert not tabbench.plugins.BROKEN, tabbench.plugins.BROKEN
 
 
 def test_environment_variable_restricts_which_entry_points_load(monkeypatch):
@@ -79,7 +113,7 @@ def test_readme_plugin_example_installs_as_an_entry_point_package(tmp_path):
 def test_a_model_registered_twice_is_an_error_naming_both_sources(tmp_path):
     path = tmp_path / "dup.py"
     path.write_text(readme_plugin_source().replace('name="prior"', 'name="knn"'))
-    with pytest.raises(PluginError, match="registered twice.*tabbench-harness==.*dup.py"):
+    with pytest.raises(PluginError, match=f"registered twice.*{re.escape(builtin_source())}.*dup.py"):
         load_models([path])
 
 
@@ -115,8 +149,7 @@ def test_a_broken_plugin_package_is_reported_and_does_not_hide_the_others(tmp_pa
 def test_run_params_are_left_out_of_the_job_key_and_published_keys_are_unchanged():
     """A job's key holds a model's run params (NPT: cpus, checkpoint_minutes) at their defaults: the same
     job run with more threads is found done; any other param is a new job; committed records keep their keys."""
-    from tabbench.expand import resolve_params
-    from tabbench.jobs import job_key
+    from tabbench.jobs import job_key, resolve_params
     from tabbench.spec import ModelSpec
     from tabbench.store import Store
 

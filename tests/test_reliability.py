@@ -7,7 +7,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import textwrap
 import threading
 import time
 from pathlib import Path
@@ -16,35 +15,11 @@ import pytest
 import yaml
 
 from tabbench.store import Store
-
-SLOW_PLUGIN = textwrap.dedent('''
-    import time
-    import numpy as np
-    import tabbench
-    from tabbench.spec import ModelSpec
-
-    class Slow:
-        def __init__(self, meta, seed, seconds=0.5):
-            self.meta, self.seconds = meta, seconds
-        def fit(self, X, y, X_val=None, y_val=None):
-            time.sleep(self.seconds)
-            self.p_ = np.bincount(y, minlength=self.meta.n_classes) / len(y)
-            return self
-        def predict_proba(self, X):
-            return np.tile(self.p_, (len(X), 1))
-        def predict(self, X):
-            return self.predict_proba(X).argmax(axis=1)
-
-    @tabbench.hookimpl
-    def register_models(register):
-        register(ModelSpec(name="slow", factory=Slow, tasks=frozenset({"multiclass"}),
-                           default_params={"seconds": 0.5}))
-''')
+from tests.plugins_for_tests import PLUGIN_FILE
 
 
 def _suite(tmp_path, n_methods=3) -> str:
-    (tmp_path / "slow.py").write_text(SLOW_PLUGIN)
-    suite = {"name": "slow", "plugins": ["slow.py"],
+    suite = {"name": "slow", "plugins": [PLUGIN_FILE],
              "datasets": [{"name": "iris", "source": "sklearn", "id": "iris", "split": {"protocol": "kfold", "k": 10}}],
              "models": {f"slow{i}": {"model": "slow", "params": {"seconds": 0.5 + i / 100}} for i in range(n_methods)}}
     path = tmp_path / "slow.yaml"
@@ -95,43 +70,13 @@ def test_driver_killed_with_sigkill_leaves_a_sound_store_and_rerun_completes_onl
 # which is how a Ctrl-C was ignored in issue 14. A phase is reached deterministically either through
 # the TABBENCH_PAUSE_AT hook (tabbench.interrupts) or, while jobs run, by a job that waits for a file.
 
-GATED_PLUGIN = textwrap.dedent('''
-    import os
-    import time
-    import numpy as np
-    import tabbench
-    from tabbench.spec import ModelSpec
-
-    class Gated:
-        """Class frequencies; with a gate path, fit says it started and waits until the gate file exists."""
-        def __init__(self, meta, seed, gate=""):
-            self.meta, self.gate = meta, gate
-        def fit(self, X, y, X_val=None, y_val=None):
-            if self.gate:
-                open(self.gate + ".started", "a").close()
-                deadline = time.time() + 300
-                while not os.path.exists(self.gate) and time.time() < deadline:
-                    time.sleep(0.05)
-            self.p_ = np.bincount(y, minlength=self.meta.n_classes) / len(y)
-            return self
-        def predict_proba(self, X):
-            return np.tile(self.p_, (len(X), 1))
-        def predict(self, X):
-            return self.predict_proba(X).argmax(axis=1)
-
-    @tabbench.hookimpl
-    def register_models(register):
-        register(ModelSpec(name="gated", factory=Gated, tasks=frozenset({"multiclass"}), default_params={"gate": ""}))
-''')
-
 RESUME = "Run the same command again to resume"
 SEEDED = 3  # records of quick jobs that an earlier run finished, copied into every case
 
 
 def _gated_suite(folder: Path) -> str:
     """10 quick jobs, then 10 held jobs that wait for the file <folder>/gate."""
-    (folder / "gated.py").write_text(GATED_PLUGIN)
-    suite = {"name": "ctrlc", "plugins": ["gated.py"],
+    suite = {"name": "ctrlc", "plugins": [PLUGIN_FILE],
              "datasets": [{"name": "iris", "source": "sklearn", "id": "iris", "split": {"protocol": "kfold", "k": 10}}],
              "models": {"quick": {"model": "gated"},
                         "held": {"model": "gated", "params": {"gate": str(folder / "gate")}}}}

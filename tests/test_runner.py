@@ -12,6 +12,7 @@ from tabbench.runner import RunOptions, run_suite
 from tabbench.store import Store, load_records
 from tabbench.suite import parse_suite
 from tests.conftest import ROOT
+from tests.plugins_for_tests import PLUGIN_FILE
 
 SMALL = {
     "name": "small",
@@ -21,31 +22,6 @@ SMALL = {
     ],
     "models": {"knn": {}, "knn_k15": {"model": "knn", "params": {"n_neighbors": 15}}},
 }
-
-FLAKY_PLUGIN = textwrap.dedent('''
-    import numpy as np
-    import tabbench
-    from tabbench.spec import ModelSpec
-
-    class FailsOnRegression:
-        def __init__(self, meta, seed):
-            self.meta = meta
-        def fit(self, X, y, X_val=None, y_val=None):
-            if not self.meta.is_classification:
-                raise ValueError("this model cannot regress " + self.meta.name)
-            self.k_ = self.meta.n_classes
-            return self
-        def predict_proba(self, X):
-            return np.full((len(X), self.k_), 1.0 / self.k_)
-        def predict(self, X):
-            return np.zeros(len(X), dtype=int)
-
-    @tabbench.hookimpl
-    def register_models(register):
-        register(ModelSpec(name="flaky", factory=FailsOnRegression,
-                           tasks=frozenset({"multiclass", "regression"})))
-''')
-
 
 def _run(tmp_path, raw=SMALL, **kw):
     suite = parse_suite(raw, tmp_path / "small.yaml")
@@ -73,10 +49,8 @@ def test_filters_restrict_models_and_datasets(tmp_path, ray_session):
 
 
 def test_a_failing_model_is_recorded_and_the_run_completes(tmp_path, ray_session):
-    plugin = tmp_path / "flaky.py"
-    plugin.write_text(FLAKY_PLUGIN)
     raw = {**SMALL, "models": {"knn": {}, "flaky": {}}}
-    summary = _run(tmp_path, raw, plugin_files=(str(plugin),))
+    summary = _run(tmp_path, raw, plugin_files=(PLUGIN_FILE,))
     assert summary.done == 8 and summary.failures == {"error": 1}
     frame = load_records(tmp_path / "results" / "small")
     failed = frame[frame["status"] != "ok"].iloc[0]
@@ -90,7 +64,7 @@ def test_a_failing_model_is_recorded_and_the_run_completes(tmp_path, ray_session
     store = Store(tmp_path / "results" / "small")
     for key in frame["key"]:
         (store.checkpoint_dir(key) / "state").mkdir(parents=True)
-    _run(tmp_path, raw, plugin_files=(str(plugin),), force=True)
+    _run(tmp_path, raw, plugin_files=(PLUGIN_FILE,), force=True)
     kept = {key for key in frame["key"] if store.checkpoint_dir(key).exists()}
     assert kept == {failed["key"]}
 
@@ -106,34 +80,9 @@ def test_records_carry_fingerprints_metrics_costs_and_environment(tmp_path, ray_
     assert record["params"] == {"n_neighbors": 5, "weights": "uniform", "p": 2}
 
 
-BALLAST_PLUGIN = textwrap.dedent('''
-    import numpy as np
-    import tabbench
-    from tabbench.spec import ModelSpec
-
-    class Ballast:
-        """Touches `mib` MiB during fit, then frees it: the job's peak is known."""
-        def __init__(self, meta, seed, mib=150):
-            self.mib = mib
-        def fit(self, X, y, X_val=None, y_val=None):
-            block = np.ones(self.mib * 2**20 // 8)
-            self.mean_ = float(np.mean(y)) + block[0] - 1.0
-            return self
-        def predict(self, X):
-            return np.full(len(X), self.mean_)
-
-    @tabbench.hookimpl
-    def register_models(register):
-        register(ModelSpec(name="ballast", factory=Ballast, tasks=frozenset({"regression"}),
-                           default_params={"mib": 150}))
-''')
-
-
 def test_peak_memory_is_the_jobs_own_not_the_workers_baseline(tmp_path, ray_session):
-    plugin = tmp_path / "ballast.py"
-    plugin.write_text(BALLAST_PLUGIN)
     raw = {**SMALL, "models": {"ballast": {}}}
-    _run(tmp_path, raw, plugin_files=(str(plugin),), datasets=("diabetes",))
+    _run(tmp_path, raw, plugin_files=(PLUGIN_FILE,), datasets=("diabetes",))
     (record,) = Store(tmp_path / "results" / "small").records()
     mib = 2**20
     assert 140 * mib <= record["job_rss_bytes"] < 180 * mib  # the ballast, not the ~200 MiB Ray worker

@@ -15,12 +15,12 @@ from tabbench.data.dataset import load_dataset
 from tabbench.data.splits import make_splits
 from tabbench.plugins import load_models
 from tabbench.suite import load_suite
+from tests.conftest import SHARED, require_shared
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT / ".." / "shared" / "datasets"
 SUITES = sorted((ROOT / "suites").glob("*.yaml"))
 NINE = {"knn", "random_forest", "gradient_boosting", "xgboost", "catboost", "lightgbm", "mlp", "tabnet", "npt"}
-needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason=f"offline datasets folder {SHARED} is absent")
+needs_shared = pytest.mark.real_data()
 
 
 def suite(name):
@@ -180,8 +180,7 @@ def test_openml_cc18_is_study_99_by_task_id():
 
 @pytest.fixture(scope="module")
 def uci_offline(tmp_path_factory):
-    if not SHARED.is_dir():
-        pytest.skip(f"offline datasets folder {SHARED} is absent")
+    require_shared()
     paths = DataPaths(cache=tmp_path_factory.mktemp("cache"), mirrors=(SHARED.resolve(),), base=ROOT)
     cfgs = {d.name: d for d in suite("uci").datasets}
     return {name: (cfg, load_dataset(cfg, paths)) for name, cfg in cfgs.items() if name != "kick"}

@@ -11,26 +11,7 @@ from tabbench.jobs import Job
 from tabbench.report.leaderboard import TRANSDUCTIVE_MARK, TRANSDUCTIVE_NOTE, write_leaderboard
 from tabbench.spec import ModelSpec
 from tabbench.store import Store
-
-
-class Spy:
-    """A majority-class model that keeps every argument fit was given."""
-
-    calls = []
-
-    def __init__(self, meta, seed, **params):
-        self.meta = meta
-
-    def fit(self, X, y, X_val=None, y_val=None, **extra):
-        Spy.calls.append({"X": X, "y": y, "X_val": X_val, "y_val": y_val, **extra})
-        self.p_ = np.bincount(y, minlength=self.meta.n_classes) / len(y)
-        return self
-
-    def predict_proba(self, X):
-        return np.tile(self.p_, (len(X), 1))
-
-    def predict(self, X):
-        return self.predict_proba(X).argmax(axis=1)
+from tests.plugins_for_tests import Spy
 
 
 def _job(transductive: bool) -> tuple:
