@@ -149,7 +149,8 @@ def test_a_broken_plugin_package_is_reported_and_does_not_hide_the_others(tmp_pa
 def test_run_params_are_left_out_of_the_job_key_and_published_keys_are_unchanged():
     """A job's key holds a model's run params (NPT: cpus, checkpoint_minutes) at their defaults: the same
     job run with more threads is found done; any other param is a new job; committed records keep their keys."""
-    from tabbench.jobs import job_key, resolve_params
+    from tabbench.expand import resolve_params
+    from tabbench.jobs import job_key
     from tabbench.spec import ModelSpec
     from tabbench.store import Store
 

@@ -15,33 +15,7 @@ This module registers the model; it imports no torch (``tabbench models`` stays 
 from __future__ import annotations
 
 import tabbench
-from tabbench.spec import ModelSpec
-
-from .cost import check_cost
-from .estimator import NPT
-
-#: How a job runs, not what it computes: left at their defaults in the job key and the checkpoint's
-#: fingerprint, so that a run resumed or repeated with more threads continues the same job.
-RUN_PARAMS = frozenset({"cpus", "checkpoint_minutes"})
-
-#: Params added after NPT jobs were recorded and checkpointed, with the value that does what the code
-#: did before them: at that value a job's key and its checkpoint fingerprint leave them out, so that
-#: recorded jobs are still found done and a killed run still resumes from its checkpoint.
-ADDED_PARAMS = {"lr_schedule": "flat_anneal", "warmup_fraction": 0.2}
-
-
-SPEC = ModelSpec(
-    name="npt", factory=NPT, search_space={},
-    cpus=lambda p: p["cpus"], gpus=lambda p: 1 if p.get("device") == "cuda" else 0,
-    transductive=lambda p: bool(p["transductive"]),
-    requires=("torch",), install_hint="pip install 'tabbench[torch]'",
-    deterministic=False,  # seeded torch training: last digits differ across CPUs
-    check=check_cost, run_params=RUN_PARAMS, added_params=ADDED_PARAMS,
-    description="Non-Parametric Transformer (Kossen et al. 2021): attention between rows and columns. "
-                "CPU cost of the defaults (e 32, 8 layers, 500 steps, batches of at most 2,048 rows): per step "
-                "about 0.4 CPU-s per 1,000 rows at 10 features, 2.2 s at 25, 10 s at 54; a job over the suite's "
-                "budget.time_s (else 48 CPU-hours) is refused before the run",
-)
+from tabbench_plugins.npt.estimator import ADDED_PARAMS, NPT, RUN_PARAMS, SPEC  # noqa: F401 (the package's names)
 
 
 @tabbench.hookimpl

@@ -17,10 +17,10 @@ bit (on the CPU) when a killed job runs again.
 
 from __future__ import annotations
 
-from . import checkpoints
-from .cost import n_batches
-from .model import corrupt, entry_losses, masked_mean
-from .optimiser import cosine_cyclic, cosine_tradeoff, flat_then_anneal
+from tabbench_plugins.npt import checkpoints
+from tabbench_plugins.npt.cost import n_batches
+from tabbench_plugins.npt.model import corrupt, entry_losses, masked_mean
+from tabbench_plugins.npt.optimiser import cosine_cyclic, cosine_tradeoff, flat_then_anneal
 
 
 def lr_at(params: dict, step: int, steps: int, whole_table: bool) -> float:
