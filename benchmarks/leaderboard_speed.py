@@ -48,12 +48,12 @@ import time, tempfile
 from pathlib import Path
 t = {{}}; s = time.perf_counter(); c = time.process_time()
 import pandas, numpy
-from tabbench import leaderboard
-from tabbench.report import sources
+from tabbench import pooling
+from tabbench.report import leaderboard
 t['import core'] = (time.perf_counter() - s, time.process_time() - c); s = time.perf_counter(); c = time.process_time()
 import scipy.stats, scikit_posthocs, matplotlib.pyplot
 t['import scipy, scikit-posthocs, matplotlib'] = (time.perf_counter() - s, time.process_time() - c); s = time.perf_counter(); c = time.process_time()
-records = sources.load_sources({folders!r})
+records = pooling.pooled_records({folders!r})
 t['read records'] = (time.perf_counter() - s, time.process_time() - c); s = time.perf_counter(); c = time.process_time()
 with tempfile.TemporaryDirectory() as tmp:
     leaderboard.write_leaderboard(Path(tmp) / 'b', {PUBLISHED!r}, sources={folders!r})

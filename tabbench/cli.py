@@ -70,7 +70,6 @@ def build_parser() -> argparse.ArgumentParser:
                                              "comparison.md and .csv into the first")
     compare.add_argument("ours", help="a suite's results folder, e.g. runs/quickstart")
     compare.add_argument("theirs", help="the folder to check it against, e.g. results/quickstart")
-    _plugin_arg(compare)
 
     plan = sub.add_parser("plan", help="jobs a run would do, those already done, resources and estimated hours; "
                                        "runs nothing")
@@ -131,7 +130,7 @@ def cmd_run(args) -> int:
     if (reference / "records").is_dir() and reference.resolve() != summary.results_dir.resolve():
         from tabbench.compare import write_comparison
 
-        table, text, path = write_comparison(summary.results_dir, reference, tuple(args.plugin) + suite.plugins)
+        table, text, path = write_comparison(summary.results_dir, reference)
         print(f"\nReproduction check against the published {reference}:\n\n{text}Written: {path}")
     return 1 if summary.failed else 0
 
@@ -144,7 +143,7 @@ def cmd_compare(args) -> int:
             print(f"tabbench: {folder} has no records/ folder; pass a suite's results folder, "
                   "e.g. runs/quickstart or results/quickstart", file=sys.stderr)
             return 2
-    table, text, path = write_comparison(args.ours, args.theirs, tuple(args.plugin))
+    table, text, path = write_comparison(args.ours, args.theirs)
     print(f"{text}Written: {path} and comparison.csv")
     return 1 if (table["verdict"] == FLAGGED).any() else 0
 
@@ -163,9 +162,8 @@ def cmd_plan(args) -> int:
 
 
 def cmd_leaderboard(args) -> int:
-    from tabbench.leaderboard import write_leaderboard
     from tabbench.report import report_installed
-    from tabbench.report.sources import SourceError
+    from tabbench.report.leaderboard import write_leaderboard
 
     folders, published = [], {Path(args.published)} if args.published else set()
     for target in map(Path, args.targets):
@@ -193,11 +191,7 @@ def cmd_leaderboard(args) -> int:
         print(f"tabbench: {problem}", file=sys.stderr)
         return 2
     out = Path(args.results) / args.name if args.name else folders[0]
-    try:
-        path = write_leaderboard(out, next(iter(published), None), sources=folders, report=not args.tables_only)
-    except SourceError as exc:
-        print(f"tabbench: {exc}", file=sys.stderr)
-        return 2
+    path = write_leaderboard(out, next(iter(published), None), sources=folders, report=not args.tables_only)
     print(f"Leaderboard: {path}")
     return 0
 
@@ -209,18 +203,17 @@ def _tables_only_arg(parser) -> None:
 
 def cmd_models(args) -> int:
     from tabbench.plugins import load_models
+    from tabbench.report.format import text_table
 
     models = load_models(tuple(args.plugin))
-    rows = [("model", "tasks", "resources", "from")]
+    rows = []
     for name, entry in sorted(models.items()):
         spec = entry.spec
         gpus = "gpu if device=cuda" if callable(spec.gpus) else (f"{spec.gpus:g} gpu" if spec.gpus else "")
         cpus = "cpus param" if callable(spec.cpus) else f"{spec.cpus:g} cpu"
         resources = ", ".join(x for x in (cpus, gpus) if x)
         rows.append((name, ",".join(sorted(spec.tasks)), resources, entry.source))
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
-    for row in rows:
-        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+    print("\n".join(text_table(["model", "tasks", "resources", "from"], rows)))
     described = [(name, entry.spec.description) for name, entry in sorted(models.items()) if entry.spec.description]
     if described:
         print()
@@ -324,23 +317,15 @@ def main(argv=None) -> int:
         # A shell starts a background job with SIGINT ignored; a run must still stop on Ctrl-C or kill -INT.
         # This covers the imports and suite loading; run_suite then installs its own handler.
         signal.signal(signal.SIGINT, signal.default_int_handler)
-    from tabbench.plugins import PluginError
+    from tabbench.errors import TabbenchError
 
     try:
         return COMMANDS[args.command](args)
     except KeyboardInterrupt:
         return 130  # the runner has said what was kept and how to resume
-    except PluginError as exc:
+    except TabbenchError as exc:  # bad input: its message names the file or field and the fix
         print(f"tabbench: {exc}", file=sys.stderr)
         return 2
-    except Exception as exc:
-        from tabbench.runner import RunError
-        from tabbench.suite import SuiteError  # here, so that `tabbench models` does not load pydantic
-
-        if isinstance(exc, (SuiteError, RunError)):
-            print(f"tabbench: {exc}", file=sys.stderr)
-            return 2
-        raise
 
 
 if __name__ == "__main__":

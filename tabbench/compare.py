@@ -13,6 +13,9 @@ folder selected), ours against theirs, and a verdict:
   differ, but its mean over folds must stay within ``BAND_SE`` combined standard errors of the two
   means, the error bars the leaderboard prints (with a single split, a holdout, there is no standard
   error: a difference is reported, not judged).
+
+Whether a model is deterministic is read from the records (the planner writes the spec's flag into each),
+so a comparison needs no model registry and gives the same verdicts whichever plugins are installed.
 """
 
 from __future__ import annotations
@@ -23,9 +26,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from tabbench.leaderboard import RUN_KEYS, select_trials
 from tabbench.measure import machines, repeat_key
 from tabbench.metrics import PRIMARY
+from tabbench.report.format import markdown_table, significant
+from tabbench.report.leaderboard import RUN_KEYS, select_trials
 from tabbench.store import Store
 
 #: Relative difference below which two runs of a deterministic model count as equal (float rounding
@@ -37,12 +41,6 @@ FLAGGED = "FLAGGED"
 NO_BAND = "differs, one run: no band"
 COLUMNS = ["method", "dataset", "task", "metric", "runs", "ours", "theirs", "difference", "max_run_difference",
            "allowed", "kind", "verdict", "note"]
-
-
-def _deterministic_models(plugin_files=()) -> dict:
-    from tabbench.plugins import load_models
-
-    return {name: entry.spec.deterministic for name, entry in load_models(tuple(plugin_files)).items()}
 
 
 def _metric_column(frame: pd.DataFrame) -> pd.Series:
@@ -90,7 +88,10 @@ def _cell(method, dataset, runs: pd.DataFrame, deterministic: bool | None) -> di
     same, why = (True, "") if deterministic else _same_kernels(ok)
     row = {"method": method, "dataset": dataset, "task": task, "metric": metric, "runs": len(ok),
            "kind": "deterministic" if deterministic else "seeded, same hardware" if same else "seeded"}
-    notes = [why] if why and not ok.empty else []
+    notes = [] if deterministic is not None else ["the records do not say whether the model is deterministic "
+                                                 "(written before they did): judged as seeded"]
+    if why and not ok.empty:
+        notes.append(why)
     failed = len(runs) - len(ok)
     if failed:
         notes.append(f"{failed} run(s) failed in one folder")
@@ -123,14 +124,25 @@ def _cell(method, dataset, runs: pd.DataFrame, deterministic: bool | None) -> di
     return {**row, "verdict": verdict, "note": "; ".join(notes)}
 
 
-def compare(ours: str | Path, theirs: str | Path, plugin_files=()) -> pd.DataFrame:
-    """One row per (method, dataset) that ``ours`` holds: the comparison with ``theirs`` (see module doc)."""
+def _deterministic(runs: pd.DataFrame) -> bool | None:
+    """What the records say of the model (``deterministic``, written when the job was planned): ours,
+    else theirs; None where neither folder's records say (records written before they did)."""
+    for column in ("deterministic_ours", "deterministic_theirs"):
+        said = runs[column].dropna() if column in runs else ()
+        if len(said):
+            return bool(said.iloc[0])
+    return None
+
+
+def compare(ours: str | Path, theirs: str | Path) -> pd.DataFrame:
+    """One row per (method, dataset) that ``ours`` holds: the comparison with ``theirs`` (see module doc).
+    Read from the records alone: no model registry is needed."""
     a, b = _selected(Path(ours)), _selected(Path(theirs))
     if a.empty:
         return pd.DataFrame(columns=COLUMNS)
-    deterministic = _deterministic_models(plugin_files)
     keys = RUN_KEYS + ["dataset_fingerprint", "split_fingerprint"]
-    fields = ["task", "model", "value", "status", "trial", "repeat_key"]
+    fields = ["task", "model", "value", "status", "trial", "deterministic", "repeat_key"]
+    a, b = (frame if "deterministic" in frame else frame.assign(deterministic=None) for frame in (a, b))
     if b.empty:
         b = pd.DataFrame(columns=keys + fields)
     joined = a[keys + fields].merge(b[keys + fields], on=keys, how="left", suffixes=("_ours", "_theirs"),
@@ -147,8 +159,7 @@ def compare(ours: str | Path, theirs: str | Path, plugin_files=()) -> pd.DataFra
                          "metric": PRIMARY[runs["task"].iloc[0]][0], "runs": 0, "verdict": "not compared",
                          "note": note})
             continue
-        model = matched["model_ours"].iloc[0]
-        row = _cell(method, dataset, matched, deterministic.get(model))
+        row = _cell(method, dataset, matched, _deterministic(matched))
         if len(matched) < len(runs):
             row["note"] = "; ".join(x for x in (row["note"], f"{len(runs) - len(matched)} run(s) not in theirs") if x)
         rows.append(row)
@@ -158,10 +169,6 @@ def compare(ours: str | Path, theirs: str | Path, plugin_files=()) -> pd.DataFra
     return table
 
 
-def _num(value, digits=4) -> str:
-    return "–" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.{digits}g}"
-
-
 def report(table: pd.DataFrame, ours: Path, theirs: Path) -> str:
     """The comparison as markdown: a table, the verdict counts and the tolerances it used."""
     lines = [f"# {ours} against {theirs}", "",
@@ -169,12 +176,10 @@ def report(table: pd.DataFrame, ours: Path, theirs: Path) -> str:
              "(same data, split, fold and seed); difference = ours - theirs.", ""]
     header = ["method", "dataset", "metric", "runs", "ours", "theirs", "difference", "max per run", "allowed",
               "verdict", "note"]
-    lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    for r in table.itertuples():
-        cells = [r.method, r.dataset, r.metric, r.runs, _num(r.ours), _num(r.theirs), _num(r.difference, 2),
-                 _num(r.max_run_difference, 2), _num(r.allowed, 2),
-                 f"**{r.verdict}**" if r.verdict == FLAGGED else r.verdict, r.note or ""]
-        lines.append("| " + " | ".join(str(c) for c in cells) + " |")
+    rows = [[r.method, r.dataset, r.metric, r.runs, significant(r.ours), significant(r.theirs),
+             significant(r.difference, 2), significant(r.max_run_difference, 2), significant(r.allowed, 2),
+             f"**{r.verdict}**" if r.verdict == FLAGGED else r.verdict, r.note or ""] for r in table.itertuples()]
+    lines.append(markdown_table(header, rows))
     lines += _hardware_lines(table.attrs.get("machines") or {})
     counts = table["verdict"].value_counts()
     lines += ["", f"{len(table)} method x dataset cells: "
@@ -203,10 +208,10 @@ def _hardware_lines(sides: dict) -> list:
     return lines
 
 
-def write_comparison(ours: str | Path, theirs: str | Path, plugin_files=()) -> tuple[pd.DataFrame, str, Path]:
+def write_comparison(ours: str | Path, theirs: str | Path) -> tuple[pd.DataFrame, str, Path]:
     """Compare, and write ``comparison.md`` and ``comparison.csv`` into ``ours``."""
     ours, theirs = Path(ours), Path(theirs)
-    table = compare(ours, theirs, plugin_files)
+    table = compare(ours, theirs)
     text = report(table, ours, theirs)
     (ours / "comparison.md").write_text(text)
     table.to_csv(ours / "comparison.csv", index=False)

@@ -53,6 +53,9 @@ class Job:
     time_budget_s: float | None = None
     memory_budget_mb: float | None = None
     transductive: bool = False  # fit sees the test rows' features (never their targets)
+    # what reports need to know of the model, recorded so that they read records only (no registry):
+    key_params: dict | None = None  # params as the job's key sees them (spec.key_params: run params at defaults)
+    deterministic: bool = True  # spec.deterministic: a seeded fit repeats to float rounding on any machine
 
     def record(self) -> dict:
         out = asdict(self)
@@ -96,15 +99,16 @@ def plan(suite, registry, loaded, gpu_available=False) -> list[Job]:
             dataset_params = (cfg.model_params or {}).get(entry.label, {})
             for trial, params in trial_configs(entry, spec):
                 params = resolve_params(spec, {**params, **dataset_params}, gpu_available)
+                key_params = spec.key_params(params)
                 for split in splits:
                     for seed in suite.seeds:
-                        key = job_key(entry.label, entry.model, spec.key_params(params), dataset.fingerprint,
+                        key = job_key(entry.label, entry.model, key_params, dataset.fingerprint,
                                       split.fingerprint, split.fold, split.repeat, seed)
                         jobs.append(Job(key, suite.name, entry.label, entry.model, params, trial, name,
                                         dataset.meta.task, split.fold, split.repeat, seed, dataset.fingerprint,
                                         split.fingerprint, dataset.subset, spec.resources(params),
                                         suite.budget.time_s, suite.budget.memory_mb,
-                                        spec.is_transductive(params)))
+                                        spec.is_transductive(params), key_params, spec.deterministic))
     return jobs
 
 

@@ -8,7 +8,6 @@ from tabbench.spec import BINARY, REGRESSION
 
 #: The leaderboard's primary metric per task, and whether larger is better.
 PRIMARY = {BINARY: ("auroc", True), "multiclass": ("accuracy", True), REGRESSION: ("rmse", False)}
-HIGHER_IS_BETTER = {"auroc": True, "accuracy": True, "log_loss": False, "rmse": False, "mse": False}
 #: The validation score that selects a configuration when tuning (as in the NPT paper).
 SELECTION = {BINARY: "log_loss", "multiclass": "log_loss", REGRESSION: "mse"}
 

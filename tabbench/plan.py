@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from tabbench.report.format import text_table
 from tabbench.store import RECORDS_DIR, Store
 
 
@@ -154,11 +155,6 @@ def _resources(res: dict) -> str:
     return ", ".join(f"{float(res.get(k) or 0):g} {name}" for k, name in (("num_cpus", "cpu"), ("num_gpus", "gpu")))
 
 
-def _table(header, rows) -> list[str]:
-    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-    return ["  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip() for r in [header, *rows]]
-
-
 def format_plan(plan: Plan) -> str:
     has_published = plan.published_dir is not None
     header = ["method", "dataset", "rows x cols", "jobs (configs x splits x seeds)", "done"]
@@ -172,7 +168,7 @@ def format_plan(plan: Plan) -> str:
                   _hours(r.cpu_hours), _hours(r.gpu_hours)]
         rows.append(cells)
     planned, done = sum(r.planned for r in plan.rows), sum(r.done for r in plan.rows)
-    lines = [f"Plan for suite {plan.suite}: nothing is run, no Ray is started.", ""] + _table(header, rows) + [""]
+    lines = [f"Plan for suite {plan.suite}: nothing is run, no Ray is started.", ""] + text_table(header, rows) + [""]
     lines.append("done: a record exists where the run writes; cpu h and gpu h: for the jobs not done.")
     lines.append(f"{planned:,} jobs planned, {done:,} already done in {plan.results_dir} "
                  f"(a run there would run {planned - done:,}).")

@@ -18,13 +18,14 @@ from pathlib import Path
 import pluggy
 
 from tabbench import hookspecs
+from tabbench.errors import TabbenchError
 from tabbench.spec import ModelSpec
 
 ENTRY_POINT_GROUP = "tabbench"
 PLUGINS_ENV = "TABBENCH_PLUGINS"
 
 
-class PluginError(Exception):
+class PluginError(TabbenchError):
     """A plugin could not be loaded or registered something invalid."""
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from tabbench.errors import TabbenchError
+
 #: How far a row of probabilities may sum from 1. Rounding a float32 softmax row of k classes is off
 #: by at most about k * 2**-24 (6e-6 for 100 classes, 6e-5 for 1,000), so probabilities normalised
 #: in float32 or float64 pass; a normalisation mistake (scores, logits, a dropped column) is off by
@@ -17,7 +19,7 @@ import numpy as np
 ROW_SUM_TOLERANCE = 1e-4
 
 
-class InvalidPredictions(ValueError):
+class InvalidPredictions(TabbenchError, ValueError):
     """An estimator's output breaks the contract; the message says what is wrong, with counts."""
 
 

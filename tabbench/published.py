@@ -11,10 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tabbench.errors import TabbenchError
 from tabbench.metrics import PRIMARY
 
 
-class PublishedError(ValueError):
+class PublishedError(TabbenchError, ValueError):
     """A published-results file is malformed; the message names the file and the field."""
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from tabbench.data.cache import DataPaths
 from tabbench.data.dataset import load_dataset
 from tabbench.data.splits import make_splits
+from tabbench.errors import TabbenchError
 from tabbench.interrupts import StopRequest
 from tabbench.jobs import LOST, OK, execute_isolated, failure_record, plan
 from tabbench.plugins import load_models
@@ -56,7 +57,7 @@ class RunSummary:
         return sum(self.failures.values())
 
 
-class RunError(Exception):
+class RunError(TabbenchError):
     """The run could not start (bad suite, data or plugin); nothing was computed."""
 
 
@@ -201,7 +202,7 @@ def _run(suite: Suite, options: RunOptions, store: Store, summary: RunSummary, s
             with stop.deferred():
                 ray.shutdown()
     stop.check()
-    from tabbench.leaderboard import write_leaderboard
+    from tabbench.report.leaderboard import write_leaderboard
 
     stop.pause_point("leaderboard")
     write_leaderboard(store.dir, suite.published, report=options.report)

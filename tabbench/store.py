@@ -108,6 +108,14 @@ def records_frame(records):
     return pd.DataFrame(rows)
 
 
+def key_params(record) -> dict:
+    """A record's params as its job key saw them (``ModelSpec.key_params``: run params at their defaults),
+    as the planner wrote them into the record; a record written before it did falls back to its params.
+    ``record``: a dict, or a row of ``records_frame``."""
+    params = record.get("key_params")
+    return dict(params if isinstance(params, dict) else record.get("params") or {})
+
+
 def _jsonable(value):
     import numpy as np
 

@@ -28,6 +28,7 @@ from tabbench.data.formats import FORMATS
 from tabbench.data.sources import SKLEARN_SETS, SOURCES
 from tabbench.data.splits import PROTOCOLS
 from tabbench.data.types import DatasetConfig, SplitConfig
+from tabbench.errors import TabbenchError
 from tabbench.spec import TASKS
 
 TUNING = ("none", "grid", "random")
@@ -38,7 +39,7 @@ NAME_PATTERN = r"^[A-Za-z0-9_-][A-Za-z0-9._-]*$"
 NAME_RULE = "a plain folder name (letters, digits, '-', '_' and '.', not starting with a dot)"
 
 
-class SuiteError(Exception):
+class SuiteError(TabbenchError):
     """A suite is invalid. ``str(err)`` reads 'FILE: FIELD.PATH: what is wrong and what is expected'."""
 
     def __init__(self, file, path: str, message: str):

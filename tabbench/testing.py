@@ -32,6 +32,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
+from tabbench.errors import TabbenchError
 from tabbench.predictions import (InvalidPredictions, check_class_predictions, check_probabilities,
                                   check_regression_predictions)
 from tabbench.spec import BINARY, CATEGORICAL, MULTICLASS, REGRESSION, TASKS, Column, ModelSpec
@@ -40,7 +41,7 @@ from tabbench.spec import BINARY, CATEGORICAL, MULTICLASS, REGRESSION, TASKS, Co
 CONTRACT_DATASETS = {BINARY: "breast_cancer", MULTICLASS: "wine", REGRESSION: "diabetes"}
 
 
-class ContractError(AssertionError):
+class ContractError(TabbenchError, AssertionError):
     """A model breaks the estimator contract. An AssertionError, so pytest reports it as a failed check."""
 
 

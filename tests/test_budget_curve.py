@@ -3,7 +3,7 @@
 import pandas as pd
 import pytest
 
-from tabbench.leaderboard import write_leaderboard
+from tabbench.report.leaderboard import write_leaderboard
 from tabbench.metrics import PRIMARY
 from tabbench.report.budget import budget_figure, budget_table, versus_paper
 from tabbench.store import Store, records_frame

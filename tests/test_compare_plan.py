@@ -82,6 +82,21 @@ def test_compare_prints_and_writes_the_means_of_both_folders(two_runs, capsys):
         assert row["difference"] == pytest.approx(row["ours"] - row["theirs"], abs=1e-12)
 
 
+def test_records_say_what_reports_need_of_the_model_and_compare_reads_only_them(two_runs):
+    tmp = two_runs[0]
+    frame = load_records(tmp / "runs" / "small")
+    # written when the jobs were planned: the specs' deterministic flags, and the params as the key sees them
+    assert frame.loc[frame.model == "knn", "deterministic"].tolist() == [True] * 12
+    assert frame.loc[frame.model == "mlp", "deterministic"].tolist() == [False] * 6
+    assert frame["key_params"].tolist() == frame["params"].tolist()  # neither model has run params
+    # compare tells deterministic from seeded models by the records alone: the registry cannot be imported
+    code = ("import sys; sys.modules['tabbench.plugins'] = None; from tabbench.compare import compare; "
+            "t = compare(sys.argv[1], sys.argv[2]); print(sorted(set(zip(t.method, t.kind))))")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp / "second" / "small"), str(tmp / "runs" / "small")],
+                         capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[('knn', 'deterministic'), ('mlp', 'seeded')]"
+
+
 def test_compare_flags_a_deterministic_model_that_changed(two_runs, tmp_path, capsys):
     tmp = two_runs[0]
     changed = {**SUITE, "models": {"knn": {"params": {"n_neighbors": 1}}}}  # same method name, other model

@@ -1,74 +1,19 @@
 """The data layer imports in one direction: no module of tabbench/data imports, at any depth (function-level
-imports included), a module that imports it back. Run: python -m pytest tests/test_data_layer.py"""
-
-import ast
+imports included), a module that imports it back (tests/test_import_graph.py checks all of tabbench and the
+plugins the same way). Run: python -m pytest tests/test_data_layer.py"""
 
 import pytest
 
 from tests.conftest import ROOT
+from tests.test_import_graph import find_cycle, import_graph as import_graph_of
 
 PACKAGE = "tabbench.data"
 FOLDER = ROOT / "tabbench" / "data"
 
 
-def _module_names() -> set:
-    return {PACKAGE if p.stem == "__init__" else f"{PACKAGE}.{p.stem}" for p in FOLDER.glob("*.py")}
-
-
-def _imports(path, modules: set) -> set:
-    """The data-layer modules a file imports anywhere in its body (top level, functions, branches)."""
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            # `from tabbench.data import mirror` imports the module tabbench.data.mirror
-            found |= {f"{node.module}.{alias.name}" if f"{node.module}.{alias.name}" in modules else node.module
-                      for alias in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            raise AssertionError(f"{path}: use absolute imports, as the rest of tabbench does")
-    return found & modules
-
-
 def import_graph() -> dict:
-    modules = _module_names()
-    return {(PACKAGE if p.stem == "__init__" else f"{PACKAGE}.{p.stem}"): _imports(p, modules)
-            for p in FOLDER.glob("*.py")}
-
-
-def find_cycle(graph: dict) -> list | None:
-    """One import cycle as [a, b, ..., a], or None."""
-    state, stack = {}, []
-
-    def visit(node):
-        state[node] = "open"
-        stack.append(node)
-        for nxt in sorted(graph.get(node, ())):
-            if state.get(nxt) == "open":
-                return stack[stack.index(nxt):] + [nxt]
-            if nxt not in state:
-                cycle = visit(nxt)
-                if cycle:
-                    return cycle
-        state[node] = "done"
-        stack.pop()
-        return None
-
-    for node in sorted(graph):
-        if node not in state:
-            cycle = visit(node)
-            if cycle:
-                return cycle
-    return None
-
-
-def test_the_cycle_finder_finds_a_function_level_cycle(tmp_path):
-    # the check itself: a cycle closed by an import inside a function is found
-    (tmp_path / "a.py").write_text("from tabbench.data.b import x\n")
-    (tmp_path / "b.py").write_text("def f():\n    from tabbench.data import a\n")
-    modules = {"tabbench.data.a", "tabbench.data.b"}
-    graph = {f"tabbench.data.{p.stem}": _imports(p, modules) for p in tmp_path.glob("*.py")}
-    assert find_cycle(graph) == ["tabbench.data.a", "tabbench.data.b", "tabbench.data.a"]
+    """The data layer's part of tabbench's import graph (tests/test_import_graph.py builds and checks it whole)."""
+    return import_graph_of({PACKAGE: FOLDER})
 
 
 def test_the_data_layer_has_no_import_cycle():

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tabbench.leaderboard import rank_table, select_trials, write_leaderboard
+from tabbench.report.leaderboard import rank_table, select_trials, write_leaderboard
 from tabbench.published import load_published
 from tabbench.store import Store
 

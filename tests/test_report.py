@@ -12,9 +12,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tabbench.leaderboard import rank_table, select_trials, write_leaderboard
+from tabbench.pooling import PoolingError, pooled_records
+from tabbench.report.leaderboard import rank_table, select_trials, write_leaderboard
 from tabbench.report.significance import friedman
-from tabbench.report.sources import SourceError, load_sources
 from tabbench.report.winrate import fold_results, win_rates
 from tabbench.store import Store
 
@@ -73,15 +73,15 @@ def test_a_dataset_name_with_two_fingerprints_is_an_error_naming_both_folders():
     if SMALL is None or not (quickstart / "records").is_dir():
         pytest.skip("published results absent")
     # scikit-learn's breast_cancer (quickstart) and the UCI original (uci-small) are different tables
-    with pytest.raises(SourceError, match=rf"'breast_cancer' is different data in {quickstart} .* and in {SMALL}"):
-        load_sources([quickstart, SMALL])
+    with pytest.raises(PoolingError, match=rf"'breast_cancer' is different data in {quickstart} .* and in {SMALL}"):
+        pooled_records([quickstart, SMALL])
 
 
 def test_the_same_job_key_in_two_folders_keeps_the_newest_record(tmp_path):
     Store(tmp_path / "new").append(record("a", "d1", 0, 0.9, finished="2026-02-01T00:00:00+00:00"))
     Store(tmp_path / "old").append(record("a", "d1", 0, 0.5, finished="2026-01-01T00:00:00+00:00"))
     for order in (["new", "old"], ["old", "new"]):
-        frame = load_sources([tmp_path / name for name in order])
+        frame = pooled_records([tmp_path / name for name in order])
         assert len(frame) == 1
         assert frame.iloc[0]["test_auroc"] == 0.9 and frame.iloc[0]["source"] == str(tmp_path / "new")
 
@@ -92,31 +92,37 @@ def test_one_method_name_with_two_configurations_on_a_dataset_is_an_error_naming
     long = {**record("npt", "d1", 1, 2.0, "regression"), "params": {"steps": 10000, "e": 32}}
     Store(tmp_path / "short").append(short)
     Store(tmp_path / "long").append(long)
-    with pytest.raises(SourceError, match=r"method 'npt' on dataset 'd1' is a different configuration in .*short and "
+    with pytest.raises(PoolingError, match=r"method 'npt' on dataset 'd1' is a different configuration in .*short and "
                                           r"in .*long \(params steps 300 against 10000\); .*another name"):
-        load_sources([tmp_path / "short", tmp_path / "long"])
+        pooled_records([tmp_path / "short", tmp_path / "long"])
     # the same configuration in both folders (other folds) pools, and so does one name on different datasets
     Store(tmp_path / "more").append({**short, "key": "other", "fold": 2})
     Store(tmp_path / "other").append({**long, "key": "elsewhere", "dataset": "d2", "dataset_fingerprint": "fp-d2"})
-    assert len(load_sources([tmp_path / "short", tmp_path / "more", tmp_path / "other"])) == 3
-    # run params (NPT's threads and checkpoint interval) say how a job ran, not what it computed: they may differ
-    ran = {**record("npt", "d1", 3, 2.5, "regression"), "key": "ran", "params": {"steps": 10000, "e": 32, "cpus": 1}}
+    assert len(pooled_records([tmp_path / "short", tmp_path / "more", tmp_path / "other"])) == 3
+    # run params (NPT's threads and checkpoint interval) say how a job ran, not what it computed: they may differ;
+    # the planner records the params as the job's key sees them, run params at their defaults (key_params)
+    ran = {**record("npt", "d1", 3, 2.5, "regression"), "key": "ran", "params": {"steps": 10000, "e": 32, "cpus": 1},
+           "key_params": {"steps": 10000, "e": 32, "cpus": 1}}
     Store(tmp_path / "ran").append(ran)
     Store(tmp_path / "ran-again").append({**ran, "key": "again", "fold": 4, "params": {**ran["params"], "cpus": 2}})
-    assert len(load_sources([tmp_path / "ran", tmp_path / "ran-again"])) == 2
-    Store(tmp_path / "longer").append({**ran, "key": "longer", "params": {**ran["params"], "steps": 20000}})
-    with pytest.raises(SourceError, match=r"\(params steps 10000 against 20000\)"):
-        load_sources([tmp_path / "ran", tmp_path / "longer"])
+    assert len(pooled_records([tmp_path / "ran", tmp_path / "ran-again"])) == 2
+    Store(tmp_path / "longer").append({**ran, "key": "longer", "params": {**ran["params"], "steps": 20000},
+                                       "key_params": {**ran["key_params"], "steps": 20000}})
+    with pytest.raises(PoolingError, match=r"\(params steps 10000 against 20000\)"):
+        pooled_records([tmp_path / "ran", tmp_path / "longer"])
 
 
 def test_methods_of_one_model_are_told_apart_by_the_parameters_they_differ_in(tmp_path):
     store = Store(tmp_path)
     for fold in (0, 1):
         for dataset, steps in (("d1", 2000), ("d2", 10000)):
+            # key_params as the planner records them: the run param cpus at its default
             store.append({**record("npt-long", dataset, fold, 1.0, "regression"), "model": "npt",
-                          "params": {"steps": steps, "e": 32, "lr": 1e-3, "cpus": 2}})
+                          "params": {"steps": steps, "e": 32, "lr": 1e-3, "cpus": 2},
+                          "key_params": {"steps": steps, "e": 32, "lr": 1e-3, "cpus": 1}})
             store.append({**record("npt", dataset, fold, 2.0, "regression"), "model": "npt",
-                          "params": {"steps": 300, "e": 32, "lr": 1e-3, "cpus": 1}})
+                          "params": {"steps": 300, "e": 32, "lr": 1e-3, "cpus": 1},
+                          "key_params": {"steps": 300, "e": 32, "lr": 1e-3, "cpus": 1}})
         store.append({**record("knn", "d1", fold, 3.0, "regression"), "params": {"k": 5}})
     md = write_leaderboard(tmp_path).read_text()
     section = md[md.index("## Methods of one model"):md.index("## RMSE")]
@@ -197,7 +203,7 @@ def test_leaderboard_tex_has_balanced_braces_consistent_columns_and_the_best_ran
             assert open_environments.pop() == name
     assert not open_environments
     found = list(tabulars(tex))
-    assert len(found) == 4  # Table 1 and one per metric family
+    assert len(found) == 5  # Table 1, TabArena's aggregates and one per metric family
     for spec, rows in found:
         assert rows and all(cells(row) == len(spec) for row in rows), spec
     csv = pd.read_csv(uci_cpu / "leaderboard.csv")
@@ -241,3 +247,24 @@ def test_help_and_a_tables_only_leaderboard_import_no_plotting_or_statistics_lib
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "HELP []" in out and "TABLES []" in out
+
+
+def test_a_published_pooled_leaderboard_regenerates_byte_identical_without_the_model_registry(tmp_path):
+    """What a report needs about a job (its key params, whether it is transductive or deterministic) is in
+    its record: with the plugin registry unimportable, results/uci-small-paper-budget (NPT under two method
+    names, one with other run params) is regenerated from its two source folders exactly as committed."""
+    committed = RESULTS / "uci-small-paper-budget"
+    sources = ["results/uci-small", "results/uci-small-npt-paper"]
+    if not all((ROOT / s / "records").is_dir() for s in sources) or not (committed / "leaderboard.md").exists():
+        pytest.skip("published results absent")
+    pytest.importorskip("matplotlib")
+    out = tmp_path / committed.name
+    code = textwrap.dedent(f"""
+        import sys
+        sys.modules["tabbench.plugins"] = None  # any import of the registry now fails
+        from tabbench.report.leaderboard import write_leaderboard
+        write_leaderboard({str(out)!r}, "suites/published/npt-paper.yaml", sources={sources!r}, report=True)
+    """)
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, capture_output=True, text=True)
+    for name in ("leaderboard.md", "leaderboard.csv", "budget-curves.csv", "selected_params.csv"):
+        assert (out / name).read_bytes() == (committed / name).read_bytes(), name

@@ -7,7 +7,7 @@ from tabbench.data.cache import DataPaths
 from tabbench.data.dataset import DatasetConfig, SplitConfig, load_dataset
 from tabbench.data.splits import make_splits
 from tabbench.jobs import Job, execute
-from tabbench.leaderboard import TRANSDUCTIVE_MARK, TRANSDUCTIVE_NOTE, write_leaderboard
+from tabbench.report.leaderboard import TRANSDUCTIVE_MARK, TRANSDUCTIVE_NOTE, write_leaderboard
 from tabbench.spec import ModelSpec
 from tabbench.store import Store
 

@@ -17,6 +17,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tabbench.errors import TabbenchError
+
 CACHE_ENV = "TABBENCH_CACHE"
 MIRROR_ENV = "TABBENCH_MIRROR"
 
@@ -66,7 +68,7 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-class DownloadError(Exception):
+class DownloadError(TabbenchError):
     pass
 
 

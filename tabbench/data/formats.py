@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from tabbench.errors import TabbenchError
+
 FORMATS = ("csv", "tsv", "whitespace", "parquet", "arff", "excel", "idx", "image_tar")
 _SEPARATORS = {"csv": ",", "tsv": "\t", "whitespace": r"\s+"}
 _COMPRESSION = (".gz", ".bz2", ".xz", ".zip")
@@ -33,7 +35,7 @@ def infer_format(path: str | Path) -> str:
             "tar": "image_tar"}.get(ext, "csv")
 
 
-class FormatError(ValueError):
+class FormatError(TabbenchError, ValueError):
     """A data file could not be parsed; the message names the file and what to check."""
 
 

@@ -35,6 +35,7 @@ from tabbench.data.formats import FORMATS, read_table
 from tabbench.data.images import pixel_columns
 from tabbench.data.sources import LOADERS
 from tabbench.data.types import RawTable, SplitConfig
+from tabbench.errors import TabbenchError
 
 PACKAGED_MAPPING = Path(__file__).with_name("mirrors.yaml")
 MIRROR_MAPPING_NAME = "tabbench-mirror.yaml"  # a mirror's own mapping, used instead of the packaged one
@@ -50,7 +51,7 @@ _ENTRY_KEYS = _READ_KEYS | {"path", "test_path", "test_read", "extra_columns", "
                             "substitute", "note"}
 
 
-class MirrorError(Exception):
+class MirrorError(TabbenchError):
     """A mirror mapping is invalid or a stand-in does not parse as declared."""
 
 

@@ -16,12 +16,13 @@ import pandas as pd
 from tabbench.data.cache import DataPaths, DownloadError, fetch_url
 from tabbench.data.formats import read_table
 from tabbench.data.types import RawTable
+from tabbench.errors import TabbenchError
 
 SKLEARN_SETS = ("breast_cancer", "diabetes", "wine", "digits", "iris")
 SOURCES = ("sklearn", "file", "url", "openml")
 
 
-class SourceError(Exception):
+class SourceError(TabbenchError):
     pass
 
 

@@ -17,10 +17,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from tabbench.errors import TabbenchError
 from tabbench.spec import DatasetMeta
 
 
-class DataError(Exception):
+class DataError(TabbenchError):
     """The data does not fit the suite's description; the message names the column or field and the fix.
 
     It does not name the dataset: the caller that knows which suite entry it loaded says that once

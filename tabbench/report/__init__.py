@@ -1,7 +1,9 @@
-"""What ``tabbench leaderboard`` adds to the rank tables: records pooled from several result folders,
-significance tests, win rates, cost against quality, and LaTeX.
+"""Reports made from stored records alone (no model registry, nothing re-run): the leaderboard
+(``leaderboard``: rank tables, and beside them significance tests, win rates, TabArena's Elo (``arena``), cost against
+quality, budget curves and LaTeX), written with one set of table and number formats (``format``). Records
+pooled from several result folders come from ``tabbench.pooling``.
 
-The statistics come from scipy.stats and scikit-posthocs and the figures from matplotlib (the
+The statistics come from scipy.stats, scikit-posthocs and bencheval, the figures from matplotlib (the
 ``report`` extra); they are imported only inside the functions that use them, so the core stays light.
 """
 
@@ -10,4 +12,4 @@ def report_installed() -> bool:
     """Whether the ``report`` extra (the tests' and figures' libraries) is installed."""
     from importlib.util import find_spec
 
-    return all(find_spec(name) for name in ("matplotlib", "scikit_posthocs"))
+    return all(find_spec(name) for name in ("matplotlib", "scikit_posthocs", "bencheval"))

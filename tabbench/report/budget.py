@@ -2,8 +2,9 @@
 
 A model that keeps its best-so-far weights at step budgets (NPT: ``budgets``) records, per job, the
 metrics those weights give (``budget_curve`` in the record). Here they become one table and one
-figure per dataset, the run's full length as the last point and the published number as a line: what
-more steps would still buy.
+figure per dataset, the run's full length as the last point and the published number of the method's
+model as a line: what more steps would still buy. Whichever methods' records carry a curve are drawn;
+nothing here names a model.
 """
 
 from __future__ import annotations
@@ -13,10 +14,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from tabbench.report.format import markdown_table, mean_se
 
 def budget_table(selected: pd.DataFrame, primary: dict) -> pd.DataFrame:
-    """Rows (method, dataset, steps, mean, se, runs) of the primary test metric over folds and seeds,
-    at every recorded budget and at the run's full length. Empty when no record has a curve."""
+    """Rows (method, model, dataset, metric, steps, mean, runs, se) of the primary test metric over folds
+    and seeds, at every recorded budget and at the run's full length. Empty when no record has a curve."""
     if "budget_curve" not in selected:
         return pd.DataFrame()
     rows = []
@@ -29,23 +31,24 @@ def budget_table(selected: pd.DataFrame, primary: dict) -> pd.DataFrame:
         points = [(p["steps"], p["test"].get(metric)) for p in curve]
         if steps is not None:
             points.append((steps, r.get(f"test_{metric}")))
-        rows += [{"method": r["method"], "dataset": r["dataset"], "metric": metric, "steps": s, "value": v}
-                 for s, v in points if v is not None]
+        rows += [{"method": r["method"], "model": r.get("model") or r["method"], "dataset": r["dataset"],
+                  "metric": metric, "steps": s, "value": v} for s, v in points if v is not None]
     if not rows:
         return pd.DataFrame()
     frame = pd.DataFrame(rows)
-    out = frame.groupby(["method", "dataset", "metric", "steps"])["value"].agg(["mean", "std", "count"]).reset_index()
+    keys = ["method", "model", "dataset", "metric", "steps"]
+    out = frame.groupby(keys)["value"].agg(["mean", "std", "count"]).reset_index()
     out["se"] = out["std"] / out["count"].map(math.sqrt)
     return out.drop(columns="std").rename(columns={"count": "runs"})
 
 
-def _paper(published, dataset):
-    """The published NPT (value, se or None) for the dataset, or None."""
-    return published.metrics.get(dataset, {}).get("npt") if published is not None else None
+def _paper(published, dataset: str, model: str):
+    """The published (value, se or None) of ``model`` on the dataset, or None."""
+    return published.metrics.get(dataset, {}).get(model) if published is not None else None
 
 
 def versus_paper(mean: float, paper) -> str:
-    """Our mean against the published NPT number: the difference, and whether it lies within the
+    """Our mean against the published number: the difference, and whether it lies within the
     paper's ± 2 standard errors (where the paper gives one)."""
     if not paper:
         return ""
@@ -57,8 +60,8 @@ def versus_paper(mean: float, paper) -> str:
 
 
 def budget_figure(table: pd.DataFrame, published=None):
-    """One panel per dataset: mean ± SE test metric against steps (log axis), the published NPT
-    number as a dashed line."""
+    """One panel per dataset: mean ± SE test metric against steps (log axis), the published number of
+    each drawn method's model as a dashed line."""
     from tabbench.report.plots import _pyplot
 
     plt = _pyplot()
@@ -73,12 +76,13 @@ def budget_figure(table: pd.DataFrame, published=None):
             curve = curve.sort_values("steps")
             ax.errorbar(curve["steps"], curve["mean"], yerr=curve["se"].fillna(0), marker="o", ms=3, capsize=2,
                         color=colour[method], label=f"{method} ({int(curve['runs'].max())} runs)")
-        paper = _paper(published, dataset)
-        if paper:
-            ax.axhline(paper[0], color="k", ls="--", lw=1, label=f"npt, {published.name}: {paper[0]:g}")
-            if paper[1]:
-                ax.axhspan(paper[0] - 2 * paper[1], paper[0] + 2 * paper[1], color="k", alpha=0.08, lw=0,
-                           label="± 2 SE")
+        for model in sorted(part["model"].unique()) if "model" in part else ():
+            paper = _paper(published, dataset, model)
+            if paper:
+                ax.axhline(paper[0], color="k", ls="--", lw=1, label=f"{model}, {published.name}: {paper[0]:g}")
+                if paper[1]:
+                    ax.axhspan(paper[0] - 2 * paper[1], paper[0] + 2 * paper[1], color="k", alpha=0.08, lw=0,
+                               label="± 2 SE")
         ax.set_xscale("log")
         ax.set_title(dataset)
         ax.set_xlabel("training steps")
@@ -89,22 +93,23 @@ def budget_figure(table: pd.DataFrame, published=None):
 
 
 def budget_section(out_dir: Path, selected: pd.DataFrame, primary: dict, published=None, show=None) -> list:
-    from tabbench.leaderboard import _fmt, _md_table
     from tabbench.report.plots import save
 
     table = budget_table(selected, primary)
     if table.empty:
         return []
     save(budget_figure(table, published), out_dir / "budget-curves")
-    table.round(6).to_csv(out_dir / "budget-curves.csv", index=False)
+    table.drop(columns="model").round(6).to_csv(out_dir / "budget-curves.csv", index=False)
     show = show or {}
-    rows = [[show.get(r["method"], r["method"]), r["dataset"], f"{int(r['steps']):,}", _fmt(r["mean"], r["se"]),
-             str(int(r["runs"])), versus_paper(r["mean"], _paper(published, r["dataset"]))]
+    rows = [[show.get(r["method"], r["method"]), r["dataset"], f"{int(r['steps']):,}", mean_se(r["mean"], r["se"]),
+             str(int(r["runs"])), versus_paper(r["mean"], _paper(published, r["dataset"], r["model"]))]
             for _, r in table.sort_values(["dataset", "method", "steps"]).iterrows()]
+    models = sorted(table["model"].unique())
+    which = " and ".join(m.upper() for m in models) + (" numbers" if len(models) > 1 else " number")
     return ["## Budget curves", "",
             "The test metric of the weights a shorter run would have used (best validation loss up to that step), "
             "recorded during each run; the last point of a curve is the run's full length. Dashed: the published "
-            "NPT number, shaded: its ± 2 standard errors; \"vs paper\": our mean minus it. `budget-curves.csv` "
+            f"{which}, shaded: its ± 2 standard errors; \"vs paper\": our mean minus it. `budget-curves.csv` "
             "has the numbers.", "",
             "![test metric against training steps](budget-curves.svg)", "",
-            _md_table(["method", "dataset", "steps", "test metric (mean ± SE)", "runs", "vs paper"], rows), ""]
+            markdown_table(["method", "dataset", "steps", "test metric (mean ± SE)", "runs", "vs paper"], rows), ""]

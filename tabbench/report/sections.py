@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from tabbench.leaderboard import _md_table
 from tabbench.measure import machines
 from tabbench.report import cost, plots, significance as sig, winrate
+from tabbench.report.format import markdown_table
 
 COST_AXES = {"fit_seconds": ("time", "fit seconds per result (geometric mean over datasets)"),
              "rss_mib": ("memory", "peak resident memory of one job, MiB"),
@@ -65,8 +65,8 @@ def cost_section(out_dir: Path, runs: pd.DataFrame, mean_rank: pd.Series) -> lis
             "averaged per dataset, geometric mean over datasets) and the largest peak memory of one job. The "
             "Pareto front (circled) holds the methods no other method beats on both.", "",
             *_image("cost", "mean rank against fit time and peak memory"),
-            _md_table(["method", "mean rank", "fit s per result", "peak RSS MiB", "peak GPU MiB", "on the front of"],
-                      rows), "", *hardware_note(runs)]
+            markdown_table(["method", "mean rank", "fit s per result", "peak RSS MiB", "peak GPU MiB",
+                            "on the front of"], rows), "", *hardware_note(runs)]
 
 
 def hardware_note(runs: pd.DataFrame) -> list:
@@ -81,4 +81,4 @@ def hardware_note(runs: pd.DataFrame) -> list:
     return [f"These records were made on {len(found)} different machines (hardware fingerprints; records from "
             "before the fingerprint was recorded count as one, unknown): fit times and memory compare only "
             "between methods run on the same machine.", "",
-            _md_table(["machine", "records", "folders"], rows), ""]
+            markdown_table(["machine", "records", "folders"], rows), ""]

@@ -5,24 +5,27 @@ their records. Three rules keep the union honest: a dataset name must mean the s
 folder (the same dataset fingerprint), a method name the same configuration on a dataset in every folder
 (the same parameters: ``npt`` at 300 steps in one folder and at 10,000 in another would otherwise be
 averaged into one row; a model's run params, such as NPT's threads, say how a job ran, not what it
-computed, and may differ), and a job key present twice keeps its newest record (by ``finished_at``), as one
-store does with a re-run.
+computed, and may differ: records are compared by their ``key_params``, which hold them at their defaults),
+and a job key present twice keeps its newest record (by ``finished_at``), as one store does with a re-run.
+
+Everything here is read from the records: pooling needs no model registry, so it gives the same answer
+whichever plugins are installed.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 from pathlib import Path
 
-from tabbench.store import Store, records_frame
+from tabbench.errors import TabbenchError
+from tabbench.store import Store, key_params, records_frame
 
 
-class SourceError(ValueError):
+class PoolingError(TabbenchError, ValueError):
     """The result folders cannot be pooled; the message names the folders and what would fix it."""
 
 
-def load_sources(folders):
+def pooled_records(folders):
     """The newest record per job key over ``folders`` as a DataFrame, with a ``source`` column naming
     each record's folder."""
     records: dict[str, dict] = {}
@@ -30,15 +33,15 @@ def load_sources(folders):
     configs: dict[tuple, dict] = {}  # (method, dataset) -> {folder: the parameter sets of its records}
     for folder in map(Path, folders):
         if not (folder / "records").is_dir():
-            raise SourceError(f"{folder}: no records/ folder; run its suite first or name another results folder")
+            raise PoolingError(f"{folder}: no records/ folder; run its suite first or name another results folder")
         for key, record in Store(folder).latest().items():
-            params = json.dumps(key_params(record.get("model"), record.get("params")), sort_keys=True)
+            params = json.dumps(key_params(record), sort_keys=True)
             configs.setdefault((record["method"], record["dataset"]), {}).setdefault(folder, set()).add(params)
             seen = where.setdefault(record["dataset"], {})
             seen.setdefault(record.get("dataset_fingerprint"), folder)
             if len(seen) > 1:
                 (fp_a, dir_a), (fp_b, dir_b) = list(seen.items())[:2]
-                raise SourceError(
+                raise PoolingError(
                     f"dataset {record['dataset']!r} is different data in {dir_a} (fingerprint {fp_a}) and in "
                     f"{dir_b} (fingerprint {fp_b}); one leaderboard cannot rank both under one name: leave one "
                     f"folder out, or rename the dataset in one of the suites")
@@ -48,25 +51,11 @@ def load_sources(folders):
     for (method, dataset), by_folder in configs.items():
         if len(by_folder) > 1 and len({frozenset(params) for params in by_folder.values()}) > 1:
             (dir_a, params_a), (dir_b, params_b) = list(by_folder.items())[:2]
-            raise SourceError(
+            raise PoolingError(
                 f"method {method!r} on dataset {dataset!r} is a different configuration in {dir_a} and in {dir_b} "
                 f"({_difference(params_a, params_b)}); one leaderboard cannot average both into one row: give the "
                 f"method another name in one of the suites, or leave one folder out")
     return records_frame(records.values())
-
-
-def key_params(model: str | None, params: dict | None) -> dict:
-    """``params`` as a job's key sees them: ``model``'s run params (``ModelSpec.run_params``: threads, a
-    checkpoint interval) at their defaults. A model no longer registered keeps its params as they are."""
-    spec = _specs().get(model)
-    return spec.key_params(params or {}) if spec else dict(params or {})
-
-
-@functools.cache
-def _specs() -> dict:
-    from tabbench.plugins import load_models
-
-    return {name: entry.spec for name, entry in load_models().items()}
 
 
 def _difference(params_a: set, params_b: set) -> str:

@@ -17,7 +17,9 @@ import numpy as np
 import pandas as pd
 
 from tabbench.metrics import PRIMARY, SELECTION
-from tabbench.report.sources import key_params
+from tabbench.pooling import pooled_records
+from tabbench.report.format import markdown_table, mean_se
+from tabbench.store import key_params
 
 TASK_TITLES = {"binary": "AUROC (binary)", "multiclass": "Accuracy (multi-class)", "regression": "RMSE (regression)"}
 RUN_KEYS = ["method", "dataset", "fold", "repeat", "seed"]
@@ -78,18 +80,6 @@ def display_names(frame: pd.DataFrame) -> dict:
     return {m: f"{m} {TRANSDUCTIVE_MARK}" if m in marked else m for m in frame["method"].unique()}
 
 
-def _fmt(mean, se, digits=3) -> str:
-    if mean is None or (isinstance(mean, float) and math.isnan(mean)):
-        return "–"
-    return f"{mean:.{digits}f}" if se is None or math.isnan(se) else f"{mean:.{digits}f} ± {se:.{digits}f}"
-
-
-def _md_table(header: list, rows: list) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
 def summarise(frame: pd.DataFrame) -> dict:
     """Per task: per (method, dataset) mean and SE of the primary test metric, complete runs only."""
     out = {}
@@ -133,8 +123,8 @@ def _cost_rows(frame: pd.DataFrame, show: dict) -> list:
         gpu = ok["peak_gpu_allocated_bytes"].dropna() if "peak_gpu_allocated_bytes" in ok else pd.Series(dtype=float)
         failures = part.loc[part["status"] != "ok", "status"].value_counts()
         rows.append([show.get(method, method), len(part), ", ".join(f"{k} {v}" for k, v in failures.items()) or "0",
-                     _fmt(ok["fit_seconds"].mean(), None, 2) if len(ok) else "–",
-                     _fmt(ok["predict_seconds"].mean(), None, 3) if len(ok) else "–",
+                     mean_se(ok["fit_seconds"].mean(), None, 2) if len(ok) else "–",
+                     mean_se(ok["predict_seconds"].mean(), None, 3) if len(ok) else "–",
                      f"{ok['job_rss_bytes'].max() / mib:.0f}" if len(ok) else "–",
                      f"{gpu.max() / mib:.0f}" if len(gpu) else "–"])
     return rows
@@ -158,8 +148,8 @@ def _variants_section(frame: pd.DataFrame, show: dict) -> list:
         if part["method"].nunique() < 2:
             continue
         values = {}  # method -> {param: {dataset: value}}
-        for (method, dataset), params in part.groupby(["method", "dataset"])["params"]:
-            for name, value in key_params(model, params.iloc[0]).items():
+        for (method, dataset), runs in part.groupby(["method", "dataset"]):
+            for name, value in key_params(runs.iloc[0]).items():
                 values.setdefault(method, {}).setdefault(name, {})[dataset] = value
         names = sorted({n for v in values.values() for n in v})
         differ = [n for n in names if any(_differs(a.get(n, {}), b.get(n, {}))
@@ -180,7 +170,7 @@ def _variants_section(frame: pd.DataFrame, show: dict) -> list:
         return []
     return ["## Methods of one model", "", "Models run under more than one method name, and the parameters "
             "their methods differ in (per dataset where they vary).", "",
-            _md_table(["method", "model", "differs in"], rows), ""]
+            markdown_table(["method", "model", "differs in"], rows), ""]
 
 
 def _published_section(t: dict, labels: dict, published, show: dict) -> list:
@@ -194,17 +184,17 @@ def _published_section(t: dict, labels: dict, published, show: dict) -> list:
     rows = []
     for m, r in ranks.iterrows():
         rank = theirs.get(m)
-        cells = [f"{_fmt(r['mean_rank'], r['se'], 2)} / {_fmt(*rank, 2) if rank else '–'}"]
+        cells = [f"{mean_se(r['mean_rank'], r['se'], 2)} / {mean_se(*rank, 2) if rank else '–'}"]
         for d in datasets:
             value = published.metrics[d].get(m)  # as printed in the publication: its own digits
             shown = "–" if not value else f"{value[0]:g}" + (f" ± {value[1]:g}" if value[1] is not None else "")
-            cells.append(f"{_fmt(t['mean'].loc[m, d], t['se'].loc[m, d])} / {shown}")
+            cells.append(f"{mean_se(t['mean'].loc[m, d], t['se'].loc[m, d])} / {shown}")
         rows.append([show[m]] + cells)
     notes = [f"Each cell: ours / published. Published ranks are over the publication's datasets of this task, "
              f"ours over this run's {ours_n}."]
     if any(labels[d] != d for d in datasets):  # a subset's label names it
         notes.append("Subset or stand-in data (labelled above) is not the published dataset: compare with care.")
-    return [f"### Against {published.name} (test {metric})", "", _md_table(header, rows), "", *notes, ""]
+    return [f"### Against {published.name} (test {metric})", "", markdown_table(header, rows), "", *notes, ""]
 
 
 def pooled_ranks(tables: dict) -> pd.DataFrame:
@@ -227,9 +217,9 @@ def _table1_section(tables: dict, published, show: dict) -> list:
     for m in pooled.index:
         cells = [show[m]]
         for t in families:
-            ours = _fmt(*t["ranks"].loc[m, ["mean_rank", "se"]], 2) if m in t["ranks"].index else "–"
+            ours = mean_se(*t["ranks"].loc[m, ["mean_rank", "se"]], 2) if m in t["ranks"].index else "–"
             theirs = published.ranks.get(t["metric"], {}).get(m) if published else None
-            cells.append(ours + (f" / {_fmt(*theirs, 2) if theirs else '–'}" if published else ""))
+            cells.append(ours + (f" / {mean_se(*theirs, 2) if theirs else '–'}" if published else ""))
         rows.append(cells)
     notes = ["Mean rank ± standard error over the datasets of each metric family (lower is better), methods in "
              "order of their mean rank over all datasets."]
@@ -237,7 +227,7 @@ def _table1_section(tables: dict, published, show: dict) -> list:
         notes.append(f"Published: {published.name}, ranked over the publication's own datasets of each family.")
     if any(TRANSDUCTIVE_MARK in name for name in show.values()):
         notes.append(TRANSDUCTIVE_NOTE)
-    return ["## Table 1: mean rank per metric family", "", _md_table(header, rows), "", " ".join(notes), ""]
+    return ["## Table 1: mean rank per metric family", "", markdown_table(header, rows), "", " ".join(notes), ""]
 
 
 def _generated_line(out_dir: Path, sources: list, records: pd.DataFrame) -> str:
@@ -255,11 +245,9 @@ def write_leaderboard(suite_dir: str | Path, published_path: str | Path | None =
     with ``published_path`` (a suite's ``published:`` file) also the published numbers side by side.
 
     ``sources``: the result folders whose records are ranked together (default: suite_dir's own; see
-    tabbench.report.sources). ``report``: also the significance tests, win rates, cost figure and
+    tabbench.pooling). ``report``: also the significance tests, win rates, cost figure and
     leaderboard.tex (tabbench.report; needs the ``report`` extra), as ``tabbench leaderboard`` writes them.
     """
-    from tabbench.report.sources import load_sources
-
     suite_dir = Path(suite_dir)
     sources = [Path(s) for s in sources] if sources else [suite_dir]
     published = None
@@ -269,7 +257,7 @@ def write_leaderboard(suite_dir: str | Path, published_path: str | Path | None =
         published = load_published(published_path)
     md_path = suite_dir / "leaderboard.md"
     own = sources == [suite_dir] and not (suite_dir / "records").is_dir()
-    records = pd.DataFrame() if own else load_sources(sources)
+    records = pd.DataFrame() if own else pooled_records(sources)
     suite_dir.mkdir(parents=True, exist_ok=True)
     if records.empty:
         md_path.write_text(f"# Leaderboard: {suite_dir.name}\n\nNo records yet.\n")
@@ -285,7 +273,11 @@ def write_leaderboard(suite_dir: str | Path, published_path: str | Path | None =
         md += ["Figures and tests: a significance section per metric family, [all datasets together]"
                "(#all-datasets-together), [pairwise win rates](#pairwise-win-rates), [cost against quality]"
                "(#cost-against-quality); LaTeX tables: [`leaderboard.tex`](leaderboard.tex).", ""]
-    md += _table1_section(tables, published, show) + _variants_section(selected, show)
+    from tabbench.report import arena  # TabArena's Elo, improvability and win rate (bencheval)
+
+    aggregates = arena.aggregates(tables, selected, pooled_ranks(tables).mean(axis=1))
+    md += _table1_section(tables, published, show) + arena.markdown(aggregates, show)
+    md += _variants_section(selected, show)
     csv_rows = []
     for task, t in tables.items():
         metric, ranks = t["metric"], t["ranks"]
@@ -293,18 +285,18 @@ def write_leaderboard(suite_dir: str | Path, published_path: str | Path | None =
                f"Rank by test {metric} ({'higher' if t['higher'] else 'lower'} is better) within each dataset, "
                "averaged over datasets ± standard error.", ""]
         header = ["method", "mean rank"] + [labels[d] for d in t["mean"].columns]
-        rows = [[show[m], _fmt(r["mean_rank"], r["se"], 2)] + [f"{r[d]:g}" for d in t["mean"].columns]
+        rows = [[show[m], mean_se(r["mean_rank"], r["se"], 2)] + [f"{r[d]:g}" for d in t["mean"].columns]
                 for m, r in ranks.iterrows()]
-        md += [_md_table(header, rows), "", *mark_note]
+        md += [markdown_table(header, rows), "", *mark_note]
         md.append(f"Ties share the better rank. A method without a complete result on a dataset (missing, any "
                   f"fold failed, or fewer folds than another method ran there) takes the worst rank, {len(ranks)}.")
         if t["incomplete"]:
             md.append("Worst rank imputed for: " + "; ".join(
                 f"{m} on {d} ({why})" for m, d, why in t["incomplete"]) + ".")
         md += ["", f"### Test {metric} per dataset (mean ± standard error over folds and seeds)", ""]
-        rows = [[show[m]] + [_fmt(t["mean"].loc[m, d], t["se"].loc[m, d]) for d in t["mean"].columns]
+        rows = [[show[m]] + [mean_se(t["mean"].loc[m, d], t["se"].loc[m, d]) for d in t["mean"].columns]
                 for m in ranks.index]
-        md += [_md_table(["method"] + [labels[d] for d in t["mean"].columns], rows), "", *mark_note]
+        md += [markdown_table(["method"] + [labels[d] for d in t["mean"].columns], rows), "", *mark_note]
         if published is not None:
             md += _published_section(t, labels, published, show) + mark_note
         if report:
@@ -327,6 +319,7 @@ def write_leaderboard(suite_dir: str | Path, published_path: str | Path | None =
     for m, rank in pooled.mean(axis=1).items():
         csv_rows.append({"table": "rank_all", "method": m, "dataset": "", "value": rank,
                          "se": pooled.loc[m].std(ddof=1) / math.sqrt(pooled.shape[1]) if pooled.shape[1] > 1 else np.nan})
+    csv_rows += arena.csv_rows(aggregates)
     if report:
         from tabbench.report.latex import write_latex
         from tabbench.report.sections import cost_section, significance_section, win_rate_section
@@ -339,11 +332,11 @@ def write_leaderboard(suite_dir: str | Path, published_path: str | Path | None =
 
         md += budget_section(suite_dir, selected, PRIMARY, published, show)
         write_latex(suite_dir / "leaderboard.tex", suite_dir.name, tables, labels, published,
-                    transductive={m for m, name in show.items() if name != m})
+                    transductive={m for m, name in show.items() if name != m}, arena=aggregates)
     md += ["## Costs per job", "", "Mean fit and predict seconds and the largest peak resident memory of one "
            "job (above its worker's baseline) over successful jobs; peak GPU memory allocated when CUDA was used.",
            "Failures are counted over all jobs, tuning trials included.", ""]
-    md += [_md_table(["method", "jobs", "failures", "fit s", "predict s", "peak RSS MiB", "peak GPU MiB"],
+    md += [markdown_table(["method", "jobs", "failures", "fit s", "predict s", "peak RSS MiB", "peak GPU MiB"],
                      _cost_rows(all_runs, show)), "", *mark_note]
     if all_runs["trial"].notna().any():
         params = selected[selected["trial"].notna()][RUN_KEYS + ["trial", "params"]]

@@ -1,0 +1,119 @@
+"""What the pytabkit-based plugins (realmlp.py, tabr.py) share: one Estimator around a pytabkit estimator.
+
+pytabkit (Holzmüller et al.) ships scikit-learn estimators that do their own preprocessing. This
+wrapper hands one our splits as they are:
+
+    X (train), y  ─┐                      numeric NaN -> training mean (pytabkit refuses NaN)
+    X_val, y_val  ─┴─> pytabkit .fit(X, y, X_val=..., y_val=...)   our validation rows, not an
+                                                                   internal split, pick the epoch
+    X (any rows)  ───> .predict_proba / .predict ──> SeenClasses.widen -> (rows, n_classes)
+
+Categorical columns stay pandas ``Categorical``: pytabkit encodes them itself (a missing value or a
+level the training rows lack becomes its "missing" code). Classes are encoded to the ones present in
+the training split (validation rows of other classes are dropped), and the probabilities are widened
+back to all ``meta.n_classes`` columns.
+
+A subclass names the pytabkit classes (``classifier``, ``regressor``: attribute names in
+``pytabkit.models.sklearn.sklearn_interfaces``) and declares its ``defaults``; every declared param
+other than ``device``/``n_jobs`` whose value is not None is passed through to pytabkit (None: the
+package's own default for the task).
+
+pytabkit's own printing (TabR prints its configuration and every epoch) and Lightning's INFO banners
+are silenced around fit and predict (``quiet``).
+
+Determinism: pytabkit seeds torch from ``random_state``; the fit runs inside ``torch_seeded``, so the
+caller's random state is left as it was, and on ``n_jobs`` torch threads.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import tempfile
+
+import numpy as np
+import pandas as pd
+
+from tabbench.estimator import Estimator
+from tabbench_plugins.baseline_utils import SeenClasses, resolve_device, torch_seeded, torch_threads, validation
+
+#: Params of every pytabkit plugin that are ours, not pytabkit's.
+OWN_PARAMS = ("device", "n_jobs")
+#: Loggers of Lightning, which pytabkit trains with: its banners ("GPU available: ...") at INFO
+LIGHTNING_LOGGERS = ("lightning.pytorch", "pytorch_lightning", "lightning.fabric", "lightning_fabric")
+
+
+@contextlib.contextmanager
+def quiet():
+    """Silence what pytabkit prints unconditionally (TabR prints its config and every epoch) and Lightning's
+    INFO banners and tips; the logger levels and stdout are restored afterwards. Warnings still show."""
+    loggers = [logging.getLogger(name) for name in LIGHTNING_LOGGERS]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.WARNING)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            yield
+    finally:
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
+
+
+class PytabkitEstimator(Estimator):
+    classifier: str = ""
+    regressor: str = ""
+
+    def library_params(self) -> dict:
+        """The params passed to the pytabkit constructor: every declared one that is set."""
+        return {k: v for k, v in self.params.items() if k not in OWN_PARAMS and v is not None}
+
+    def _frame(self, X: pd.DataFrame) -> pd.DataFrame:
+        """X as pytabkit gets it: numeric NaN replaced by the training mean (a subclass may encode more)."""
+        X = X.copy()
+        for name, mean in self.numeric_means_.items():
+            X[name] = X[name].fillna(mean)
+        return X
+
+    def fit(self, X, y, X_val=None, y_val=None):
+        from pytabkit.models.sklearn import sklearn_interfaces
+
+        p = self.params
+        self.device_ = resolve_device(p["device"])
+        means = X[[c.name for c in self.meta.numeric]].mean()
+        self.numeric_means_ = means.fillna(0.0).to_dict()  # an all-missing column: 0
+        self.seen_ = SeenClasses(y, self.meta.n_classes) if self.meta.is_classification else None
+        self.model_ = None
+        if self.seen_ is not None and len(self.seen_) < 2:
+            self.info_ = {"device": self.device_, "single_class": True}
+            return self  # predict_proba: the one class
+        target = self.seen_.encode(y) if self.seen_ is not None else np.asarray(y, dtype=np.float64)
+        val = validation(X_val, y_val, self.seen_)
+        if val is None:
+            raise ValueError(f"{type(self).__name__} on {self.meta.name}: no validation rows (with a class the training "
+                             "rows hold) to pick its epoch; use a split with a validation part")
+        X_v, y_v = val
+        name = self.classifier if self.meta.is_classification else self.regressor
+        # tmp_folder: where pytabkit's Lightning checkpoints go (not the working directory); gone after fit
+        with tempfile.TemporaryDirectory(prefix="tabbench-pytabkit-") as tmp, quiet():
+            self.model_ = getattr(sklearn_interfaces, name)(
+                device=self.device_, random_state=self.seed, n_threads=p["n_jobs"], verbosity=0,
+                tmp_folder=tmp, **self.library_params())
+            with torch_threads(p["n_jobs"]), torch_seeded(self.seed, self.device_):
+                self.model_.fit(self._frame(X), target, X_val=self._frame(X_v), y_val=y_v)
+        self.info_ = {"device": self.device_, "library": f"pytabkit.{name}"}
+        return self
+
+    def predict_proba(self, X):
+        if self.model_ is None:
+            return self.seen_.constant(len(X))
+        with torch_threads(self.params["n_jobs"]), quiet():
+            proba = self.model_.predict_proba(self._frame(X))
+        # pytabkit's columns follow its classes_ (sorted seen positions 0..k-1), as SeenClasses numbers them
+        assert list(self.model_.classes_) == list(range(len(self.seen_))), (
+            f"pytabkit's classes {list(self.model_.classes_)} are not the seen positions 0..{len(self.seen_) - 1}")
+        return self.seen_.widen(proba)
+
+    def predict_values(self, X):
+        with torch_threads(self.params["n_jobs"]), quiet():
+            return np.asarray(self.model_.predict(self._frame(X)), dtype=np.float64).reshape(len(X))

@@ -1,0 +1,58 @@
+"""RealMLP (Holzmüller, Grinsztajn and Steinwart, "Better by Default: Strong Pre-Tuned MLPs and Boosted
+Trees on Tabular Data", NeurIPS 2024), through pytabkit's RealMLP_TD_Classifier / RealMLP_TD_Regressor.
+
+Defaults: RealMLP-TD, the paper's tuned defaults (pytabkit's ``DefaultParams.RealMLP_TD_CLASS`` and
+``RealMLP_TD_REG``): 3 x 256 hidden units, PBLD numeric embeddings, robust scaling + smooth clipping,
+256 epochs with a cosine-log learning-rate schedule. A param left at None takes that default for the
+task (e.g. lr 0.04 for classification, 0.2 for regression). pytabkit keeps the weights of the epoch
+with the best validation score (classification error, or RMSE), measured on OUR validation split
+(plugins/pytabkit_wrapper.py passes it as ``X_val``); ``use_early_stopping`` also stops the run once
+the validation score has not improved for 2 x best epoch + 20 epochs (pytabkit's patience rule).
+
+Search space: the paper's RealMLP-HPO space (its appendix table of the HPO search space; in pytabkit
+``RealMLPParamSampler``, ``hpo_space_name='default'``, pytabkit/models/alg_interfaces/nn_interfaces.py),
+with its continuous ranges on grids: num_emb_type {none, pbld, pl, plr}, add_front_scale {True,
+False}, lr log-uniform [2e-2, 3e-1] -> {0.02, 0.04, 0.07, 0.15, 0.3}, p_drop {0, 0.15, 0.3}, wd
+{0, 0.02}, plr_sigma log-uniform [0.05, 0.5] -> {0.05, 0.1, 0.2, 0.5}, act {relu, selu, mish},
+hidden_sizes {3 x 256, 5 x 64, 1 x 512}. Its classification-only label smoothing axis (ls_eps) is
+left at the TD default, as one space serves all three tasks here.
+"""
+
+from __future__ import annotations
+
+import tabbench
+from tabbench.spec import ModelSpec
+from tabbench_plugins.baseline_utils import gpus_for
+from tabbench_plugins.pytabkit_wrapper import PytabkitEstimator
+
+REQUIRES = ("pytabkit",)
+INSTALL_HINT = "pip install 'tabbench[modern]'"
+
+
+class RealMLP(PytabkitEstimator):
+    classifier = "RealMLP_TD_Classifier"
+    regressor = "RealMLP_TD_Regressor"
+    defaults = {
+        "n_epochs": 256, "use_early_stopping": False,
+        # None: RealMLP-TD's value for the task
+        "num_emb_type": None, "add_front_scale": None, "lr": None, "p_drop": None, "wd": None,
+        "plr_sigma": None, "act": None, "hidden_sizes": None,
+        "n_jobs": 1, "device": "auto",
+    }
+
+
+@tabbench.hookimpl
+def register_models(register):
+    register(ModelSpec(
+        name="realmlp", factory=RealMLP, requires=REQUIRES, install_hint=INSTALL_HINT,
+        deterministic=False,  # seeded torch training: last digits differ across CPUs
+        search_space={
+            "num_emb_type": ["none", "pbld", "pl", "plr"], "add_front_scale": [True, False],
+            "lr": [0.02, 0.04, 0.07, 0.15, 0.3], "p_drop": [0.0, 0.15, 0.3], "wd": [0.0, 0.02],
+            "plr_sigma": [0.05, 0.1, 0.2, 0.5], "act": ["relu", "selu", "mish"],
+            "hidden_sizes": [[256, 256, 256], [64, 64, 64, 64, 64], [512]],
+        },
+        gpus=gpus_for,
+        description="RealMLP-TD (Holzmüller et al., NeurIPS 2024; pytabkit), tuned defaults, best epoch on "
+                    "validation; not in the NPT paper",
+    ))

@@ -1,0 +1,230 @@
+"""TabM (Gorishniy, Kotelnikov and Babenko, "TabM: Advancing Tabular Deep Learning with Parameter-Efficient
+Ensembling", ICLR 2025), with the authors' packages: ``tabm`` (the model) and ``rtdl_num_embeddings``
+(the piecewise-linear numeric embeddings the paper recommends, "TabM with PLE").
+
+    numeric columns ── mean-impute ── quantile -> normal (fitted on train) ── PiecewiseLinearEmbeddings
+    categorical     ── code, missing = one more level ──────────────────────── one-hot (inside TabM)
+                                                                                     │
+                           TabM: k = 32 MLPs sharing weights (BatchEnsemble), n_blocks x d_block
+                                                                                     │
+                        (batch, k, n_classes or 1) ── train: mean of the k losses; predict: mean of
+                        the k probabilities (classification) or of the k values (regression)
+
+Training follows the paper's recipe (the package's example): AdamW, batch 256, every one of the k
+members sees the same batch, regression targets standardised; after every epoch the ensemble's loss
+on OUR validation split is measured, training stops after ``patience`` (16) epochs without a better
+one and the best epoch's weights are restored. ``max_epochs`` (None: no cap, as in the paper) bounds it.
+
+Defaults: the paper's / package's (``TabM.make``'s defaults with embeddings: k 32, 2 blocks of 512,
+dropout 0.1; lr 2e-3, weight decay 3e-4, 48 bins, embedding size 16).
+
+Search space: the paper's TabM space (its appendix hyperparameter-tuning table; also pytabkit's
+``RandomParamsTabMAlgInterface``, pytabkit/models/alg_interfaces/tabm_interface.py), ranges on grids:
+lr log-uniform [1e-4, 3e-3] -> {1e-4, 3e-4, 1e-3, 2e-3, 3e-3}, weight_decay {0, log-uniform [1e-4, 1e-1]}
+-> {0, 1e-4, 1e-3, 1e-2, 1e-1}, n_blocks {1, 2, 3, 4}, d_block [64, 1024] -> {64, 128, 256, 512, 1024},
+dropout {0, U[0, 0.5]} -> {0, 0.1, 0.25, 0.5}, d_embedding [8, 32] -> {8, 16, 24, 32}, n_bins [2, 128]
+-> {2, 8, 16, 48, 128}.
+
+Determinism: the fit runs under its own seeded generators (the caller's random state is left alone)
+on ``n_jobs`` threads; the same seed gives the same predictions on the CPU.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+
+import tabbench
+from tabbench.estimator import Estimator
+from tabbench.spec import ModelSpec
+from tabbench_plugins.baseline_utils import SeenClasses, gpus_for, resolve_device, torch_seeded, torch_threads
+
+PREDICT_CHUNK = 4096  # rows per forward pass at prediction time
+REQUIRES = ("torch", "tabm", "rtdl_num_embeddings")
+INSTALL_HINT = "pip install 'tabbench[modern]'"
+
+
+class TabularTensors:
+    """Numeric columns (mean-imputed, quantile-normalised, constant ones dropped) and categorical codes
+    (a missing value is one more level), fitted on the training rows; shared with plugins/modernnca.py."""
+
+    def __init__(self, meta, seed: int):
+        self.meta = meta
+        self.seed = seed
+
+    def fit(self, X):
+        from sklearn.preprocessing import QuantileTransformer
+
+        numeric = X[[c.name for c in self.meta.numeric]].to_numpy(dtype=np.float64)
+        with np.errstate(all="ignore"):
+            self.mean_ = np.nan_to_num(np.nanmean(numeric, axis=0)) if numeric.size else np.zeros(numeric.shape[1])
+        numeric = np.where(np.isnan(numeric), self.mean_, numeric)
+        self.keep_ = np.array([len(np.unique(numeric[:, j])) > 1 for j in range(numeric.shape[1])], dtype=bool)
+        self.quantile_ = None
+        if self.keep_.any():
+            # the TabM paper's quantile transform, with a little noise so that ties do not pile up on one quantile
+            kept = numeric[:, self.keep_]
+            noise = np.random.default_rng(self.seed).normal(0.0, 1e-5, kept.shape) * kept.std(axis=0)
+            self.quantile_ = QuantileTransformer(
+                output_distribution="normal", n_quantiles=max(min(len(kept) // 30, 1000), 10),
+                subsample=10**9, random_state=self.seed).fit(kept + noise)
+        self.cardinalities_ = [len(c.categories) + 1 for c in self.meta.categorical]  # + missing
+        return self
+
+    @property
+    def n_numeric(self) -> int:
+        return int(self.keep_.sum())
+
+    def transform(self, X, device):
+        """(numeric float32 tensor or None, categorical int64 tensor or None) on ``device``."""
+        import torch
+
+        x_num = x_cat = None
+        if self.n_numeric:
+            numeric = X[[c.name for c in self.meta.numeric]].to_numpy(dtype=np.float64)
+            numeric = np.where(np.isnan(numeric), self.mean_, numeric)[:, self.keep_]
+            x_num = torch.as_tensor(self.quantile_.transform(numeric), dtype=torch.float32, device=device)
+        if self.cardinalities_:
+            codes = np.stack([X[c.name].cat.codes.to_numpy().astype(np.int64) for c in self.meta.categorical], 1)
+            codes = np.where(codes < 0, np.array(self.cardinalities_) - 1, codes)
+            x_cat = torch.as_tensor(codes, dtype=torch.long, device=device)
+        return x_num, x_cat
+
+
+def task_loss(meta, out, target):
+    """Cross-entropy (classification) or squared error (regression, standardised target) of one output."""
+    import torch.nn.functional as F
+
+    if meta.is_classification:
+        return F.cross_entropy(out, target)
+    return F.mse_loss(out.squeeze(-1), target)
+
+
+class TabM(Estimator):
+    defaults = {
+        "k": 32, "n_blocks": 2, "d_block": 512, "dropout": 0.1, "arch_type": "tabm",
+        "n_bins": 48, "d_embedding": 16,
+        "lr": 2e-3, "weight_decay": 3e-4, "batch_size": 256, "patience": 16, "max_epochs": None,
+        "n_jobs": 1, "device": "auto",
+    }
+
+    def fit(self, X, y, X_val=None, y_val=None):
+        import torch
+
+        p = self.params
+        self.device_ = resolve_device(p["device"])
+        if X_val is None or len(X_val) == 0:
+            raise ValueError(f"TabM on {self.meta.name}: no validation rows for early stopping; use a split with a "
+                             "validation part")
+        self.seen_ = SeenClasses(y, self.meta.n_classes) if self.meta.is_classification else None
+        self.inputs_ = TabularTensors(self.meta, self.seed).fit(X)
+        if self.meta.is_classification:
+            t_train = torch.as_tensor(self.seen_.encode(y), device=self.device_)
+            keep = self.seen_.keep(y_val)  # validation rows of a class the training rows lack cannot be scored
+            X_val, t_val = X_val[keep], torch.as_tensor(self.seen_.encode(np.asarray(y_val)[keep]), device=self.device_)
+            n_out = len(self.seen_)
+        else:
+            self.y_mean_, self.y_std_ = float(np.mean(y)), float(np.std(y)) or 1.0
+            t_train = torch.as_tensor((np.asarray(y) - self.y_mean_) / self.y_std_, dtype=torch.float32,
+                                      device=self.device_)
+            t_val = torch.as_tensor((np.asarray(y_val) - self.y_mean_) / self.y_std_, dtype=torch.float32,
+                                    device=self.device_)
+            n_out = 1
+        if len(t_val) == 0:
+            raise ValueError(f"TabM on {self.meta.name}: no validation row has a class the training rows hold, so "
+                             "early stopping has nothing to score; use a split whose validation part shares classes")
+        x_train, x_val = self.inputs_.transform(X, self.device_), self.inputs_.transform(X_val, self.device_)
+
+        with torch_threads(p["n_jobs"]), torch_seeded(self.seed, self.device_):
+            self.network_ = self._network(x_train[0], n_out).to(self.device_)
+            optimizer = torch.optim.AdamW(self.network_.parameters(), lr=p["lr"], weight_decay=p["weight_decay"])
+            shuffle = torch.Generator().manual_seed(self.seed)
+            n, batch_size = len(t_train), min(p["batch_size"], len(t_train))
+            best_loss, best_state, best_epoch, epoch = np.inf, None, -1, -1
+            max_epochs = p["max_epochs"] if p["max_epochs"] is not None else np.iinfo(np.int64).max
+            while epoch + 1 < max_epochs and (epoch - best_epoch < p["patience"] or best_state is None):
+                epoch += 1
+                self.network_.train()
+                order = torch.randperm(n, generator=shuffle).to(self.device_)
+                for start in range(0, n, batch_size):
+                    rows = order[start:start + batch_size]
+                    out = self.network_(*(None if x is None else x[rows] for x in x_train))  # (batch, k, n_out)
+                    k = out.shape[1]
+                    # each of the k members is trained on the batch: the loss is their mean
+                    loss = task_loss(self.meta, out.flatten(0, 1), t_train[rows].repeat_interleave(k))
+                    optimizer.zero_grad(set_to_none=True)
+                    loss.backward()
+                    optimizer.step()
+                val_loss = self._ensemble_loss(x_val, t_val)
+                if val_loss < best_loss:
+                    best_loss, best_epoch = val_loss, epoch
+                    best_state = copy.deepcopy(self.network_.state_dict())
+            self.network_.load_state_dict(best_state)
+        self.network_.eval()
+        self.info_ = {"device": self.device_, "n_params": int(sum(t.numel() for t in self.network_.parameters())),
+                      "epochs": epoch + 1, "best_epoch": best_epoch, "best_val_loss": float(best_loss)}
+        return self
+
+    def _network(self, x_num, n_out: int):
+        import rtdl_num_embeddings
+        import tabm
+
+        p = self.params
+        embeddings = None
+        if x_num is not None:
+            bins = rtdl_num_embeddings.compute_bins(x_num.cpu(), n_bins=min(p["n_bins"], len(x_num) - 1))
+            embeddings = rtdl_num_embeddings.PiecewiseLinearEmbeddings(bins, p["d_embedding"], activation=False,
+                                                                       version="B")
+        return tabm.TabM.make(n_num_features=self.inputs_.n_numeric, cat_cardinalities=self.inputs_.cardinalities_,
+                              d_out=n_out, num_embeddings=embeddings, k=p["k"], n_blocks=p["n_blocks"],
+                              d_block=p["d_block"], dropout=p["dropout"], arch_type=p["arch_type"])
+
+    def _outputs(self, x_num, x_cat):
+        """The k members' outputs, (rows, k, n_out): probabilities for classification, standardised values else."""
+        import torch
+
+        self.network_.eval()
+        n = len(x_num) if x_num is not None else len(x_cat)
+        parts = []
+        with torch.no_grad():
+            for start in range(0, n, PREDICT_CHUNK):
+                chunk = [None if x is None else x[start:start + PREDICT_CHUNK] for x in (x_num, x_cat)]
+                out = self.network_(*chunk)
+                parts.append(torch.softmax(out.double(), dim=-1) if self.meta.is_classification else out)
+        return torch.cat(parts)
+
+    def _ensemble_loss(self, x_val, t_val) -> float:
+        import torch
+        import torch.nn.functional as F
+
+        mean = self._outputs(*x_val).mean(dim=1)
+        if self.meta.is_classification:
+            return float(F.nll_loss(torch.log(mean.clamp_min(1e-12)), t_val))
+        return float(F.mse_loss(mean.squeeze(-1), t_val))
+
+    def predict_proba(self, X):
+        with torch_threads(self.params["n_jobs"]):
+            proba = self._outputs(*self.inputs_.transform(X, self.device_)).mean(dim=1).cpu().numpy()
+        return self.seen_.widen(proba)
+
+    def predict_values(self, X):
+        with torch_threads(self.params["n_jobs"]):
+            out = self._outputs(*self.inputs_.transform(X, self.device_)).mean(dim=1).squeeze(-1)
+        return out.cpu().numpy().astype(np.float64) * self.y_std_ + self.y_mean_
+
+
+@tabbench.hookimpl
+def register_models(register):
+    register(ModelSpec(
+        name="tabm", factory=TabM, requires=REQUIRES, install_hint=INSTALL_HINT,
+        deterministic=False,  # seeded torch training: last digits differ across CPUs
+        search_space={
+            "lr": [1e-4, 3e-4, 1e-3, 2e-3, 3e-3], "weight_decay": [0.0, 1e-4, 1e-3, 1e-2, 1e-1],
+            "n_blocks": [1, 2, 3, 4], "d_block": [64, 128, 256, 512, 1024], "dropout": [0.0, 0.1, 0.25, 0.5],
+            "d_embedding": [8, 16, 24, 32], "n_bins": [2, 8, 16, 48, 128],
+        },
+        gpus=gpus_for,
+        description="TabM (Gorishniy et al., ICLR 2025; tabm + piecewise-linear embeddings): k = 32 weight-sharing "
+                    "MLPs, early stopping on validation; not in the NPT paper",
+    ))

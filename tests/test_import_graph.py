@@ -1,0 +1,88 @@
+"""tabbench and its built-in plugins import in one direction: no module imports, at any depth (function-level
+imports included), a module that imports it back. Run: python -m pytest tests/test_import_graph.py"""
+
+import ast
+
+from tests.conftest import ROOT
+
+#: import name -> folder, as pyproject.toml maps them (the built-in plugins' folder is tabbench_plugins).
+PACKAGES = {"tabbench": ROOT / "tabbench", "tabbench_plugins": ROOT / "plugins"}
+
+
+def module_files(packages: dict = PACKAGES) -> dict:
+    """Dotted module name -> file, for every .py file under each package folder, subpackages included."""
+    out = {}
+    for package, folder in packages.items():
+        for path in sorted(folder.rglob("*.py")):
+            parts = [package, *path.relative_to(folder).with_suffix("").parts]
+            out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return out
+
+
+def imports_of(path, modules: set) -> set:
+    """The modules of ``modules`` a file imports anywhere in its body (top level, functions, branches)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            # `from tabbench.data import mirror` imports the module tabbench.data.mirror
+            found |= {f"{node.module}.{alias.name}" if f"{node.module}.{alias.name}" in modules else node.module
+                      for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            raise AssertionError(f"{path}: use absolute imports, as the rest of tabbench does")
+    return found & modules
+
+
+def import_graph(packages: dict = PACKAGES) -> dict:
+    """module -> the modules (of ``packages``) it imports."""
+    files = module_files(packages)
+    return {name: imports_of(path, set(files)) for name, path in files.items()}
+
+
+def find_cycle(graph: dict) -> list | None:
+    """One import cycle as [a, b, ..., a], or None."""
+    state, stack = {}, []
+
+    def visit(node):
+        state[node] = "open"
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == "open":
+                return stack[stack.index(nxt):] + [nxt]
+            if nxt not in state:
+                cycle = visit(nxt)
+                if cycle:
+                    return cycle
+        state[node] = "done"
+        stack.pop()
+        return None
+
+    for node in sorted(graph):
+        if node not in state:
+            cycle = visit(node)
+            if cycle:
+                return cycle
+    return None
+
+
+def test_the_cycle_finder_finds_a_function_level_cycle_across_subpackages(tmp_path):
+    # the check itself: a cycle closed by an import inside a function, one module in a subpackage, is found
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "__init__.py").write_text("")
+    (tmp_path / "a.py").write_text("from pkg.sub.b import x\n")
+    (tmp_path / "sub" / "__init__.py").write_text("")
+    (tmp_path / "sub" / "b.py").write_text("def f():\n    from pkg import a\n")
+    graph = import_graph({"pkg": tmp_path})
+    assert set(graph) == {"pkg", "pkg.a", "pkg.sub", "pkg.sub.b"}
+    assert find_cycle(graph) == ["pkg.a", "pkg.sub.b", "pkg.a"]
+
+
+def test_tabbench_and_the_builtin_plugins_have_no_import_cycle():
+    graph = import_graph()
+    # the parser sees the package's modules, its subpackages' and the plugins', and their imports
+    assert {"tabbench.cli", "tabbench.data.dataset", "tabbench.report.leaderboard",
+            "tabbench_plugins.npt"} <= set(graph)
+    assert "tabbench.report.leaderboard" in graph["tabbench.runner"]  # a function-level import
+    cycle = find_cycle(graph)
+    assert cycle is None, "import cycle: " + " -> ".join(cycle)
