@@ -69,9 +69,10 @@ def main():
         cpus = os.cpu_count()
         timings["ray"] = wall / len(jobs) * 1000
 
-    import platform
+    from tabbench.measure import fingerprint, hardware_label
 
-    print(f"{len(jobs)} k-NN jobs on wine, {cpus} CPUs, {platform.processor() or platform.machine()}")
+    print(f"machine: {hardware_label(fingerprint())}")
+    print(f"{len(jobs)} k-NN jobs on wine, {cpus} CPUs")
     print(f"  direct   (model only, 1 process)       {timings['direct']:7.1f} ms/job")
     print(f"  isolated (forked child per job)        {timings['isolated']:7.1f} ms/job   "
           f"x{timings['isolated'] / timings['direct']:.2f} of direct")

@@ -22,6 +22,7 @@ from sklearn.metrics import roc_auc_score
 from tabbench.data.cache import DataPaths
 from tabbench.data.dataset import DatasetConfig, SplitConfig, load_dataset
 from tabbench.data.splits import make_splits
+from tabbench.measure import fingerprint, hardware_label
 from tabbench_plugins.npt import NPT
 
 
@@ -45,6 +46,7 @@ def main():
     model.fit(ds.X.iloc[sp.train], ds.y[sp.train], ds.X.iloc[sp.val], ds.y[sp.val], X_unlabelled=X_test)
     seconds = time.perf_counter() - start
     auroc = roc_auc_score(ds.y[sp.test], model.predict_proba(X_test)[:, 1])
+    print(f"machine: {hardware_label(fingerprint())}")
     print(f"breast cancer fold 0, paper config, {args.steps} steps, amp={args.amp}, {args.threads} threads: "
           f"test AUROC {auroc:.4f} ({model.info_['n_params']:,} parameters, fit {seconds:.0f} s)")
 

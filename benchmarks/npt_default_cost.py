@@ -59,7 +59,7 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args(argv)
 
-    from tabbench.measure import cpu_model
+    from tabbench.measure import fingerprint, hardware_label
 
     dataset, split = covertype(args.mirror)
     X, y = dataset.X.iloc[split.train], dataset.y[split.train]
@@ -83,7 +83,8 @@ def main(argv=None):
     from tabbench_plugins.npt.cost import CPU_FLOPS, UPDATE_SECONDS, pass_flops
 
     width, abd = (X.shape[1] + 1) * 32, 4  # the defaults: e = 32 per column (target included), 8 layers
-    print(f"\ndevice: {cpu_model()}, {args.threads} thread(s); covertype {X.shape[1]} features, "
+    print(f"\nmachine: {hardware_label(fingerprint())}")
+    print(f"{args.threads} thread(s); covertype {X.shape[1]} features, "
           f"{rows[0][3] / 1e6:.1f}M params; step = (fit of {args.steps + 1} steps - fit of 1) / {args.steps}, "
           f"CPU seconds; GFLOP/s as tabbench_plugins.npt.cost.pass_flops counts them (a step's LAMB update, "
           f"{UPDATE_SECONDS:g} s per parameter, subtracted)")

@@ -36,7 +36,7 @@ import subprocess
 import sys
 import time
 
-from tabbench.measure import cpu_model, proc_status_kib
+from tabbench.measure import fingerprint, hardware_label, proc_status_kib
 
 CONFIGS = {  # name: (rows, numeric features, categorical feature cardinalities, target cardinality, e)
     "higgs": (4096, 28, (), 2, 64),  # binary target
@@ -155,10 +155,9 @@ def worker(name, path, rows, steps, warmup, device, threads, layers, heads, opti
         print_profile(model, step, sync, dev)
     if dev.type == "cuda":
         peak, reserved = torch.cuda.max_memory_allocated(), torch.cuda.max_memory_reserved()
-        dev_name = torch.cuda.get_device_name(dev)
     else:
         peak, reserved = proc_status_kib("VmHWM") * 1024, None
-        dev_name = cpu_model() + f", {torch.get_num_threads()} threads"
+    dev_name = f"{dev.type}; machine: {hardware_label(fingerprint())}"
     ms = statistics.median(times) * 1000
     return {"config": name, "path": path, "rows": n, "cols": d, "e": e, "n_params": model.n_params(),
             "ms": ms, "rows_per_s": n / (ms / 1000), "peak": peak, "added": peak - base, "reserved": reserved,

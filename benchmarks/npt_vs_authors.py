@@ -395,7 +395,7 @@ def main(argv=None):
 
     import torch
 
-    from tabbench.measure import cpu_model, proc_status_kib
+    from tabbench.measure import fingerprint, hardware_label, proc_status_kib
 
     torch.set_num_threads(args.threads)
     npt, shimmed = import_authors(args.authors)
@@ -442,8 +442,8 @@ def main(argv=None):
     load_after = os.getloadavg()
 
     print()
-    print(f"machine: {cpu_model()}, {os.cpu_count()} cores; torch {torch.__version__}, {args.threads} threads; "
-          f"{args.layers} layers, 8 heads, full batch; median of {args.steps} steps after {args.warmup} warm-up, "
+    print(f"machine: {hardware_label(fingerprint())}")
+    print(f"{args.layers} layers, 8 heads, full batch; median of {args.steps} steps after {args.warmup} warm-up, "
           f"interleaved with the authors' steps; load average (1 min) {load_before[0]:.2f} before, "
           f"{load_after[0]:.2f} after")
     print(f"peak resident memory of this process: {proc_status_kib('VmHWM') / 2**20:.1f} GiB")

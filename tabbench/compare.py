@@ -7,9 +7,12 @@ folder selected), ours against theirs, and a verdict:
 * a model whose spec is ``deterministic`` must give the same number on every run: the largest
   per-run difference may be float noise at most (``FLOAT_NOISE`` relative), else it is FLAGGED;
 * a seeded neural model (``deterministic=False``: torch training, whose last digits depend on the
-  CPU's kernels and grow over the epochs) may differ, but its mean over folds must stay within
-  ``BAND_SE`` combined standard errors of the two means, the error bars the leaderboard prints
-  (with a single split, a holdout, there is no standard error: a difference is reported, not judged).
+  CPU's kernels and grow over the epochs) run on the same hardware (the records' fingerprint id,
+  tabbench.measure) with the same torch version, threads and CPU kernel level must repeat as a
+  deterministic one does; run elsewhere, or in a folder whose records predate the fingerprint, it may
+  differ, but its mean over folds must stay within ``BAND_SE`` combined standard errors of the two
+  means, the error bars the leaderboard prints (with a single split, a holdout, there is no standard
+  error: a difference is reported, not judged).
 
 Whether a model is deterministic is read from the records (the planner writes the spec's flag into each),
 so a comparison needs no model registry and gives the same verdicts whichever plugins are installed.
@@ -23,6 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from tabbench.measure import machines, repeat_key
 from tabbench.metrics import PRIMARY
 from tabbench.report.format import markdown_table, significant
 from tabbench.report.leaderboard import RUN_KEYS, select_trials
@@ -55,21 +59,39 @@ def _selected(folder: Path) -> pd.DataFrame:
     if frame.empty:
         return frame
     frame = select_trials(frame)
-    return frame.assign(value=_metric_column(frame))
+    environments = frame["environment"] if "environment" in frame else pd.Series(None, index=frame.index)
+    return frame.assign(value=_metric_column(frame), repeat_key=environments.map(repeat_key))
 
 
 def _se(values: pd.Series) -> float:
     return float(values.std(ddof=1) / math.sqrt(len(values))) if len(values) > 1 else 0.0
 
 
+def _same_kernels(runs: pd.DataFrame) -> tuple[bool, str]:
+    """Whether every pair of runs ran on the same hardware, torch version, threads and kernel level (so a
+    seeded model must repeat exactly), and if not, a note saying why."""
+    ours, theirs = runs["repeat_key_ours"], runs["repeat_key_theirs"]
+    if ours.isna().any() or theirs.isna().any():
+        where = " and ".join(side for side, keys in (("ours", ours), ("theirs", theirs)) if keys.isna().any())
+        return False, f"hardware not recorded in {where}"
+    differ = [(a, b) for a, b in zip(ours, theirs) if a != b]
+    if not differ:
+        return True, ""
+    (a, b), fields = differ[0], ("hardware", "torch", "threads", "kernels")
+    return False, "different " + ", ".join(f"{f} ({x} / {y})" for f, x, y in zip(fields, a, b) if x != y)
+
+
 def _cell(method, dataset, runs: pd.DataFrame, deterministic: bool | None) -> dict:
     task = runs["task"].iloc[0]
     metric = PRIMARY[task][0]
     ok = runs[(runs["status_ours"] == "ok") & (runs["status_theirs"] == "ok")]
+    same, why = (True, "") if deterministic else _same_kernels(ok)
     row = {"method": method, "dataset": dataset, "task": task, "metric": metric, "runs": len(ok),
-           "kind": "deterministic" if deterministic else "seeded"}
+           "kind": "deterministic" if deterministic else "seeded, same hardware" if same else "seeded"}
     notes = [] if deterministic is not None else ["the records do not say whether the model is deterministic "
                                                  "(written before they did): judged as seeded"]
+    if why and not ok.empty:
+        notes.append(why)
     failed = len(runs) - len(ok)
     if failed:
         notes.append(f"{failed} run(s) failed in one folder")
@@ -83,7 +105,7 @@ def _cell(method, dataset, runs: pd.DataFrame, deterministic: bool | None) -> di
     row.update(ours=float(ours.mean()), theirs=float(theirs.mean()), difference=float(diff.mean()),
                max_run_difference=float(diff.abs().max()))
     scale = max(1.0, float(theirs.abs().max()))
-    if deterministic:
+    if deterministic or same:
         row["allowed"] = FLOAT_NOISE * scale
         verdict_ok = row["max_run_difference"] <= row["allowed"]
     else:
@@ -91,10 +113,10 @@ def _cell(method, dataset, runs: pd.DataFrame, deterministic: bool | None) -> di
         verdict_ok = abs(row["difference"]) <= row["allowed"]
     if row["max_run_difference"] == 0:
         verdict = "identical"
-    elif not deterministic and len(ok) < 2:
+    elif not (deterministic or same) and len(ok) < 2:
         verdict, row["allowed"] = NO_BAND, np.nan  # one split (a holdout): no standard error to set a band
     elif verdict_ok:
-        verdict = "float noise" if deterministic else "within band"
+        verdict = "float noise" if deterministic or same else "within band"
     else:
         verdict = FLAGGED
     if failed and verdict != FLAGGED:
@@ -119,7 +141,7 @@ def compare(ours: str | Path, theirs: str | Path) -> pd.DataFrame:
     if a.empty:
         return pd.DataFrame(columns=COLUMNS)
     keys = RUN_KEYS + ["dataset_fingerprint", "split_fingerprint"]
-    fields = ["task", "model", "value", "status", "trial", "deterministic"]
+    fields = ["task", "model", "value", "status", "trial", "deterministic", "repeat_key"]
     a, b = (frame if "deterministic" in frame else frame.assign(deterministic=None) for frame in (a, b))
     if b.empty:
         b = pd.DataFrame(columns=keys + fields)
@@ -141,7 +163,10 @@ def compare(ours: str | Path, theirs: str | Path) -> pd.DataFrame:
         if len(matched) < len(runs):
             row["note"] = "; ".join(x for x in (row["note"], f"{len(runs) - len(matched)} run(s) not in theirs") if x)
         rows.append(row)
-    return pd.DataFrame(rows, columns=COLUMNS)
+    table = pd.DataFrame(rows, columns=COLUMNS)
+    table.attrs["machines"] = {side: machines(frame["environment"]) if "environment" in frame else []
+                               for side, frame in (("ours", a), ("theirs", b))}
+    return table
 
 
 def report(table: pd.DataFrame, ours: Path, theirs: Path) -> str:
@@ -155,15 +180,32 @@ def report(table: pd.DataFrame, ours: Path, theirs: Path) -> str:
              significant(r.difference, 2), significant(r.max_run_difference, 2), significant(r.allowed, 2),
              f"**{r.verdict}**" if r.verdict == FLAGGED else r.verdict, r.note or ""] for r in table.itertuples()]
     lines.append(markdown_table(header, rows))
+    lines += _hardware_lines(table.attrs.get("machines") or {})
     counts = table["verdict"].value_counts()
     lines += ["", f"{len(table)} method x dataset cells: "
               + ", ".join(f"{n} {v}" for v, n in counts.items()) + ".", "",
               f"Allowed: deterministic models (k-NN, tree ensembles, boosters) must match run for run to float "
-              f"noise ({FLOAT_NOISE:g} relative); seeded neural models (spec deterministic=False) may differ in "
-              f"the last digits of every step, so their mean over folds must lie within {BAND_SE:g} combined "
-              f"standard errors of the two means (with one run, a holdout, there is no band: '{NO_BAND}'). "
-              "FLAGGED: outside that, or a run failed in one folder only.", ""]
+              f"noise ({FLOAT_NOISE:g} relative), and so must seeded neural models (spec deterministic=False) "
+              "run on the same hardware (fingerprint id) with the same torch version, threads and CPU kernel "
+              "level ('seeded, same hardware'); elsewhere, or where a folder's records predate the fingerprint, "
+              "they may differ in the last digits of every step, so their mean over folds must lie within "
+              f"{BAND_SE:g} combined standard errors of the two means (with one run, a holdout, there is no "
+              f"band: '{NO_BAND}'). FLAGGED: outside that, or a run failed in one folder only.", ""]
     return "\n".join(lines)
+
+
+def _hardware_lines(sides: dict) -> list:
+    """Which machines each folder's runs were made on, and a warning when the two folders differ."""
+    if not any(sides.values()):
+        return []
+    lines = ["", "Hardware (the records' fingerprints):"]
+    for side, found in sides.items():
+        lines += [f"- {side}: {m['label']} ({m['records']} runs)" for m in found]
+    ids = {side: {m["id"] for m in found} for side, found in sides.items()}
+    if ids.get("ours") != ids.get("theirs"):
+        lines.append("- The two folders were made on different hardware (or one did not record it): seeded "
+                     "neural models are held to the band, not to an exact repeat, and fit times are not comparable.")
+    return lines
 
 
 def write_comparison(ours: str | Path, theirs: str | Path) -> tuple[pd.DataFrame, str, Path]:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from tabbench.measure import machines
 from tabbench.report import cost, plots, significance as sig, winrate
 from tabbench.report.format import markdown_table
 
@@ -65,4 +66,19 @@ def cost_section(out_dir: Path, runs: pd.DataFrame, mean_rank: pd.Series) -> lis
             "Pareto front (circled) holds the methods no other method beats on both.", "",
             *_image("cost", "mean rank against fit time and peak memory"),
             markdown_table(["method", "mean rank", "fit s per result", "peak RSS MiB", "peak GPU MiB",
-                            "on the front of"], rows), ""]
+                            "on the front of"], rows), "", *hardware_note(runs)]
+
+
+def hardware_note(runs: pd.DataFrame) -> list:
+    """When the records were made on more than one machine (by their hardware fingerprints), which ones:
+    their times are then not comparable across machines. Nothing when all share one, or none recorded it."""
+    if "environment" not in runs:
+        return []
+    found = machines(runs["environment"], list(runs["source"]) if "source" in runs else None)
+    if len(found) < 2:
+        return []
+    rows = [[m["label"], f"{m['records']:,}", ", ".join(f"`{s}`" for s in m["sources"]) or "–"] for m in found]
+    return [f"These records were made on {len(found)} different machines (hardware fingerprints; records from "
+            "before the fingerprint was recorded count as one, unknown): fit times and memory compare only "
+            "between methods run on the same machine.", "",
+            markdown_table(["machine", "records", "folders"], rows), ""]
