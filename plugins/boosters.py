@@ -225,7 +225,7 @@ class LightGBM(Booster):
 
 # one_hot came after the published lightgbm/catboost records: at False a job's key leaves it out, so they are found
 ONE_HOT_ADDED = {"one_hot": False}
-BOOSTERS = "pip install 'tabbench[boosters]'"
+BOOSTERS = "pip install 'tabbench-harness[boosters]'"
 
 
 @tabbench.hookimpl

@@ -53,7 +53,7 @@ from tabbench_plugins.tabm import TabularTensors, task_loss
 
 CANDIDATE_CHUNK = 1024  # query rows per distance computation at prediction time
 REQUIRES = ("torch", "rtdl_num_embeddings")
-INSTALL_HINT = "pip install 'tabbench[modern]'"
+INSTALL_HINT = "pip install 'tabbench-harness[modern]'"
 
 
 def build_network(n_numeric: int, cardinalities: list, p: dict):

@@ -26,7 +26,7 @@ from tabbench_plugins.baseline_utils import gpus_for
 from tabbench_plugins.pytabkit_wrapper import PytabkitEstimator
 
 REQUIRES = ("pytabkit",)
-INSTALL_HINT = "pip install 'tabbench[modern]'"
+INSTALL_HINT = "pip install 'tabbench-harness[modern]'"
 
 
 class RealMLP(PytabkitEstimator):

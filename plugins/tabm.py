@@ -42,7 +42,7 @@ from tabbench_plugins.baseline_utils import SeenClasses, gpus_for, resolve_devic
 
 PREDICT_CHUNK = 4096  # rows per forward pass at prediction time
 REQUIRES = ("torch", "tabm", "rtdl_num_embeddings")
-INSTALL_HINT = "pip install 'tabbench[modern]'"
+INSTALL_HINT = "pip install 'tabbench-harness[modern]'"
 
 
 class TabularTensors:

@@ -33,7 +33,7 @@ from tabbench_plugins.pytabkit_wrapper import PytabkitEstimator
 
 # skorch and faiss: imported inside pytabkit's TabR (its test-set Dataset class, its neighbour search)
 REQUIRES = ("pytabkit", "faiss", "skorch")
-INSTALL_HINT = "pip install 'tabbench[modern]'"
+INSTALL_HINT = "pip install 'tabbench-harness[modern]'"
 
 
 class TabR(PytabkitEstimator):

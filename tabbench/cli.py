@@ -193,7 +193,7 @@ def cmd_leaderboard(args) -> int:
     elif len(folders) > 1 and not args.name:
         problem = "several targets are ranked together into RESULTS/NAME/: add --name NAME"
     elif not args.tables_only and not report_installed():
-        problem = "the tests and figures need the report extra: pip install 'tabbench[report]' (or pass --tables-only)"
+        problem = "the tests and figures need the report extra: pip install 'tabbench-harness[report]' (or pass --tables-only)"
     for folder in folders:
         if not (folder / "records").is_dir():
             problem = f"{folder} has no records/ folder; run the suite first or pass its results folder"

@@ -116,7 +116,7 @@ class ModelSpec:
     # Modules the estimator imports: checked before a run starts, and imported once per Ray worker so
     # that every forked job starts with them loaded (a top-level name is checked without importing it).
     requires: tuple = ()
-    install_hint: str = ""  # how to get them, e.g. "pip install 'tabbench[boosters]'"
+    install_hint: str = ""  # how to get them, e.g. "pip install 'tabbench-harness[boosters]'"
     # A seeded fit gives the same predictions on any machine up to float rounding (k-NN, tree ensembles).
     # False for seeded neural training (torch), whose last digits differ across CPUs and grow over the
     # epochs: `tabbench compare` then allows a band instead of an exact match.

@@ -10,6 +10,25 @@ SHARED = ROOT.parent / "shared" / "datasets"
 #: skipping as it does on a fresh clone.
 REQUIRE_DATA_ENV = "TABBENCH_REQUIRE_DATA"
 
+#: Small training budgets per model for the tests (test_conformance.py ignores keys a model does not accept).
+FAST = {
+    "xgboost": {"n_estimators": 300, "early_stopping_rounds": 20},
+    "catboost": {"n_estimators": 300, "early_stopping_rounds": 20},
+    "lightgbm": {"n_estimators": 300, "early_stopping_rounds": 20},
+    "random_forest": {"n_estimators": 100},
+    "gradient_boosting": {"n_estimators": 100},
+    "mlp": {"max_epochs": 60, "patience": 10},
+    "tabnet": {"max_epochs": 100, "patience": 20, "batch_size": 128, "virtual_batch_size": 32},
+    # A small NPT (2 layers, e=16) for a few hundred steps; lambda starts at 0.5 so that the short run
+    # spends half its loss on the targets (the paper's runs anneal from 1 over thousands of steps).
+    "npt": {"e": 16, "n_layers": 2, "n_heads": 4, "steps": 300, "lambda_init": 0.5},
+    # the models that came after NPT (tests/test_modern_models.py), far below their defaults
+    "realmlp": {"n_epochs": 60},
+    "tabm": {"k": 8, "d_block": 128, "max_epochs": 30, "patience": 5},
+    "tabr": {"n_epochs": 12, "patience": 4, "d_main": 96, "context_size": 32},
+    "modernnca": {"max_epochs": 30, "patience": 5},
+}
+
 
 def require_shared(relative: str = "") -> Path:
     """``SHARED / relative``; where it is absent the calling test skips, or fails under TABBENCH_REQUIRE_DATA=1."""

@@ -143,4 +143,4 @@ def test_without_bencheval_the_section_says_what_to_install(tables, selected, mo
     monkeypatch.setitem(sys.modules, "bencheval.evaluator", None)
     result = run(tables, selected)
     assert result.table is None and arena.csv_rows(result) == []
-    assert "pip install 'tabbench[report]'" in " ".join(arena.markdown(result, {}))
+    assert "pip install 'tabbench-harness[report]'" in " ".join(arena.markdown(result, {}))

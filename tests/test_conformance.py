@@ -10,7 +10,7 @@ binary:      breast cancer (scikit-learn's bundled WDBC), AUROC floor
 multiclass:  wine (scikit-learn), accuracy floor
 regression:  concrete (../shared/datasets/uci/concrete), RMSE ceiling in MPa, the target's own units
 
-Each model trains with a small budget (``FAST``) so that the whole file runs in a few minutes on two
+Each model trains with a small budget (``FAST``, tests/conftest.py) so that the whole file runs in a few minutes on two
 CPU cores; the floors are set well below what the models reach with those budgets (the paper's tuned
 numbers: breast cancer AUROC 0.978-0.997, concrete RMSE 4.3-5.9, k-NN 8.5).
 """
@@ -34,24 +34,11 @@ from tabbench.plugins import BROKEN, PLUGINS_ENV, load_models
 from tabbench.spec import BINARY, MULTICLASS, REGRESSION, TASKS
 from tabbench.testing import (check_categorical, check_missing_class, check_outputs, check_same_seed, fit_checked,
                               fit_without_last_class)
-from tests.conftest import SHARED, require_shared
+from tests.conftest import FAST, SHARED, require_shared
 
 REPO = Path(__file__).resolve().parents[1]
 MODELS = load_models()
 
-# Small budgets per model; keys a model does not accept are ignored (see fast_params).
-FAST = {
-    "xgboost": {"n_estimators": 300, "early_stopping_rounds": 20},
-    "catboost": {"n_estimators": 300, "early_stopping_rounds": 20},
-    "lightgbm": {"n_estimators": 300, "early_stopping_rounds": 20},
-    "random_forest": {"n_estimators": 100},
-    "gradient_boosting": {"n_estimators": 100},
-    "mlp": {"max_epochs": 60, "patience": 10},
-    "tabnet": {"max_epochs": 100, "patience": 20, "batch_size": 128, "virtual_batch_size": 32},
-    # A small NPT (2 layers, e=16) for a few hundred steps; lambda starts at 0.5 so that the short run
-    # spends half its loss on the targets (the paper's runs anneal from 1 over thousands of steps).
-    "npt": {"e": 16, "n_layers": 2, "n_heads": 4, "steps": 300, "lambda_init": 0.5},
-}
 
 # Quality bars on the held-out test split; a model may have its own where the paper shows it weaker.
 AUROC_FLOOR = {"default": 0.97}

