@@ -23,7 +23,7 @@ from tabbench.data.splits import make_splits
 from tabbench.plugins import load_models
 from tabbench.spec import BINARY, CATEGORICAL, NUMERIC
 
-from test_conformance import fast_params
+from tests.test_conformance import fast_params
 from tests.conftest import SHARED
 
 ADULT = "uci/adult/adult-train.csv"
