@@ -11,7 +11,8 @@ values (its marginal) are kept. Row k is then predicted again; the report is the
                          predict_with_context(row k, corrupted other rows) <──┘ ─> metric after
 
 Which rows are "the other rows" is the model's: a model declaring ``ModelSpec.uses_other_rows`` (NPT, k-NN,
-ModernNCA) gets them through ``predict_with_context`` (tabbench/spec.py) in place of its training rows:
+ModernNCA) gets them through ``predict_with_context`` (tabbench/spec.py) in place of its training rows
+(a model declaring it without the method, TabR through pytabkit, is reported as not probed):
 the training rows of an inductive fit; for a transductive fit (NPT's ``transductive: true``) also the
 validation rows and the other test rows, whose targets stay unseen: their features are permuted with the
 training rows', and the target column is permuted among the training rows only (an unseen target carries
@@ -46,7 +47,7 @@ BATCH_ROWS = 32
 
 COLUMNS = ["method", "model", "dataset", "fold", "repeat", "seed", "config", "uses_other_rows", "metric",
            "before", "after", "change", "relative_change", "rows_changed", "n_test", "n_other", "fit_seconds",
-           "probe_seconds"]
+           "probe_seconds", "note"]
 
 
 class ProbeError(TabbenchError):
@@ -114,19 +115,28 @@ def probe(estimator, spec, job, meta, X, y, split, batch_rows: int = BATCH_ROWS)
     t0 = time.perf_counter()
     before = outputs(estimator, meta, X_test)
     context = job_context(job, X, y, split)
+    metric, _ = PRIMARY[meta.task]
+    m_before = score(meta, y_test, before)[metric]
+    n_other = len(context.y) - (context.test_position is not None)
+    if spec.uses_other_rows and not hasattr(estimator, "predict_with_context"):
+        return {"metric": metric, "before": m_before, "after": float("nan"), "change": float("nan"),
+                "relative_change": float("nan"), "rows_changed": None, "n_test": len(X_test), "n_other": n_other,
+                "probe_seconds": time.perf_counter() - t0,
+                "note": "reads other rows but cannot be handed others (no predict_with_context): not probed"}
     if spec.uses_other_rows:
         rng = np.random.default_rng([job.seed, job.fold, job.repeat])
         after = corrupted_outputs(estimator, X_test, context, rng, batch_rows)
+        note = ""
     else:  # predicts from its parameters alone: nothing to corrupt
         after = outputs(estimator, meta, X_test)
-    metric, _ = PRIMARY[meta.task]
-    m_before, m_after = score(meta, y_test, before)[metric], score(meta, y_test, after)[metric]
+        note = "reads no other rows (control)"
+    m_after = score(meta, y_test, after)[metric]
     before, after = np.asarray(before, dtype=np.float64), np.asarray(after, dtype=np.float64)
     changed = (before != after).reshape(len(X_test), -1).any(axis=1)
     return {"metric": metric, "before": m_before, "after": m_after, "change": m_after - m_before,
             "relative_change": (m_after - m_before) / m_before if m_before else float("nan"),
-            "rows_changed": int(changed.sum()), "n_test": len(X_test), "n_other": len(context.y) - (
-                context.test_position is not None), "probe_seconds": time.perf_counter() - t0}
+            "rows_changed": int(changed.sum()), "n_test": len(X_test), "n_other": n_other,
+            "probe_seconds": time.perf_counter() - t0, "note": note}
 
 
 def first_trials(jobs: list) -> list:
@@ -192,8 +202,9 @@ def markdown(table: pd.DataFrame, suite_name: str) -> str:
     shown = table.drop(columns=["uses_other_rows", "fit_seconds"]).copy()
     shown["config"] = shown["config"].map(lambda v: MISSING if v is None or v != v else v)
     for name in ("before", "after", "change"):
-        shown[name] = shown[name].map(lambda v: f"{v:.4f}")
-    shown["relative_change"] = shown["relative_change"].map(lambda v: f"{100 * v:+.1f}%")
+        shown[name] = shown[name].map(lambda v: MISSING if v != v else f"{v:.4f}")
+    shown["relative_change"] = shown["relative_change"].map(lambda v: MISSING if v != v else f"{100 * v:+.1f}%")
+    shown["rows_changed"] = shown["rows_changed"].map(lambda v: MISSING if v is None or v != v else int(v))
     shown["probe_seconds"] = shown["probe_seconds"].map(lambda v: f"{v:.1f}")
     intro = (f"# Corruption probe: {suite_name}\n\nThe test metric before and after every column of the other "
              "rows is permuted independently for each test row (NPT paper, Table 2); `rows_changed`: test rows "
