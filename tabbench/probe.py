@@ -185,8 +185,9 @@ def probe_suite(suite, selection, results_root, paths, plugin_files=(), batch_ro
         rows.append({"method": job.method, "model": job.model, "dataset": job.dataset, "fold": job.fold,
                      "repeat": job.repeat, "seed": job.seed, "config": job.config,
                      "uses_other_rows": spec.uses_other_rows, "fit_seconds": fit_seconds, **result})
-        log(f"{job.method} on {job.dataset} fold {job.fold}: {result['metric']} {result['before']:.4f} -> "
-            f"{result['after']:.4f} ({result['change']:+.4f})")
+        after = "not probed" if result["rows_changed"] is None else \
+            f"{result['after']:.4f} ({result['change']:+.4f})"
+        log(f"{job.method} on {job.dataset} fold {job.fold}: {result['metric']} {result['before']:.4f} -> {after}")
     table = pd.DataFrame(rows, columns=COLUMNS)
     out = suite.results_dir(results_root) / "probe-corruption"
     out.mkdir(parents=True, exist_ok=True)

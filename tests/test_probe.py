@@ -126,15 +126,16 @@ def test_context_of_the_training_rows_reproduces_predict(name, params):
 NPT_SMALL = {"e": 16, "n_layers": 2, "n_heads": 4, "steps": 30, "lambda_init": 0.5, "amp": False, "eval_every": 10}
 
 
-@pytest.mark.parametrize("transductive", [False, True])
-def test_npt_context_reproduces_predict_and_corruption_changes_it(transductive):
+@pytest.mark.parametrize("transductive,eval_batch_size", [(False, None), (True, None), (False, 100)])
+def test_npt_context_reproduces_predict_and_corruption_changes_it(transductive, eval_batch_size):
     """NPT: its table handed back through predict_with_context (row k the query; a transductive table's
-    other unlabelled rows with their targets unseen) predicts row k as predict does; the corrupted table
-    changes every prediction."""
+    other unlabelled rows with their targets unseen) predicts row k as predict does, also where the table is
+    evaluated in chunks (eval_batch_size); the corrupted table changes every prediction."""
     pytest.importorskip("torch")
     meta, X, y = _table("diabetes")
     split = _split(len(y), n_test=12)
-    spec, npt = _fitted("npt", meta, X, y, split, transductive, transductive=transductive, **NPT_SMALL)
+    spec, npt = _fitted("npt", meta, X, y, split, transductive, transductive=transductive,
+                        eval_batch_size=eval_batch_size, **NPT_SMALL)
     job = _job(transductive)
     context = job_context(job, X, y, split)
     for k in range(3):

@@ -290,6 +290,8 @@ class NPT(Estimator):
         table_out = None if rows is None else torch.empty(len(self.x_tab_), self.meta.n_classes or 1,
                                                           device=self.device_)
         for ci, qi in self._batches(len(xq), torch):
+            if table_out is None and not len(qi):  # a chunk holding no query row (one row probed): nothing to read
+                continue
             x = torch.cat([self.x_tab_[ci], xq[qi]])
             m = torch.cat([self.m_tab_[ci], mq[qi]])
             m[len(ci):, t] = True  # query targets are never visible
@@ -463,8 +465,8 @@ class NPT(Estimator):
         (tabbench/spec.py): the block's labelled rows (finite ``context_y``) are the table's labelled rows,
         its NaN-target rows its unlabelled ones (a transductive fit's validation and other test rows), and
         row i is appended as a query with its target masked, as inductive prediction appends a row.
-        Cost: one evaluation over the block plus the row per test row (the table's own evaluation chunks
-        where it is larger than one batch): n_test forward passes over the whole table."""
+        Cost: one forward pass per test row over its table plus the row; where the table is evaluated in
+        chunks (larger than one batch), over the one chunk the row falls in, as predict would."""
         import copy
 
         import torch
