@@ -215,6 +215,36 @@ class ModernNCA(Estimator):
                                                self.params["temperature"])
                               for i in range(0, len(query), CANDIDATE_CHUNK)])
 
+    def predict_with_context(self, X, context_X, context_y):
+        """Row i of X predicted with block i of the context as its candidates in place of the training rows
+        (tabbench/spec.py). Cost per row: one embedding pass over its block (eval mode: BatchNorm uses its
+        running statistics, so blocks embedded together do not affect each other) and one distance row."""
+        import torch
+
+        n = len(context_X) // len(X)
+        assert n * len(X) == len(context_X) == len(context_y), (
+            f"modernnca: context of {len(context_X)} rows is not {len(X)} blocks of equal size")
+        assert not np.isnan(context_y).any(), "modernnca: every context row needs its target (no unlabelled rows)"
+        if self.meta.is_classification:
+            codes = torch.as_tensor(self.seen_.encode(context_y.astype(np.int64)), device=self.device_)
+            targets = torch.nn.functional.one_hot(codes, len(self.seen_)).float()
+        else:
+            targets = torch.as_tensor((context_y - self.y_mean_) / self.y_std_, dtype=torch.float32,
+                                      device=self.device_)[:, None]
+        self.network_.eval()
+        with torch_threads(self.params["n_jobs"]), torch.no_grad():
+            query = self._embed(self.inputs_.transform(X, self.device_))
+            x_ctx = self.inputs_.transform(context_X, self.device_)
+            out = []
+            for i in range(len(X)):
+                candidates = self._embed(self._rows(x_ctx, slice(i * n, (i + 1) * n)))
+                out.append(neighbour_output(query[i:i + 1], candidates, targets[i * n:(i + 1) * n],
+                                            self.params["temperature"]))
+            out = torch.cat(out).double().cpu().numpy()
+        if self.meta.is_classification:
+            return self.seen_.widen(out)
+        return out[:, 0] * self.y_std_ + self.y_mean_
+
     def predict_proba(self, X):
         with torch_threads(self.params["n_jobs"]):
             proba = self._predict_output(self.inputs_.transform(X, self.device_)).double().cpu().numpy()
@@ -229,7 +259,7 @@ class ModernNCA(Estimator):
 @tabbench.hookimpl
 def register_models(register):
     register(ModelSpec(
-        name="modernnca", factory=ModernNCA, requires=REQUIRES, install_hint=INSTALL_HINT,
+        name="modernnca", factory=ModernNCA, requires=REQUIRES, install_hint=INSTALL_HINT, uses_other_rows=True,
         deterministic=False,  # seeded torch training: last digits differ across CPUs
         search_space={
             "dim": [64, 128, 256, 512], "d_block": [64, 256, 512, 1024], "n_blocks": [0, 1, 2],

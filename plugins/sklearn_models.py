@@ -6,6 +6,8 @@ on the training split). k-NN needs the scaling; the tree ensembles are indiffere
 
 from __future__ import annotations
 
+import numpy as np
+
 import tabbench
 from tabbench.estimator import Estimator
 from tabbench.preprocess import TabularEncoder, full_proba
@@ -64,6 +66,27 @@ class KNN(SklearnModel):
         self.n_train_ = len(X)
         return super().fit(X, y, X_val, y_val)
 
+    def predict_with_context(self, X, context_X, context_y):
+        """Row i of X predicted with block i of the context as its neighbour candidates (tabbench/spec.py).
+        Cost per row: one fit of the same scikit-learn model (the neighbour index) on its block, then one
+        query: O(block rows x encoded columns)."""
+        from sklearn.base import clone
+
+        n = len(context_X) // len(X)
+        assert n * len(X) == len(context_X) == len(context_y), (
+            f"knn: context of {len(context_X)} rows is not {len(X)} blocks of equal size")
+        assert not np.isnan(context_y).any(), "knn: every context row needs its target (no unlabelled rows)"
+        queries, candidates = self.encoder_.transform(X), self.encoder_.transform(context_X)
+        y = context_y.astype(np.int64) if self.meta.is_classification else context_y
+        out = []
+        for i in range(len(X)):
+            model = clone(self.model_).fit(candidates[i * n:(i + 1) * n], y[i * n:(i + 1) * n])
+            if self.meta.is_classification:
+                out.append(full_proba(model.predict_proba(queries[i:i + 1]), model.classes_, self.meta.n_classes))
+            else:
+                out.append(model.predict(queries[i:i + 1]))
+        return np.concatenate(out)
+
 
 class RandomForest(SklearnModel):
     classifier = "sklearn.ensemble.RandomForestClassifier"
@@ -80,7 +103,7 @@ class GradientBoosting(SklearnModel):
 @tabbench.hookimpl
 def register_models(register):
     register(ModelSpec(
-        name="knn", factory=KNN, requires=("sklearn.neighbors",),
+        name="knn", factory=KNN, requires=("sklearn.neighbors",), uses_other_rows=True,
         # The paper's small-data grid (480) is n_neighbors x weights x p x algorithm {ball_tree, kd_tree,
         # brute} x leaf_size {10, 30, 50, 100}; the last two only change the speed of an exact search,
         # not its answer, so its 40 distinct models are these.

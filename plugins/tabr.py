@@ -75,6 +75,10 @@ class TabR(PytabkitEstimator):
 def register_models(register):
     register(ModelSpec(
         name="tabr", factory=TabR, requires=REQUIRES, install_hint=INSTALL_HINT,
+        # it reads the training rows at predict time, but pytabkit keeps them inside its Lightning module
+        # (TabrLightning.train_dataset, preprocessed) with no way to hand it others: no predict_with_context,
+        # so the corruption probe reports it as not probed (docs/probe.md)
+        uses_other_rows=True,
         deterministic=False,  # seeded torch training: last digits differ across CPUs
         search_space={
             "d_main": [96, 192, 265, 384], "context_dropout": [0.0, 0.2, 0.4, 0.6], "dropout0": [0.0, 0.2, 0.4, 0.6],

@@ -94,6 +94,22 @@ def build_parser() -> argparse.ArgumentParser:
     _plugin_arg(plan)
     _data_args(plan)
 
+    probe = sub.add_parser("probe", help="probes of fitted models (corruption: do predictions use other rows?)")
+    probes = probe.add_subparsers(dest="probe", required=True, metavar="PROBE")
+    corruption = probes.add_parser(
+        "corruption", help="the NPT paper's corruption test (Table 2) for the selected jobs",
+        description="Fit each selected job as `tabbench run` would (in this process), then for every test row "
+                    "permute each column of the other rows independently and predict the row again; write the "
+                    "test metric before and after into RESULTS/<suite>/probe-corruption/ (docs/probe.md).")
+    corruption.add_argument("suite", help="suite YAML file, e.g. suites/uci-small.yaml")
+    corruption.add_argument("--results", default="runs", metavar="DIR",
+                            help="results root the tables are written under (default: runs/)")
+    corruption.add_argument("--batch-rows", type=int, default=None, metavar="N",
+                            help="test rows whose corrupted contexts are built and predicted together (default 32)")
+    _selection_args(corruption)
+    _plugin_arg(corruption)
+    _data_args(corruption)
+
     models = sub.add_parser("models", help="list the registered models")
     _plugin_arg(models)
 
@@ -168,6 +184,17 @@ def cmd_plan(args) -> int:
                       args.basis or [results, args.reference], args.gpus,
                       Selection(args.models, args.datasets, args.folds), tuple(args.plugin))
     print(format_plan(plan))
+    return 0
+
+
+def cmd_probe(args) -> int:
+    from tabbench.expand import Selection
+    from tabbench.probe import BATCH_ROWS, probe_suite
+
+    suite, paths = _suite_and_paths(args)
+    table, out = probe_suite(suite, Selection(args.models, args.datasets, args.folds), Path(args.results), paths,
+                             tuple(args.plugin), args.batch_rows or BATCH_ROWS)
+    print(f"{len(table)} jobs probed. Written: {out / 'corruption.md'} and corruption.csv")
     return 0
 
 
@@ -315,7 +342,7 @@ def cmd_schema(args) -> int:
     return 0
 
 
-COMMANDS = {"schema": cmd_schema, "run": cmd_run, "compare": cmd_compare, "plan": cmd_plan, "leaderboard": cmd_leaderboard, "models": cmd_models, "validate": cmd_validate,
+COMMANDS = {"schema": cmd_schema, "run": cmd_run, "compare": cmd_compare, "plan": cmd_plan, "leaderboard": cmd_leaderboard, "probe": cmd_probe, "models": cmd_models, "validate": cmd_validate,
             "datasets": cmd_datasets, "fetch": cmd_fetch}
 
 

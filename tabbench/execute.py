@@ -16,12 +16,22 @@ from tabbench.metrics import classification_metrics, regression_metrics
 from tabbench.predictions import InvalidPredictions, check_probabilities, check_regression_predictions
 
 
+def outputs(estimator, meta, X):
+    """What the metrics read of an estimator on X: ``predict_proba`` (classification) or ``predict``."""
+    return estimator.predict_proba(X) if meta.is_classification else estimator.predict(X)
+
+
+def score(meta, y, out) -> dict:
+    """Metrics of outputs (as ``outputs`` gives them) against y; outputs that break the contract raise
+    InvalidPredictions."""
+    if meta.is_classification:
+        return classification_metrics(y, check_probabilities(out, len(y), meta.n_classes), meta.n_classes)
+    return regression_metrics(y, check_regression_predictions(out, len(y)))
+
+
 def _evaluate(estimator, meta, X, y) -> dict:
     """Metrics of the estimator's outputs on (X, y); outputs that break the contract raise InvalidPredictions."""
-    if meta.is_classification:
-        return classification_metrics(y, check_probabilities(estimator.predict_proba(X), len(X), meta.n_classes),
-                                      meta.n_classes)
-    return regression_metrics(y, check_regression_predictions(estimator.predict(X), len(X)))
+    return score(meta, y, outputs(estimator, meta, X))
 
 
 def _status_of(exc: BaseException) -> str:

@@ -290,6 +290,8 @@ class NPT(Estimator):
         table_out = None if rows is None else torch.empty(len(self.x_tab_), self.meta.n_classes or 1,
                                                           device=self.device_)
         for ci, qi in self._batches(len(xq), torch):
+            if table_out is None and not len(qi):  # a chunk holding no query row (one row probed): nothing to read
+                continue
             x = torch.cat([self.x_tab_[ci], xq[qi]])
             m = torch.cat([self.m_tab_[ci], mq[qi]])
             m[len(ci):, t] = True  # query targets are never visible
@@ -458,6 +460,41 @@ class NPT(Estimator):
                     torch, torch.from_numpy(xq[new]).to(dev), torch.from_numpy(mq[new]).to(dev))
             return out
 
+    def predict_with_context(self, X, context_X, context_y):
+        """Row i of X predicted with block i of the context as the table in place of the fitted one
+        (tabbench/spec.py): the block's labelled rows (finite ``context_y``) are the table's labelled rows,
+        its NaN-target rows its unlabelled ones (a transductive fit's validation and other test rows), and
+        row i is appended as a query with its target masked, as inductive prediction appends a row.
+        Cost: one forward pass per test row over its table plus the row; where the table is evaluated in
+        chunks (larger than one batch), over the one chunk the row falls in, as predict would."""
+        import copy
+
+        import torch
+
+        n = len(context_X) // len(X)
+        assert n * len(X) == len(context_X) == len(context_y), (
+            f"npt: context of {len(context_X)} rows is not {len(X)} blocks of equal size")
+        unlabelled = np.isnan(context_y)
+        xc, mc = self._encode(context_X, np.where(unlabelled, 0.0, context_y))
+        xc[unlabelled, -1] = 0.0
+        mc[unlabelled, -1] = True
+        xq, mq = self._encode(X)
+        dev, out = self.device_, []
+        with torch.no_grad():
+            for i in range(len(X)):
+                block = slice(i * n, (i + 1) * n)
+                order = np.argsort(unlabelled[block], kind="stable")  # labelled rows first, as in the table
+                table = copy.copy(self)
+                table.x_tab_ = torch.from_numpy(xc[block][order]).to(dev)
+                table.m_tab_ = torch.from_numpy(mc[block][order]).to(dev)
+                table.n_labelled_ = int((~unlabelled[block]).sum())
+                out.append(table._target_outputs(torch, torch.from_numpy(xq[i:i + 1]).to(dev),
+                                                 torch.from_numpy(mq[i:i + 1]).to(dev)))
+        out = torch.cat(out)
+        if self.meta.is_classification:
+            return out.softmax(-1).double().cpu().numpy()
+        return self.y_scaler_.inverse_transform(out.double().cpu().numpy())
+
     def predict_proba(self, X):
         if not self.meta.is_classification:
             raise AttributeError("predict_proba is only defined for classification")
@@ -483,7 +520,7 @@ SPEC = ModelSpec(
     transductive=lambda p: bool(p["transductive"]),
     requires=("torch",), install_hint="pip install 'tabbench-harness[torch]'",
     deterministic=False,  # seeded torch training: last digits differ across CPUs
-    check=check_cost, run_params=RUN_PARAMS, added_params=ADDED_PARAMS,
+    check=check_cost, run_params=RUN_PARAMS, added_params=ADDED_PARAMS, uses_other_rows=True,
     description="Non-Parametric Transformer (Kossen et al. 2021): attention between rows and columns. "
                 "CPU cost of the defaults (e 32, 8 layers, 500 steps, batches of at most 2,048 rows): per step "
                 "about 0.4 CPU-s per 1,000 rows at 10 features, 2.2 s at 25, 10 s at 54; a job over the suite's "

@@ -1,0 +1,179 @@
+"""The corruption probe (tabbench/probe.py, `tabbench probe corruption`): the permutation, the exact answer on a
+table with duplicated rows, each model's ``predict_with_context``, the parametric control, and the command.
+
+Real tables: scikit-learn's diabetes (regression) and breast cancer (binary), which it ships."""
+
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tabbench.data.splits import Split
+from tabbench.probe import Context, corrupted_outputs, job_context, permute_columns, probe
+from tabbench.spec import BINARY, CATEGORICAL, NUMERIC, REGRESSION, Column, DatasetMeta
+from tests.conftest import FAST
+
+
+def _table(name: str):
+    """(meta, X, y) of a scikit-learn table, one column made categorical (to check its dtype survives)."""
+    from sklearn import datasets
+
+    bunch = getattr(datasets, f"load_{name}")(as_frame=True)
+    X = bunch.data.astype(np.float64)
+    task = REGRESSION if name == "diabetes" else BINARY
+    y = bunch.target.to_numpy().astype(np.float64 if task == REGRESSION else np.int64)
+    columns = [Column(c, NUMERIC) for c in X.columns]
+    if name == "diabetes":  # sex: two levels
+        levels = sorted(X["sex"].unique())
+        X["sex"] = pd.Categorical.from_codes(np.searchsorted(levels, X["sex"]), [str(v) for v in levels])
+        columns[list(X.columns).index("sex")] = Column("sex", CATEGORICAL, tuple(str(v) for v in levels))
+    classes = () if task == REGRESSION else ("0", "1")
+    return DatasetMeta(name, task, "target", tuple(columns), classes), X, y
+
+
+def _split(n: int, seed: int = 0, n_test: int = 60, n_val: int = 40) -> Split:
+    order = np.random.default_rng(seed).permutation(n)
+    return Split(0, 0, np.sort(order[n_test + n_val:]), np.sort(order[n_test:n_test + n_val]), np.sort(order[:n_test]),
+                 "test")
+
+
+def _job(transductive=False):
+    return SimpleNamespace(seed=0, fold=0, repeat=0, transductive=transductive)
+
+
+def _fitted(name, meta, X, y, split, unlabelled=False, **params):
+    """A fitted model; ``unlabelled``: fit also gets the test rows' features (a transductive fit)."""
+    from tabbench.plugins import load_models
+
+    spec = load_models()[name].spec
+    estimator = spec.factory(meta, 0, **{**spec.default_params, **params})
+    args = (X.iloc[split.train], y[split.train], X.iloc[split.val], y[split.val])
+    estimator.fit(*args, X_unlabelled=X.iloc[split.test]) if unlabelled else estimator.fit(*args)
+    return spec, estimator
+
+
+def test_permutation_keeps_every_column_multiset_and_moves_the_rows():
+    meta, X, y = _table("diabetes")
+    X["row"] = np.arange(len(X), dtype=np.float64)  # unique values: where each row went
+    rng = np.random.default_rng(0)
+    labelled = np.arange(len(y)) < 300  # the last rows' targets unseen (NaN), as a transductive table's
+    targets = np.where(labelled, y, np.nan)
+    Xp, yp = permute_columns(X, targets, rng, target_rows=labelled)
+    for name in X.columns:
+        assert Xp[name].dtype == X[name].dtype, name
+        assert sorted(Xp[name].astype(str)) == sorted(X[name].astype(str)), f"{name}'s values changed"
+        moved = np.mean(Xp[name].astype(str).to_numpy() != X[name].astype(str).to_numpy())
+        assert moved > (0.95 if name == "row" else 0.3), f"{name}: only {moved:.0%} of the rows moved"
+    assert np.isnan(yp[~labelled]).all(), "an unseen target moved into the table"
+    assert sorted(yp[labelled]) == sorted(y[labelled]) and np.mean(yp[labelled] != y[labelled]) > 0.9
+    # each column has its own permutation: the rows are not merely reordered together
+    assert not np.array_equal(np.argsort(Xp["row"].to_numpy()), np.argsort(Xp["bmi"].to_numpy()))
+    assert np.corrcoef(Xp["bmi"], Xp["s5"])[0, 1] < 0.2 < np.corrcoef(X["bmi"], X["s5"])[0, 1]
+
+
+def test_knn_predicts_a_duplicated_row_from_its_copy_until_the_other_rows_are_corrupted():
+    """The exact answer: 1-NN predicts each test row that also sits among the training rows as that copy's
+    target, exactly; with the other rows corrupted the copy is gone, and so is the exact match."""
+    meta, X, y = _table("diabetes")
+    split = _split(len(y))
+    duplicated = split.test[:30]
+    split = Split(0, 0, np.concatenate([split.train, duplicated]), split.val, split.test, "dup")
+    spec, knn = _fitted("knn", meta, X, y, split, n_neighbors=1)
+    X_dup = X.iloc[duplicated]
+    assert np.array_equal(knn.predict(X_dup), y[duplicated])
+    context = Context(X.iloc[split.train], y[split.train].astype(np.float64))
+    after = corrupted_outputs(knn, X_dup, context, np.random.default_rng(0))
+    assert np.mean(after != y[duplicated]) >= 0.9, "the corrupted rows still hold the duplicates"
+    # the whole test split: RMSE grows, every row of the duplicated ones changes
+    result = probe(knn, spec, _job(), meta, X, y, split)
+    assert result["metric"] == "rmse" and result["change"] > 0 and result["before"] < result["after"]
+    assert result["rows_changed"] >= 0.9 * len(split.test)
+
+
+@pytest.mark.parametrize("name", ["random_forest", "mlp"])
+def test_a_parametric_model_changes_by_exactly_zero(name):
+    meta, X, y = _table("breast_cancer")
+    split = _split(len(y))
+    spec, model = _fitted(name, meta, X, y, split, **FAST.get(name, {}))
+    assert not spec.uses_other_rows
+    result = probe(model, spec, _job(), meta, X, y, split)
+    assert result["change"] == 0.0 and result["before"] == result["after"] and result["rows_changed"] == 0
+
+
+def _tiled(X_rows, y_rows, n: int):
+    return pd.concat([X_rows] * n, ignore_index=True), np.tile(np.asarray(y_rows, dtype=np.float64), n)
+
+
+@pytest.mark.parametrize("name,params", [("knn", {}), ("modernnca", {"max_epochs": 8, "patience": 3})])
+def test_context_of_the_training_rows_reproduces_predict(name, params):
+    """predict_with_context given the rows fit gave predicts as predict does; corrupted rows change that."""
+    pytest.importorskip("torch")
+    meta, X, y = _table("breast_cancer")
+    split = _split(len(y))
+    spec, model = _fitted(name, meta, X, y, split, **params)
+    assert spec.uses_other_rows
+    X_test = X.iloc[split.test[:8]]
+    context_X, context_y = _tiled(X.iloc[split.train], y[split.train], len(X_test))
+    np.testing.assert_allclose(model.predict_with_context(X_test, context_X, context_y), model.predict_proba(X_test),
+                               rtol=1e-5, atol=1e-6)
+    result = probe(model, spec, _job(), meta, X, y, split)
+    # k-NN's probabilities are fractions of 5 neighbours: a corrupted row may land on the same fraction
+    assert result["rows_changed"] >= 0.7 * len(split.test), f"{result['rows_changed']} rows changed"
+    assert result["after"] < result["before"] - 0.1, result
+
+
+NPT_SMALL = {"e": 16, "n_layers": 2, "n_heads": 4, "steps": 30, "lambda_init": 0.5, "amp": False, "eval_every": 10}
+
+
+@pytest.mark.parametrize("transductive,eval_batch_size", [(False, None), (True, None), (False, 100)])
+def test_npt_context_reproduces_predict_and_corruption_changes_it(transductive, eval_batch_size):
+    """NPT: its table handed back through predict_with_context (row k the query; a transductive table's
+    other unlabelled rows with their targets unseen) predicts row k as predict does, also where the table is
+    evaluated in chunks (eval_batch_size); the corrupted table changes every prediction."""
+    pytest.importorskip("torch")
+    meta, X, y = _table("diabetes")
+    split = _split(len(y), n_test=12)
+    spec, npt = _fitted("npt", meta, X, y, split, transductive, transductive=transductive,
+                        eval_batch_size=eval_batch_size, **NPT_SMALL)
+    job = _job(transductive)
+    context = job_context(job, X, y, split)
+    for k in range(3):
+        X_other, y_other = context.others(k)
+        row = X.iloc[split.test[k:k + 1]]
+        np.testing.assert_allclose(npt.predict_with_context(row, X_other, y_other), npt.predict(row),
+                                   rtol=1e-4, atol=1e-3 * np.std(y))
+    result = probe(npt, spec, job, meta, X, y, split)
+    assert result["rows_changed"] == len(split.test)
+    assert result["n_other"] == (len(y) - 1 if transductive else len(split.train))
+
+
+def test_the_command_writes_its_table(tmp_path):
+    """`tabbench probe corruption` end to end on a real suite: k-NN gets worse, the forest is the control."""
+    from tabbench.cli import main
+
+    suite = tmp_path / "tiny.yaml"
+    suite.write_text("name: tiny\nseeds: [0]\ndatasets:\n  - name: diabetes\n    source: sklearn\n    id: diabetes\n"
+                     "    split: {protocol: kfold, k: 5, seed: 42, val_fraction: 0.125}\n"
+                     "models:\n  knn: {}\n  random_forest:\n    params: {n_estimators: 20}\n")
+    assert main(["probe", "corruption", str(suite), "--folds", "0", "--results", str(tmp_path / "runs")]) == 0
+    out = tmp_path / "runs" / "tiny" / "probe-corruption"
+    table = pd.read_csv(out / "corruption.csv").set_index("method")
+    assert sorted(table.index) == ["knn", "random_forest"] and set(table["metric"]) == {"rmse"}
+    assert table.loc["knn", "change"] > 0 and table.loc["knn", "rows_changed"] > 0
+    assert table.loc["random_forest", "change"] == 0 and table.loc["random_forest", "rows_changed"] == 0
+    assert "| knn | knn | diabetes | 0 |" in (out / "corruption.md").read_text()
+    assert main(["probe", "corruption", str(suite), "--models", "nope", "--results", str(tmp_path / "runs")]) == 2
+
+
+def test_a_model_that_reads_other_rows_but_cannot_be_handed_others_is_not_probed():
+    """TabR (pytabkit) declares uses_other_rows without predict_with_context: reported as not probed (NaN),
+    never as a zero change that would read like the parametric control."""
+    pytest.importorskip("pytabkit")
+    meta, X, y = _table("breast_cancer")
+    split = _split(len(y))
+    spec, tabr = _fitted("tabr", meta, X, y, split, **FAST["tabr"])
+    assert spec.uses_other_rows and not hasattr(tabr, "predict_with_context")
+    result = probe(tabr, spec, _job(), meta, X, y, split)
+    assert np.isnan(result["after"]) and np.isnan(result["change"]) and result["rows_changed"] is None
+    assert "not probed" in result["note"] and result["before"] > 0.9
