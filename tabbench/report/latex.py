@@ -30,6 +30,14 @@ def _number(mean, se, digits: int, bold: bool) -> str:
     return f"$\\mathbf{{{body}}}$" if bold else f"${body}$"
 
 
+def _cell(t: dict, method: str, dataset: str, bold: bool) -> str:
+    """A per-dataset mean; one of fewer folds than the dataset has with its fold count (never bold)."""
+    if (method, dataset) in t.get("partial", {}):
+        value, value_se, ran, of = t["partial"][(method, dataset)]
+        return _number(value, value_se, 3, False) + f" ({ran} of {of} folds)"
+    return _number(t["mean"].loc[method, dataset], t["se"].loc[method, dataset], 3, bold)
+
+
 def _tabular(spec: str, header: list, rows: list) -> list:
     """``header``: the lines above the midrule; ``rows``: lists of cells."""
     return [f"\\begin{{tabular}}{{{spec}}}", "\\toprule", *header, "\\midrule",
@@ -113,8 +121,7 @@ def latex(name: str, tables: dict, labels: dict, published=None, transductive=()
         mean, se = t["mean"], t["se"]
         datasets = list(mean.columns)
         best = mean.max() if t["higher"] else mean.min()
-        rows = [[method_name(m)] + [_number(mean.loc[m, d], se.loc[m, d], 3, mean.loc[m, d] == best[d])
-                                    for d in datasets]
+        rows = [[method_name(m)] + [_cell(t, m, d, mean.loc[m, d] == best[d]) for d in datasets]
                 for m in t["ranks"].index]
         body = _tabular("l" + "c" * len(datasets), [" & ".join(["Method"] + [names[d] for d in datasets]) + r" \\"], rows)
         marked = [note for d, note in zip([d for d in labels if labels[d] != d], notes) if d in datasets]
