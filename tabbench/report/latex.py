@@ -73,8 +73,9 @@ def latex(name: str, tables: dict, labels: dict, published=None, transductive=()
               "their targets); not the same comparison as an inductive method."] if transductive else []
     key = re.sub(r"[^A-Za-z0-9-]+", "-", name)
     families = [(t["metric"], t) for t in tables.values()]
+    # by summed mean rank, ties by name: a set's order changes with the interpreter's string hashing
     methods = sorted({m for _, t in families for m in t["ranks"].index},
-                     key=lambda m: sum(t["ranks"]["mean_rank"].get(m, len(t["ranks"])) for _, t in families))
+                     key=lambda m: (sum(t["ranks"]["mean_rank"].get(m, len(t["ranks"])) for _, t in families), m))
     theirs = {metric: (published.ranks.get(metric, {}) if published else {}) for metric, _ in families}
     with_paper = [metric for metric, _ in families if theirs[metric]]
     header, spec, rules, column = ["Method"], "l", [], 2
