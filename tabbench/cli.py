@@ -72,6 +72,10 @@ def build_parser() -> argparse.ArgumentParser:
     board.add_argument("--published", metavar="FILE", help="published numbers to set beside ours, e.g. "
                                                           "suites/published/npt-paper.yaml (default: the "
                                                           "published: file of the suites named)")
+    board.add_argument("--first-complete", metavar="NAME=M1,M2,...,FALLBACK", action="append", default=[],
+                       help="one row NAME holding, per dataset, the first listed method with a complete result "
+                            "there (every fold, none failed), else FALLBACK; the listed methods but FALLBACK lose "
+                            "their own rows, e.g. 'npt (most faithful)=npt-tuned,npt-paper,npt-e32,npt'")
     board.add_argument("--results", default="results", metavar="DIR", help="results root (default: results/)")
     _tables_only_arg(board)
 
@@ -202,13 +206,16 @@ def cmd_leaderboard(args) -> int:
     from tabbench.report import report_installed
     from tabbench.report.leaderboard import write_leaderboard
 
-    folders, published = [], {Path(args.published)} if args.published else set()
+    from tabbench.report.leaderboard import declared_splits
+
+    folders, published, splits = [], {Path(args.published)} if args.published else set(), {}
     for target in map(Path, args.targets):
         if target.is_file():
             from tabbench.suite import load_suite
 
             suite = load_suite(target)
             folders.append(suite.results_dir(args.results))
+            splits.update(declared_splits(suite.datasets))
             if suite.published and not args.published:
                 published.add(suite.published)
         else:
@@ -228,7 +235,15 @@ def cmd_leaderboard(args) -> int:
         print(f"tabbench: {problem}", file=sys.stderr)
         return 2
     out = Path(args.results) / args.name if args.name else folders[0]
-    path = write_leaderboard(out, next(iter(published), None), sources=folders, report=not args.tables_only)
+    from tabbench.report.leaderboard import FirstComplete
+
+    try:
+        first_complete = [FirstComplete.parse(text) for text in args.first_complete]
+    except ValueError as exc:
+        print(f"tabbench: --first-complete: {exc}", file=sys.stderr)
+        return 2
+    path = write_leaderboard(out, next(iter(published), None), sources=folders, report=not args.tables_only,
+                             first_complete=first_complete, splits=splits)
     print(f"Leaderboard: {path}")
     return 0
 

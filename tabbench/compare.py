@@ -11,7 +11,7 @@ folder selected), ours against theirs, and a verdict:
   tabbench.measure) with the same torch version, threads and CPU kernel level must repeat as a
   deterministic one does; run elsewhere, or in a folder whose records predate the fingerprint, it may
   differ, but its mean over folds must stay within ``BAND_SE`` combined standard errors of the two
-  means, the error bars the leaderboard prints (with a single split, a holdout, there is no standard
+  means (tabbench.report.agreement, the one rule every report judges by), the error bars the leaderboard prints (with a single split, a holdout, there is no standard
   error: a difference is reported, not judged).
 
 Whether a model is deterministic is read from the records (the planner writes the spec's flag into each),
@@ -28,6 +28,7 @@ import pandas as pd
 
 from tabbench.measure import machines, repeat_key
 from tabbench.metrics import PRIMARY
+from tabbench.report.agreement import BAND_SE, band
 from tabbench.report.format import markdown_table, significant
 from tabbench.report.leaderboard import RUN_KEYS, select_trials
 from tabbench.store import Store
@@ -35,8 +36,6 @@ from tabbench.store import Store
 #: Relative difference below which two runs of a deterministic model count as equal (float rounding
 #: of a different BLAS or CPU; a changed split, library or bug moves metrics far more).
 FLOAT_NOISE = 1e-6
-#: Band of a seeded neural model: |mean difference| <= BAND_SE x sqrt(se_ours^2 + se_theirs^2).
-BAND_SE = 2.0
 FLAGGED = "FLAGGED"
 NO_BAND = "differs, one run: no band"
 COLUMNS = ["method", "dataset", "task", "metric", "runs", "ours", "theirs", "difference", "max_run_difference",
@@ -109,7 +108,8 @@ def _cell(method, dataset, runs: pd.DataFrame, deterministic: bool | None) -> di
         row["allowed"] = FLOAT_NOISE * scale
         verdict_ok = row["max_run_difference"] <= row["allowed"]
     else:
-        row["allowed"] = max(FLOAT_NOISE * scale, BAND_SE * math.hypot(_se(ours), _se(theirs)))
+        # the band of every report that judges agreement (tabbench.report.agreement), never under float noise
+        row["allowed"] = max(FLOAT_NOISE * scale, band(_se(ours), _se(theirs)))
         verdict_ok = abs(row["difference"]) <= row["allowed"]
     if row["max_run_difference"] == 0:
         verdict = "identical"

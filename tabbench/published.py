@@ -2,8 +2,9 @@
 
 The file (e.g. suites/published/npt-paper.yaml) holds, per dataset and method, the test value of the
 dataset's primary metric (a number, or [mean, standard error]), and per metric the published mean
-rank [mean, standard error] of each method. ``tabbench leaderboard`` then prints our numbers and the
-published ones side by side.
+rank [mean, standard error] of each method, and optionally a ``note`` on what the numbers are (e.g. that
+they are the best of several configurations), printed under every table that shows them. ``tabbench
+leaderboard`` then prints our numbers and the published ones side by side.
 """
 
 from __future__ import annotations
@@ -13,6 +14,9 @@ from pathlib import Path
 
 from tabbench.errors import TabbenchError
 from tabbench.metrics import PRIMARY
+
+
+KEYS = {"name", "note", "note_datasets", "metrics", "ranks"}
 
 
 class PublishedError(TabbenchError, ValueError):
@@ -25,6 +29,12 @@ class Published:
     path: Path
     metrics: dict = field(default_factory=dict)  # dataset -> method -> (value, se or None)
     ranks: dict = field(default_factory=dict)  # metric -> method -> (mean rank, se or None)
+    note: str = ""  # what the numbers are, printed under every table that shows them
+    note_datasets: tuple = ()  # the datasets the note is about (empty: all); tables of other datasets omit it
+
+    def note_for(self, datasets) -> str:
+        """The note, where it concerns one of ``datasets`` ('' otherwise)."""
+        return self.note if self.note and (not self.note_datasets or set(datasets) & set(self.note_datasets)) else ""
 
 
 def _pairs(value, where, file) -> dict:
@@ -51,8 +61,15 @@ def load_published(path) -> Published:
         raise PublishedError(f"{path}: cannot read the published-results file: {exc.strerror or exc}") from exc
     except yaml.YAMLError as exc:
         raise PublishedError(f"{path}: not valid YAML: {exc}") from exc
-    if not isinstance(raw, dict) or set(raw) - {"name", "metrics", "ranks"}:
-        raise PublishedError(f"{path}: expected a mapping with keys name, metrics, ranks")
+    if not isinstance(raw, dict) or set(raw) - KEYS:
+        unknown = sorted(set(raw) - KEYS) if isinstance(raw, dict) else []
+        raise PublishedError(f"{path}: expected a mapping with keys {', '.join(sorted(KEYS))}"
+                             + (f"; unknown key(s) {', '.join(map(str, unknown))}" if unknown else ""))
+    if not isinstance(raw.get("note") or "", str):
+        raise PublishedError(f"{path}: note: expected text, got {raw['note']!r}")
+    note_datasets = raw.get("note_datasets") or []
+    if not isinstance(note_datasets, list) or not all(isinstance(d, str) for d in note_datasets):
+        raise PublishedError(f"{path}: note_datasets: expected a list of dataset names, got {note_datasets!r}")
     for key in ("metrics", "ranks"):
         if not isinstance(raw.get(key) or {}, dict):
             raise PublishedError(f"{path}: {key}: expected a mapping, got {raw[key]!r}")
@@ -63,4 +80,5 @@ def load_published(path) -> Published:
         if metric not in known:
             raise PublishedError(f"{path}: ranks.{metric}: unknown metric; expected one of {sorted(known)}")
         ranks[metric] = _pairs(v, f"ranks.{metric}", path)
-    return Published(str(raw.get("name", path.stem)), path, metrics, ranks)
+    return Published(str(raw.get("name", path.stem)), path, metrics, ranks, str(raw.get("note") or "").strip(),
+                     tuple(note_datasets))

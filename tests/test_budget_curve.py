@@ -30,11 +30,14 @@ def test_budget_table_averages_each_budget_over_folds_with_the_full_run_last():
     assert set(table["runs"]) == {2}
 
 
-def test_versus_paper_says_whether_the_mean_is_within_two_published_standard_errors():
-    assert versus_paper(1.5, (1.27, 0.15)) == "+0.23 (within ± 2 SE)"  # 0.23 <= 0.30
-    assert versus_paper(0.9, (1.27, 0.15)) == "-0.37 (outside ± 2 SE)"  # 0.37 > 0.30
-    assert versus_paper(0.99, (0.997, None)) == "-0.007"  # no SE published: the difference only
-    assert versus_paper(3.0, None) == ""
+def test_versus_paper_judges_the_difference_against_two_combined_standard_errors():
+    # band: 2 x sqrt(0.10^2 + 0.15^2) = 0.361
+    assert versus_paper(1.6, 0.10, (1.27, 0.15)) == "+0.33 (within 2 combined SE)"  # 0.33 <= 0.361
+    assert versus_paper(1.65, 0.10, (1.27, 0.15)) == "+0.38 (outside 2 combined SE)"  # 0.38 > 0.361
+    # the published SE alone (0.30) would have called 0.33 outside: ours counts too
+    assert versus_paper(0.99, 0.01, (0.997, None)) == "-0.007"  # no SE published: the difference only
+    assert versus_paper(1.5, float("nan"), (1.27, 0.15)) == "+0.23"  # one run, no SE of ours: not judged
+    assert versus_paper(3.0, 0.1, None) == ""
 
 
 def test_the_report_draws_the_curves_next_to_the_published_number(tmp_path):
@@ -44,13 +47,25 @@ def test_the_report_draws_the_curves_next_to_the_published_number(tmp_path):
     published = tmp_path / "paper.yaml"
     published.write_text("name: the paper\nmetrics:\n  yacht:\n    npt: [1.27, 0.15]\nranks: {}\n")
     md = write_leaderboard(store.dir, published, report=True).read_text()
-    # 4.0 - 1.27 = +2.73, outside 1.27 ± 0.30; 3.0 at the full length likewise
-    assert "## Budget curves" in md and "| npt | yacht | 300 | 4.000 ± 1.000 | 2 | +2.73 (outside ± 2 SE) |" in md
+    # 4.0 - 1.27 = +2.73, outside 2 x sqrt(1.0^2 + 0.15^2) = 2.02; 3.0 at the full length: +1.73, within it
+    assert "## Budget curves" in md and "| npt | yacht | 300 | 4.000 ± 1.000 | 2 | +2.73 (outside 2 combined SE) |" in md
+    assert "| npt | yacht | 1,000 | 3.000 ± 1.000 | 2 | +1.73 (within 2 combined SE) |" in md
     assert (store.dir / "budget-curves.svg").exists() and (store.dir / "budget-curves.png").exists()
     svg = (store.dir / "budget-curves.svg").read_text()
     assert "1.27" in svg  # the published number's line is labelled
     csv = pd.read_csv(store.dir / "budget-curves.csv")
     assert list(csv["steps"]) == [100, 300, 1000]
+
+
+def test_a_curve_of_fewer_folds_than_the_dataset_has_shows_its_fold_count(tmp_path):
+    store = Store(tmp_path / "suite")
+    for record in RECORDS:  # npt: folds 0-1
+        store.append(record)
+    for fold in range(5):  # another method ran five folds of yacht: the dataset has at least five
+        store.append({**RECORDS[0], "key": f"knn-{fold}", "method": "knn", "model": "knn", "fold": fold,
+                      "budget_curve": None, "info": {}})
+    md = write_leaderboard(store.dir, report=True).read_text()
+    assert "| npt | yacht | 300 | 4.000 ± 1.000 (2 of 5 folds) | 2 |  |" in md
 
 
 def test_a_method_has_one_colour_in_every_panel():

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tabbench.report.leaderboard import rank_table, select_trials, write_leaderboard
+from tabbench.report.leaderboard import FirstComplete, rank_table, select_trials, write_leaderboard
 from tabbench.published import load_published
 from tabbench.store import Store
 
@@ -101,6 +101,54 @@ def test_a_method_with_fewer_folds_than_another_on_a_dataset_takes_the_worst_ran
     ranks = pd.read_csv(store.dir / "leaderboard.csv").query("table == 'test_auroc'").set_index("method")["rank"]
     assert ranks["done"] == 1 and ranks["running"] == 2
     assert "running on d1 (2 of the dataset's 10 splits run)" in md
+    # its mean is still shown, with its fold count, in the per-dataset table
+    assert "| running | 0.990 ± 0.000 (2 of 10 folds) |" in md
+
+
+def test_a_suite_declared_fold_count_makes_a_lone_method_with_a_slice_incomplete(tmp_path):
+    # the only method on d1 ran 2 folds: the records alone cannot tell; the suite's declared k can
+    store = Store(tmp_path / "suite")
+    for fold in range(2):
+        store.append(_record("slice", "d1", fold, None, 0.1, 0.9 + fold / 100))
+        store.append(_record("slice", "d2", fold, None, 0.1, 0.9))
+    md = write_leaderboard(store.dir, splits={"d1": 10}).read_text()
+    assert "slice on d1 (2 of the dataset's 10 splits run)" in md
+    assert "| slice | 0.905 ± 0.005 (2 of 10 folds) | 0.900 ± 0.000 |" in md
+    assert "slice on d2" not in md  # no declaration: the records' own two folds are the dataset's
+
+
+def test_declared_splits_reads_k_fold_and_holdout_declarations():
+    from tabbench.data.types import DatasetConfig, SplitConfig
+    from tabbench.report.leaderboard import declared_splits
+
+    datasets = [DatasetConfig("a", "sklearn", split=SplitConfig(protocol="kfold", k=10)),
+                DatasetConfig("b", "sklearn", split=SplitConfig(protocol="npt_code", k=10, folds=(0, 1))),
+                DatasetConfig("c", "sklearn", split=SplitConfig(protocol="holdout")),
+                DatasetConfig("d", "sklearn", split=SplitConfig(protocol="openml_task"))]
+    assert declared_splits(datasets) == {"a": 10, "b": 2, "c": 1}
+
+
+def test_first_complete_fills_each_dataset_with_the_first_listed_method_that_has_every_fold(tmp_path):
+    store = Store(tmp_path / "suite")
+    for fold in range(3):
+        store.append(_record("reduced", "d1", fold, None, 0.1, 0.80))
+        store.append(_record("reduced", "d2", fold, None, 0.1, 0.70))
+        store.append(_record("paper", "d1", fold, None, 0.1, 0.95))  # complete on d1
+        if fold < 2:
+            store.append(_record("paper", "d2", fold, None, 0.1, 0.99))  # 2 of 3 folds on d2
+        store.append(_record("other", "d1", fold, None, 0.1, 0.90))
+        store.append(_record("other", "d2", fold, None, 0.1, 0.90))
+    rule = FirstComplete.parse("best=tuned,paper,reduced")
+    assert rule == FirstComplete("best", ("tuned", "paper"), "reduced")
+    md = write_leaderboard(store.dir, first_complete=[rule]).read_text()
+    csv = pd.read_csv(store.dir / "leaderboard.csv").query("table == 'test_auroc'").set_index(["method", "dataset"])
+    assert csv.loc[("best", "d1"), "value"] == pytest.approx(0.95)  # paper, complete there
+    assert csv.loc[("best", "d2"), "value"] == pytest.approx(0.70)  # paper incomplete: the fallback
+    assert csv.loc[("reduced", "d1"), "value"] == pytest.approx(0.80)  # the fallback keeps its own row
+    assert "paper" not in set(csv.index.get_level_values("method"))  # a listed method loses its own row
+    assert "Here: d1: paper; d2: reduced." in md
+    with pytest.raises(ValueError, match="NAME=M1"):
+        FirstComplete.parse("best=only")
 
 def test_published_numbers_are_printed_next_to_ours(tmp_path):
     store = Store(tmp_path / "suite")
@@ -110,10 +158,38 @@ def test_published_numbers_are_printed_next_to_ours(tmp_path):
         store.append(_record("knn", "private", fold, None, 0.1, 0.5))  # a dataset the paper does not have
     md = write_leaderboard(store.dir, PUBLISHED).read_text()
     section = md[md.index("### Against NPT paper (Kossen et al. 2021) (test auroc)"):]
-    assert "| npt | 1.50 ± 0.50 / 2.50 ± 0.87 | 0.980 ± 0.010 / 0.997 |" in section
-    assert "| knn | 1.50 ± 0.50 / 8.25 ± 0.48 | 0.965 ± 0.005 / 0.98 |" in section
+    assert "| npt | 1.50 ± 0.50 / 2.50 ± 0.87 | 0.980 ± 0.010 / 0.997 ± 0.001 |" in section  # paper Table 10
+    assert "| knn | 1.50 ± 0.50 / 8.25 ± 0.48 | 0.965 ± 0.005 / 0.98 ± 0.005 |" in section
+    assert "best of eight small-data variants" in section  # the file's note, under the table it concerns
     assert "private" not in section.splitlines()[2]  # only datasets both have are compared
     csv = pd.read_csv(store.dir / "leaderboard.csv").set_index(["table", "method", "dataset"])
     assert csv.loc[("test_auroc", "knn", "breast_cancer"), "published"] == 0.980
+    assert csv.loc[("test_auroc", "knn", "breast_cancer"), "published_se"] == 0.005
     assert np.isnan(csv.loc[("test_auroc", "knn", "private"), "published"])
     assert "Against" not in write_leaderboard(store.dir).read_text()  # no published file, no comparison
+
+
+def test_a_published_note_is_printed_only_under_tables_of_the_datasets_it_concerns(tmp_path):
+    paper = tmp_path / "paper.yaml"
+    paper.write_text("name: p\nnote: best of eight\nnote_datasets: [small]\n"
+                     "metrics: {small: {m: [0.9, 0.01]}, large: {m: 0.8}}\nranks: {}\n")
+    assert load_published(paper).note_for(["large"]) == "" and load_published(paper).note_for(["small"])
+    store = Store(tmp_path / "suite")
+    for fold in range(2):
+        store.append(_record("m", "large", fold, None, 0.1, 0.8))
+    section = write_leaderboard(store.dir, paper).read_text().split("### Against p (test auroc)")[1]
+    assert "best of eight" not in section
+    paper.write_text("name: p\nnote: [not, text]\nmetrics: {}\nranks: {}\n")
+    with pytest.raises(ValueError, match="note: expected text"):
+        load_published(paper)
+    paper.write_text("name: p\nnotes: x\nmetrics: {}\nranks: {}\n")
+    with pytest.raises(ValueError, match="unknown key.*notes"):
+        load_published(paper)
+
+
+def test_agreement_is_two_combined_standard_errors_and_unjudged_without_one():
+    from tabbench.report.agreement import band, within
+
+    assert band(0.3, 0.4) == pytest.approx(1.0)  # 2 x sqrt(0.09 + 0.16)
+    assert within(0.99, 0.3, 0.4) and not within(-1.01, 0.3, 0.4)
+    assert within(0.1, None, 0.4) is None and within(0.1, float("nan"), 0.4) is None

@@ -14,11 +14,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from tabbench.report.format import markdown_table, mean_se
+from tabbench.report.agreement import within
+from tabbench.report.format import markdown_table, mean_se, with_folds
 
 def budget_table(selected: pd.DataFrame, primary: dict) -> pd.DataFrame:
-    """Rows (method, model, dataset, metric, steps, mean, runs, se) of the primary test metric over folds
-    and seeds, at every recorded budget and at the run's full length. Empty when no record has a curve."""
+    """Rows (method, model, dataset, metric, steps, mean, runs, folds, se) of the primary test metric over
+    folds and seeds (folds: the distinct (fold, repeat) splits among the runs), at every recorded budget and at the run's full length. Empty when no record has a curve."""
     if "budget_curve" not in selected:
         return pd.DataFrame()
     rows = []
@@ -32,12 +33,15 @@ def budget_table(selected: pd.DataFrame, primary: dict) -> pd.DataFrame:
         if steps is not None:
             points.append((steps, r.get(f"test_{metric}")))
         rows += [{"method": r["method"], "model": r.get("model") or r["method"], "dataset": r["dataset"],
-                  "metric": metric, "steps": s, "value": v} for s, v in points if v is not None]
+                  "metric": metric, "steps": s, "value": v, "split": (r["fold"], r["repeat"])}
+                 for s, v in points if v is not None]
     if not rows:
         return pd.DataFrame()
     frame = pd.DataFrame(rows)
     keys = ["method", "model", "dataset", "metric", "steps"]
-    out = frame.groupby(keys)["value"].agg(["mean", "std", "count"]).reset_index()
+    grouped = frame.groupby(keys)
+    out = grouped["value"].agg(["mean", "std", "count"]).reset_index()
+    out["folds"] = grouped["split"].nunique().to_numpy()
     out["se"] = out["std"] / out["count"].map(math.sqrt)
     return out.drop(columns="std").rename(columns={"count": "runs"})
 
@@ -47,16 +51,16 @@ def _paper(published, dataset: str, model: str):
     return published.metrics.get(dataset, {}).get(model) if published is not None else None
 
 
-def versus_paper(mean: float, paper) -> str:
-    """Our mean against the published number: the difference, and whether it lies within the
-    paper's ± 2 standard errors (where the paper gives one)."""
+def versus_paper(mean: float, se: float, paper) -> str:
+    """Our mean against the published number: the difference, and whether it lies within 2 combined
+    standard errors (tabbench.report.agreement), where both sides have one."""
     if not paper:
         return ""
-    value, se = paper
+    value, paper_se = paper
     diff = f"{mean - value:+.3g}"
-    if not se:
+    if not paper_se or se is None or (isinstance(se, float) and math.isnan(se)):
         return diff
-    return f"{diff} ({'within' if abs(mean - value) <= 2 * se else 'outside'} ± 2 SE)"
+    return f"{diff} ({'within' if within(mean - value, se, paper_se) else 'outside'} 2 combined SE)"
 
 
 def budget_figure(table: pd.DataFrame, published=None):
@@ -92,24 +96,30 @@ def budget_figure(table: pd.DataFrame, published=None):
     return fig
 
 
-def budget_section(out_dir: Path, selected: pd.DataFrame, primary: dict, published=None, show=None) -> list:
+def budget_section(out_dir: Path, selected: pd.DataFrame, primary: dict, published=None, show=None,
+                   splits=None) -> list:
+    """``splits``: dataset -> the number of splits it has (leaderboard.dataset_splits): a mean over fewer
+    shows its fold count."""
     from tabbench.report.plots import save
 
     table = budget_table(selected, primary)
     if table.empty:
         return []
     save(budget_figure(table, published), out_dir / "budget-curves")
-    table.drop(columns="model").round(6).to_csv(out_dir / "budget-curves.csv", index=False)
-    show = show or {}
-    rows = [[show.get(r["method"], r["method"]), r["dataset"], f"{int(r['steps']):,}", mean_se(r["mean"], r["se"]),
-             str(int(r["runs"])), versus_paper(r["mean"], _paper(published, r["dataset"], r["model"]))]
+    table.drop(columns=["model", "folds"]).round(6).to_csv(out_dir / "budget-curves.csv", index=False)
+    show, splits = show or {}, splits or {}
+    rows = [[show.get(r["method"], r["method"]), r["dataset"], f"{int(r['steps']):,}",
+             with_folds(mean_se(r["mean"], r["se"]), int(r["folds"]), splits.get(r["dataset"], 0)),
+             str(int(r["runs"])), versus_paper(r["mean"], r["se"], _paper(published, r["dataset"], r["model"]))]
             for _, r in table.sort_values(["dataset", "method", "steps"]).iterrows()]
     models = sorted(table["model"].unique())
     which = " and ".join(m.upper() for m in models) + (" numbers" if len(models) > 1 else " number")
     return ["## Budget curves", "",
             "The test metric of the weights a shorter run would have used (best validation loss up to that step), "
             "recorded during each run; the last point of a curve is the run's full length. Dashed: the published "
-            f"{which}, shaded: its ± 2 standard errors; \"vs paper\": our mean minus it. `budget-curves.csv` "
-            "has the numbers.", "",
+            f"{which}, shaded: its ± 2 standard errors; \"vs paper\": our mean minus it, and whether it lies "
+            "within 2 combined standard errors (√(SE ours² + SE paper²); results/README.md). A mean of fewer folds "
+            "than the dataset has shows its fold count. `budget-curves.csv` has the numbers.", "",
             "![test metric against training steps](budget-curves.svg)", "",
-            markdown_table(["method", "dataset", "steps", "test metric (mean ± SE)", "runs", "vs paper"], rows), ""]
+            markdown_table(["method", "dataset", "steps", "test metric (mean ± SE)", "runs", "vs paper"], rows), "",
+            *([published.note_for(table["dataset"]), ""] if published and published.note_for(table["dataset"]) else [])]

@@ -30,6 +30,14 @@ def _number(mean, se, digits: int, bold: bool) -> str:
     return f"$\\mathbf{{{body}}}$" if bold else f"${body}$"
 
 
+def _cell(t: dict, method: str, dataset: str, bold: bool) -> str:
+    """A per-dataset mean; one of fewer folds than the dataset has with its fold count (never bold)."""
+    if (method, dataset) in t.get("partial", {}):
+        value, value_se, ran, of = t["partial"][(method, dataset)]
+        return _number(value, value_se, 3, False) + f" ({ran} of {of} folds)"
+    return _number(t["mean"].loc[method, dataset], t["se"].loc[method, dataset], 3, bold)
+
+
 def _tabular(spec: str, header: list, rows: list) -> list:
     """``header``: the lines above the midrule; ``rows``: lists of cells."""
     return [f"\\begin{{tabular}}{{{spec}}}", "\\toprule", *header, "\\midrule",
@@ -65,8 +73,9 @@ def latex(name: str, tables: dict, labels: dict, published=None, transductive=()
               "their targets); not the same comparison as an inductive method."] if transductive else []
     key = re.sub(r"[^A-Za-z0-9-]+", "-", name)
     families = [(t["metric"], t) for t in tables.values()]
+    # by summed mean rank, ties by name: a set's order changes with the interpreter's string hashing
     methods = sorted({m for _, t in families for m in t["ranks"].index},
-                     key=lambda m: sum(t["ranks"]["mean_rank"].get(m, len(t["ranks"])) for _, t in families))
+                     key=lambda m: (sum(t["ranks"]["mean_rank"].get(m, len(t["ranks"])) for _, t in families), m))
     theirs = {metric: (published.ranks.get(metric, {}) if published else {}) for metric, _ in families}
     with_paper = [metric for metric, _ in families if theirs[metric]]
     header, spec, rules, column = ["Method"], "l", [], 2
@@ -113,8 +122,7 @@ def latex(name: str, tables: dict, labels: dict, published=None, transductive=()
         mean, se = t["mean"], t["se"]
         datasets = list(mean.columns)
         best = mean.max() if t["higher"] else mean.min()
-        rows = [[method_name(m)] + [_number(mean.loc[m, d], se.loc[m, d], 3, mean.loc[m, d] == best[d])
-                                    for d in datasets]
+        rows = [[method_name(m)] + [_cell(t, m, d, mean.loc[m, d] == best[d]) for d in datasets]
                 for m in t["ranks"].index]
         body = _tabular("l" + "c" * len(datasets), [" & ".join(["Method"] + [names[d] for d in datasets]) + r" \\"], rows)
         marked = [note for d, note in zip([d for d in labels if labels[d] != d], notes) if d in datasets]

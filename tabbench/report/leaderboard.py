@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +19,7 @@ import pandas as pd
 
 from tabbench.metrics import PRIMARY, SELECTION
 from tabbench.pooling import pooled_records
-from tabbench.report.format import markdown_table, mean_se
+from tabbench.report.format import markdown_table, mean_se, with_folds
 from tabbench.store import key_params
 
 TASK_TITLES = {"binary": "AUROC (binary)", "multiclass": "Accuracy (multi-class)", "regression": "RMSE (regression)"}
@@ -72,6 +73,12 @@ TRANSDUCTIVE_NOTE = (f"{TRANSDUCTIVE_MARK} transductive: the method's fit saw th
                      "so the two are not the same comparison.")
 
 
+#: Under a table where some mean is of fewer folds than its dataset has (leaderboard.metric_cell).
+FOLDS_NOTE = ("A mean marked \"(k of n folds)\" is over the k of the dataset's n folds the method ran (n: what the "
+              "suite declares, and never fewer than the most any method in this table ran there); it is not a complete "
+              "result and takes the worst rank.")
+
+
 def display_names(frame: pd.DataFrame) -> dict:
     """method -> the name shown in tables: transductive methods carry TRANSDUCTIVE_MARK."""
     flags = frame["transductive"].fillna(False).astype(bool) if "transductive" in frame else \
@@ -80,8 +87,49 @@ def display_names(frame: pd.DataFrame) -> dict:
     return {m: f"{m} {TRANSDUCTIVE_MARK}" if m in marked else m for m in frame["method"].unique()}
 
 
-def summarise(frame: pd.DataFrame) -> dict:
-    """Per task: per (method, dataset) mean and SE of the primary test metric, complete runs only."""
+def declared_splits(datasets) -> dict:
+    """dataset -> the number of splits a suite's dataset declarations (DatasetConfig) say it has: k (or the
+    folds listed) for k-fold protocols, 1 for a holdout or fixed test set; an OpenML task's own splits are
+    not known without the task, so it is left to the records."""
+    out = {}
+    for cfg in datasets:
+        split = cfg.split
+        if split.protocol in ("kfold", "npt_code"):
+            out[cfg.name] = len(split.folds) if split.folds is not None else split.k
+        elif split.protocol in ("holdout", "fixed"):
+            out[cfg.name] = 1
+    return out
+
+
+def dataset_splits(frame: pd.DataFrame, declared=None) -> dict:
+    """dataset -> the number of splits (fold, repeat) it has: what its suite declares where the leaderboard
+    is made from a suite (``declared``), and never fewer than any method in the table ran on it.
+
+    The records do not hold a split's fold count, so a leaderboard made from result folders learns it from
+    the methods that ran the dataset whole: a method short of the most any method ran is incomplete. (A
+    folder whose every method ran a slice cannot see the slice; name its suite, or pool it with a folder that
+    ran the dataset whole, as results/uci-small-paper-budget does.)"""
+    declared = declared or {}
+    return {dataset: max(len(set(zip(runs["fold"], runs["repeat"]))), declared.get(dataset, 0))
+            for dataset, runs in frame.groupby("dataset")}
+
+
+def _incomplete(runs: pd.DataFrame, values: pd.Series, n_splits: int, metric: str) -> str:
+    """Why a method's runs on a dataset are not a complete result ('' when they are)."""
+    failed = int((runs["status"] != "ok").sum())  # any failure status: error, invalid, timeout, ...
+    if failed:
+        return f"{failed} of {len(runs)} runs failed"
+    unscored = int(values.isna().sum())
+    if unscored:
+        return f"{unscored} of {len(runs)} runs have no test {metric}"
+    ran = len(set(zip(runs["fold"], runs["repeat"])))
+    return f"{ran} of the dataset's {n_splits} splits run" if ran < n_splits else ""
+
+
+def summarise(frame: pd.DataFrame, declared=None) -> dict:
+    """Per task: per (method, dataset) mean and SE of the primary test metric, complete runs only; the
+    means of methods that ran fewer of a dataset's splits than it has (none failed) in ``partial``:
+    (method, dataset) -> (mean, se, splits run, splits the dataset has). ``declared``: dataset_splits'."""
     out = {}
     for task, (metric, higher) in PRIMARY.items():
         part = frame[frame["task"] == task]
@@ -91,28 +139,80 @@ def summarise(frame: pd.DataFrame) -> dict:
         methods, datasets = sorted(part["method"].unique()), sorted(part["dataset"].unique())
         mean = pd.DataFrame(np.nan, index=methods, columns=datasets)
         se = mean.copy()
-        incomplete = []
-        # a dataset's splits: every (fold, repeat) any method ran on it; a method short of some is incomplete
-        splits = {dataset: set(zip(runs["fold"], runs["repeat"])) for dataset, runs in part.groupby("dataset")}
+        incomplete, partial = [], {}
+        splits = dataset_splits(part, declared)
         for (method, dataset), runs in part.groupby(["method", "dataset"]):
             values = runs[column] if column in runs else pd.Series(np.nan, index=runs.index)
-            failed = int((runs["status"] != "ok").sum())  # any failure status: error, invalid, timeout, ...
-            unscored = int(values.isna().sum())
-            ran = len(splits[dataset] & set(zip(runs["fold"], runs["repeat"])))
-            if failed:
-                incomplete.append((method, dataset, f"{failed} of {len(runs)} runs failed"))
-                continue
-            if unscored:
-                incomplete.append((method, dataset, f"{unscored} of {len(runs)} runs have no test {metric}"))
-                continue
-            if ran < len(splits[dataset]):
-                incomplete.append((method, dataset, f"{ran} of the dataset's {len(splits[dataset])} splits run"))
+            why = _incomplete(runs, values, splits[dataset], metric)
+            value_se = values.std(ddof=1) / math.sqrt(len(values)) if len(values) > 1 else np.nan
+            if why:
+                incomplete.append((method, dataset, why))
+                if why.endswith("splits run"):
+                    ran = len(set(zip(runs["fold"], runs["repeat"])))
+                    partial[(method, dataset)] = (values.mean(), value_se, ran, splits[dataset])
                 continue
             mean.loc[method, dataset] = values.mean()
-            se.loc[method, dataset] = values.std(ddof=1) / math.sqrt(len(values)) if len(values) > 1 else np.nan
+            se.loc[method, dataset] = value_se
         out[task] = {"metric": metric, "higher": higher, "mean": mean, "se": se, "incomplete": incomplete,
-                     "ranks": rank_table(mean, higher)}
+                     "partial": partial, "ranks": rank_table(mean, higher)}
     return out
+
+
+def metric_cell(t: dict, method: str, dataset: str) -> str:
+    """A method's mean ± SE on a dataset as every table shows it: with its fold count where it ran fewer
+    of the dataset's folds than it has ("5.450 ± 0.370 (2 of 10 folds)"), – where it has no result."""
+    if (method, dataset) in t.get("partial", {}):
+        value, value_se, ran, of = t["partial"][(method, dataset)]
+        return with_folds(mean_se(value, value_se), ran, of)
+    return mean_se(t["mean"].loc[method, dataset], t["se"].loc[method, dataset])
+
+
+@dataclass(frozen=True)
+class FirstComplete:
+    """One row ``name`` holding, per dataset, the first of ``methods`` with a complete result there (every
+    split the dataset has, none failed, each scored), else the records of ``fallback``, which keeps its own
+    row too; the other listed methods lose theirs. E.g. the most faithful NPT that has complete folds, the
+    reduced budget beside it: ``FirstComplete("npt (most faithful)", ("npt-tuned", "npt-paper", "npt-e32"),
+    "npt")``. Which method fills each dataset is read from the records, never listed by hand."""
+
+    name: str
+    methods: tuple
+    fallback: str
+
+    @classmethod
+    def parse(cls, text: str) -> "FirstComplete":
+        """From ``NAME=M1,M2,...,FALLBACK`` (the command line's form)."""
+        name, _, listed = text.partition("=")
+        methods = tuple(m.strip() for m in listed.split(",") if m.strip())
+        if not name.strip() or len(methods) < 2:
+            raise ValueError(f"expected NAME=M1,...,FALLBACK with at least two methods, got {text!r}")
+        return cls(name.strip(), methods[:-1], methods[-1])
+
+    def choose(self, selected: pd.DataFrame, declared=None) -> dict:
+        """dataset -> the method whose records fill the row there (selected: one trial per run)."""
+        splits = dataset_splits(selected, declared)
+        chosen = {}
+        for dataset, part in selected.groupby("dataset"):
+            metric = PRIMARY[part["task"].iloc[0]][0]
+            for method in (*self.methods, self.fallback):
+                runs = part[part["method"] == method]
+                values = runs[f"test_{metric}"] if f"test_{metric}" in runs else pd.Series(np.nan, index=runs.index)
+                if len(runs) and (method == self.fallback or not _incomplete(runs, values, splits[dataset], metric)):
+                    chosen[dataset] = method
+                    break
+        return chosen
+
+    def apply(self, frame: pd.DataFrame, chosen: dict) -> pd.DataFrame:
+        """``frame`` (records or selected trials) with the chosen records as ``name`` (the fallback's copied,
+        as it keeps its own row) and the other listed methods' records left out."""
+        pick = pd.Series([chosen.get(d) == m for d, m in zip(frame["dataset"], frame["method"])], index=frame.index)
+        row = frame[pick].assign(method=self.name)
+        return pd.concat([frame[~frame["method"].isin(self.methods)], row], ignore_index=True)
+
+    def note(self, chosen: dict) -> str:
+        by = "; ".join(f"{d}: {m}" for d, m in sorted(chosen.items()))
+        return (f"{self.name}: per dataset the first of {', '.join(self.methods)} with a complete result there "
+                f"(every fold the dataset has, none failed), else {self.fallback} (also its own row). Here: {by}.")
 
 
 def _cost_rows(frame: pd.DataFrame, show: dict) -> list:
@@ -188,12 +288,14 @@ def _published_section(t: dict, labels: dict, published, show: dict) -> list:
         for d in datasets:
             value = published.metrics[d].get(m)  # as printed in the publication: its own digits
             shown = "–" if not value else f"{value[0]:g}" + (f" ± {value[1]:g}" if value[1] is not None else "")
-            cells.append(f"{mean_se(t['mean'].loc[m, d], t['se'].loc[m, d])} / {shown}")
+            cells.append(f"{metric_cell(t, m, d)} / {shown}")
         rows.append([show[m]] + cells)
     notes = [f"Each cell: ours / published. Published ranks are over the publication's datasets of this task, "
              f"ours over this run's {ours_n}."]
     if any(labels[d] != d for d in datasets):  # a subset's label names it
         notes.append("Subset or stand-in data (labelled above) is not the published dataset: compare with care.")
+    if published.note_for(datasets):
+        notes.append(published.note_for(datasets))
     return [f"### Against {published.name} (test {metric})", "", markdown_table(header, rows), "", *notes, ""]
 
 
@@ -225,6 +327,8 @@ def _table1_section(tables: dict, published, show: dict) -> list:
              "order of their mean rank over all datasets."]
     if published:
         notes.append(f"Published: {published.name}, ranked over the publication's own datasets of each family.")
+        if published.note_for(published.metrics):
+            notes.append(published.note_for(published.metrics))
     if any(TRANSDUCTIVE_MARK in name for name in show.values()):
         notes.append(TRANSDUCTIVE_NOTE)
     return ["## Table 1: mean rank per metric family", "", markdown_table(header, rows), "", " ".join(notes), ""]
@@ -240,13 +344,15 @@ def _generated_line(out_dir: Path, sources: list, records: pd.DataFrame) -> str:
 
 
 def write_leaderboard(suite_dir: str | Path, published_path: str | Path | None = None, sources=None,
-                      report: bool = False) -> Path:
+                      report: bool = False, first_complete=(), splits=None) -> Path:
     """Regenerate leaderboard.md / leaderboard.csv (and selected_params.csv when tuning) in suite_dir;
     with ``published_path`` (a suite's ``published:`` file) also the published numbers side by side.
 
     ``sources``: the result folders whose records are ranked together (default: suite_dir's own; see
     tabbench.pooling). ``report``: also the significance tests, win rates, cost figure and
     leaderboard.tex (tabbench.report; needs the ``report`` extra), as ``tabbench leaderboard`` writes them.
+    ``first_complete``: FirstComplete rows (e.g. the most faithful NPT with complete folds per dataset).
+    ``splits``: dataset -> the number of splits its suite declares (declared_splits), where known.
     """
     suite_dir = Path(suite_dir)
     sources = [Path(s) for s in sources] if sources else [suite_dir]
@@ -264,7 +370,12 @@ def write_leaderboard(suite_dir: str | Path, published_path: str | Path | None =
         return md_path
     all_runs = records
     selected = select_trials(records)
-    tables = summarise(selected)
+    combined_notes = []
+    for rule in first_complete:
+        chosen = rule.choose(selected, splits)
+        all_runs, selected = rule.apply(all_runs, chosen), rule.apply(selected, chosen)
+        combined_notes.append(rule.note(chosen))
+    tables = summarise(selected, splits)
     labels = {d: _dataset_label(selected, d) for d in sorted(selected["dataset"].unique())}
     show = display_names(all_runs)
     mark_note = [TRANSDUCTIVE_NOTE, ""] if any(TRANSDUCTIVE_MARK in name for name in show.values()) else []
@@ -276,7 +387,8 @@ def write_leaderboard(suite_dir: str | Path, published_path: str | Path | None =
     from tabbench.report import arena  # TabArena's Elo, improvability and win rate (bencheval)
 
     aggregates = arena.aggregates(tables, selected, pooled_ranks(tables).mean(axis=1))
-    md += _table1_section(tables, published, show) + arena.markdown(aggregates, show)
+    md += _table1_section(tables, published, show) + ([" ".join(combined_notes), ""] if combined_notes else [])
+    md += arena.markdown(aggregates, show)
     md += _variants_section(selected, show)
     csv_rows = []
     for task, t in tables.items():
@@ -289,14 +401,14 @@ def write_leaderboard(suite_dir: str | Path, published_path: str | Path | None =
                 for m, r in ranks.iterrows()]
         md += [markdown_table(header, rows), "", *mark_note]
         md.append(f"Ties share the better rank. A method without a complete result on a dataset (missing, any "
-                  f"fold failed, or fewer folds than another method ran there) takes the worst rank, {len(ranks)}.")
+                  f"fold failed, or fewer folds than the dataset has) takes the worst rank, {len(ranks)}.")
         if t["incomplete"]:
             md.append("Worst rank imputed for: " + "; ".join(
                 f"{m} on {d} ({why})" for m, d, why in t["incomplete"]) + ".")
         md += ["", f"### Test {metric} per dataset (mean ± standard error over folds and seeds)", ""]
-        rows = [[show[m]] + [mean_se(t["mean"].loc[m, d], t["se"].loc[m, d]) for d in t["mean"].columns]
-                for m in ranks.index]
+        rows = [[show[m]] + [metric_cell(t, m, d) for d in t["mean"].columns] for m in ranks.index]
         md += [markdown_table(["method"] + [labels[d] for d in t["mean"].columns], rows), "", *mark_note]
+        md += [FOLDS_NOTE, ""] if t["partial"] else []
         if published is not None:
             md += _published_section(t, labels, published, show) + mark_note
         if report:
@@ -330,7 +442,7 @@ def write_leaderboard(suite_dir: str | Path, published_path: str | Path | None =
         md += win_rate_section(suite_dir, selected) + cost_section(suite_dir, all_runs, pooled.mean(axis=1))
         from tabbench.report.budget import budget_section
 
-        md += budget_section(suite_dir, selected, PRIMARY, published, show)
+        md += budget_section(suite_dir, selected, PRIMARY, published, show, dataset_splits(selected, splits))
         write_latex(suite_dir / "leaderboard.tex", suite_dir.name, tables, labels, published,
                     transductive={m for m, name in show.items() if name != m}, arena=aggregates)
     md += ["## Costs per job", "", "Mean fit and predict seconds and the largest peak resident memory of one "
