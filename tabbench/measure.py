@@ -192,9 +192,9 @@ def hardware_label(hardware: dict | None, torch: bool = True) -> str:
     return f"{text} [id {hardware['id']}]"
 
 
-_PACKAGES = ("tabbench", "numpy", "pandas", "scikit-learn", "torch", "xgboost", "catboost", "lightgbm",
+_PACKAGES = ("tabbench-harness", "numpy", "pandas", "scikit-learn", "torch", "xgboost", "catboost", "lightgbm",
              "pytorch-tabnet", "ray")
-_MODULES = {"scikit-learn": "sklearn", "pytorch-tabnet": "pytorch_tabnet"}
+_MODULES = {"tabbench-harness": "tabbench", "scikit-learn": "sklearn", "pytorch-tabnet": "pytorch_tabnet"}
 
 
 def environment() -> dict:

@@ -86,11 +86,12 @@ def test_the_fingerprint_never_imports_torch_and_adds_it_once_the_job_has():
 
 
 def test_a_torch_jobs_record_carries_the_fingerprint():
-    """A real job (the MLP plugin, torch, on scikit-learn's breast cancer data) run by jobs.execute."""
+    """A real job (the MLP plugin, torch, on scikit-learn's breast cancer data) run by tabbench.execute."""
     from tabbench.data.cache import DataPaths
     from tabbench.data.dataset import DatasetConfig, SplitConfig, load_dataset
     from tabbench.data.splits import make_splits
-    from tabbench.jobs import Job, execute
+    from tabbench.execute import execute
+    from tabbench.jobs import Job
     from tabbench.plugins import load_models
 
     cfg = SplitConfig("holdout")

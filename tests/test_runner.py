@@ -76,7 +76,7 @@ def test_records_carry_fingerprints_metrics_costs_and_environment(tmp_path, ray_
     assert record["metrics"]["test"]["rmse"] > 0 and record["metrics"]["val"]["mse"] > 0
     assert record["fit_seconds"] > 0 and record["predict_seconds"] > 0
     assert 0 <= record["job_rss_bytes"] <= record["peak_rss_bytes"]
-    assert record["environment"]["packages"]["scikit-learn"]
+    assert record["environment"]["packages"]["scikit-learn"] and record["environment"]["packages"]["tabbench-harness"]
     assert record["environment"]["hardware"]["cpu"]["model_name"] and record["environment"]["hardware"]["id"]
     assert record["params"] == {"n_neighbors": 5, "weights": "uniform", "p": 2}
 
