@@ -27,7 +27,7 @@ import pytest
 
 from tabbench.plugins import load_models
 from tabbench.testing import fit_checked
-from tests.conftest import FAST, require_shared
+from tests.conftest import FAST, SHARED, require_shared
 
 REPO = Path(__file__).resolve().parents[1]
 MODERN = ("realmlp", "tabm", "tabr", "modernnca")
