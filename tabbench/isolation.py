@@ -13,7 +13,7 @@ import time
 
 from tabbench.execute import execute
 from tabbench.jobs import CRASH, OOM, TIMEOUT, Job, failure_record
-from tabbench.measure import proc_status_kib
+from tabbench.measure import private_kib
 
 
 def _die_with_parent():
@@ -42,8 +42,9 @@ def execute_isolated(job: Job, factory, meta, X, y, split, poll_s: float = 0.05,
     """Run ``execute`` in a forked child so that the job's limits can be enforced from outside.
 
     The child inherits the data copy-on-write (nothing is serialised). The parent enforces the
-    job's time budget (kill -> ``timeout``) and host memory budget (resident memory polled, kill ->
-    ``oom``), and turns a child that dies without a record (segfault, os._exit, killed) into
+    job's time budget (kill -> ``timeout``) and host memory budget (the child's own resident memory
+    polled, kill -> ``oom``: pages it still shares copy-on-write with its parent are not the job's, so a
+    large driver, as under ``--no-ray``, does not eat the budget), and turns a child that dies without a record (segfault, os._exit, killed) into
     ``crash``. Where fork is unavailable the job runs in-process without enforced limits.
     """
     if not hasattr(os, "fork"):
@@ -77,7 +78,7 @@ def execute_isolated(job: Job, factory, meta, X, y, split, poll_s: float = 0.05,
                 chunks.append(chunk)
                 continue
             elapsed = time.monotonic() - started
-            peak_mb = max(peak_mb, (proc_status_kib("VmRSS", pid) or 0) / 1024)
+            peak_mb = max(peak_mb, (private_kib(pid) or 0) / 1024)
             if job.time_budget_s is not None and elapsed > job.time_budget_s:
                 status = TIMEOUT
             elif job.memory_budget_mb is not None and peak_mb > job.memory_budget_mb:
@@ -96,7 +97,7 @@ def execute_isolated(job: Job, factory, meta, X, y, split, poll_s: float = 0.05,
         return failure_record(job, TIMEOUT, f"killed after {elapsed:.1f} s: the job's time budget is "
                               f"{job.time_budget_s:g} s (suite budget.time_s)")
     if status == OOM:
-        return failure_record(job, OOM, f"killed at {peak_mb:.0f} MiB resident: the job's memory budget is "
+        return failure_record(job, OOM, f"killed at {peak_mb:.0f} MiB resident (its own pages): the job's memory budget is "
                               f"{job.memory_budget_mb:g} MiB (suite budget.memory_mb)")
     if chunks and os.WIFEXITED(wait_status) and os.WEXITSTATUS(wait_status) == 0:
         return pickle.loads(b"".join(chunks))

@@ -26,6 +26,17 @@ def proc_status_kib(field: str, pid: int | str = "self") -> int | None:
     return None
 
 
+def private_kib(pid: int | str = "self") -> int | None:
+    """The memory only this process holds, in KiB (Private_Clean + Private_Dirty of /proc/<pid>/smaps_rollup):
+    a forked child's pages still shared copy-on-write with its parent are not counted. Falls back to VmRSS
+    where smaps_rollup is absent; None where there is no /proc."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as fh:
+            return sum(int(line.split()[1]) for line in fh if line.startswith(("Private_Clean:", "Private_Dirty:")))
+    except OSError:
+        return proc_status_kib("VmRSS", pid)
+
+
 class PeakMemory:
     """Peak RSS of this process while a job runs, above the RSS it started from.
 

@@ -1,6 +1,7 @@
 """Jobs run in their own process: time and memory budgets are enforced, a dying job is a record, on Ray and
 in-process (--no-ray) alike."""
 
+import numpy as np
 import pytest
 
 from tabbench.runner import RunOptions, run_suite
@@ -13,6 +14,9 @@ from tests.plugins_for_tests import PLUGIN_FILE
 def test_limits_and_crashes_become_records_and_the_run_goes_on(tmp_path, request, ray):
     if ray:
         request.getfixturevalue("ray_session")
+    # a driver larger than the memory budget (as a pytest process with torch loaded is): under --no-ray
+    # every job is its fork, and the pages it shares with the driver are not the job's memory
+    ballast = np.ones(800 * 2**20 // 8)
     hows = ["ok", "sleep", "hog", "exit", "segfault", "memoryerror"]
     raw = {
         "name": "limits",
@@ -31,3 +35,4 @@ def test_limits_and_crashes_become_records_and_the_run_goes_on(tmp_path, request
     assert frame.loc["segfault", "status"] == "crash" and "SIGSEGV" in frame.loc["segfault", "error_message"]
     assert frame.loc["memoryerror", "status"] == "oom"
     assert summary.failures == {"timeout": 1, "oom": 2, "crash": 2}
+    del ballast
