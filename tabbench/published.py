@@ -32,6 +32,10 @@ class Published:
     note: str = ""  # what the numbers are, printed under every table that shows them
     note_datasets: tuple = ()  # the datasets the note is about (empty: all); tables of other datasets omit it
 
+    def methods(self) -> set:
+        """Every method the publication reports a number or a rank for."""
+        return {m for table in (*self.metrics.values(), *self.ranks.values()) for m in table}
+
     def note_for(self, datasets) -> str:
         """The note, where it concerns one of ``datasets`` ('' otherwise)."""
         return self.note if self.note and (not self.note_datasets or set(datasets) & set(self.note_datasets)) else ""

@@ -1,5 +1,7 @@
 """Transductive models: what the harness hands fit, what it records, and how tables mark them."""
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 
@@ -69,3 +71,29 @@ def test_every_table_marks_transductive_methods_and_says_why(tmp_path):
     assert TRANSDUCTIVE_NOTE in md
     csv = pd.read_csv(store.dir / "leaderboard.csv")
     assert set(csv["method"]) == {"npt", "knn"}  # the data keeps the plain method names
+
+
+def test_a_model_the_publication_never_ran_is_marked_in_every_table(tmp_path):
+    """With a publication beside the tables, a method whose model it never reports (here TabM beside the NPT
+    paper) carries the mark in every Markdown and LaTeX table and the CSV; npt-paper counts as its model,
+    npt, which the paper reports, so it is not marked."""
+    from tabbench.published import load_published
+    from tabbench.report.leaderboard import NOT_PUBLISHED_MARK, not_published_note
+
+    published_path = Path(__file__).resolve().parent.parent / "suites" / "published" / "npt-paper.yaml"
+    store = Store(tmp_path / "suite")
+    for fold in range(2):
+        for dataset in ("breast_cancer", "income"):
+            store.append({**_record("npt-paper", dataset, fold, 0.95, True), "model": "npt"})
+            store.append(_record("knn", dataset, fold, 0.90, False))
+            store.append(_record("tabm", dataset, fold, 0.93, False))
+    md = write_leaderboard(store.dir, published_path, report=True).read_text()
+    rows = [line for line in md.splitlines() if line.startswith("| ")]
+    tabm_rows = [line for line in rows if line.startswith("| tabm")]
+    assert len(tabm_rows) >= 5 and all(line.startswith(f"| tabm {NOT_PUBLISHED_MARK} |") for line in tabm_rows)
+    assert not any(NOT_PUBLISHED_MARK in line for line in rows if line.startswith(("| npt-paper", "| knn")))
+    assert not_published_note(load_published(published_path)) in md
+    tex = (store.dir / "leaderboard.tex").read_text()
+    assert r"tabm$^{\ddagger}$" in tex and r"npt-paper$^{\dagger}$" in tex and "knn$^" not in tex
+    csv = pd.read_csv(store.dir / "leaderboard.csv")
+    assert set(csv.loc[~csv["in_publication"], "method"]) == {"tabm"}

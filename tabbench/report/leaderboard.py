@@ -79,12 +79,37 @@ FOLDS_NOTE = ("A mean marked \"(k of n folds)\" is over the k of the dataset's n
               "result and takes the worst rank.")
 
 
-def display_names(frame: pd.DataFrame) -> dict:
-    """method -> the name shown in tables: transductive methods carry TRANSDUCTIVE_MARK."""
+#: Marks a method whose model the publication beside the table never ran (e.g. a model that came after it).
+NOT_PUBLISHED_MARK = "‡"
+
+
+def not_published_note(published) -> str:
+    return (f"{NOT_PUBLISHED_MARK} not in {published.name}: a model the publication did not run, so it has no "
+            "published number or rank; its ranks here are among this run's methods only.")
+
+
+def display_names(frame: pd.DataFrame, published=None) -> dict:
+    """method -> the name shown in tables: transductive methods carry TRANSDUCTIVE_MARK; with ``published``,
+    methods whose model (the records' ``model``, a registry name) the publication never reports carry
+    NOT_PUBLISHED_MARK. A method named apart from its model (npt-paper: model npt) counts as that model."""
     flags = frame["transductive"].fillna(False).astype(bool) if "transductive" in frame else \
         pd.Series(False, index=frame.index)
-    marked = set(frame.loc[flags, "method"])
-    return {m: f"{m} {TRANSDUCTIVE_MARK}" if m in marked else m for m in frame["method"].unique()}
+    transductive = set(frame.loc[flags, "method"])
+    models = frame["model"].fillna(frame["method"]) if "model" in frame else frame["method"]
+    reported = published.methods() if published is not None else None
+    not_published = set() if reported is None else set(frame.loc[~models.isin(reported), "method"])
+    show = {}
+    for m in frame["method"].unique():
+        marks = (TRANSDUCTIVE_MARK if m in transductive else "") + (NOT_PUBLISHED_MARK if m in not_published else "")
+        show[m] = f"{m} {marks}" if marks else m
+    return show
+
+
+def mark_notes(show: dict, published=None) -> list[str]:
+    """The notes that explain the marks some shown name carries."""
+    names = " ".join(show.values())
+    notes = [TRANSDUCTIVE_NOTE] if TRANSDUCTIVE_MARK in names else []
+    return notes + ([not_published_note(published)] if published is not None and NOT_PUBLISHED_MARK in names else [])
 
 
 def declared_splits(datasets) -> dict:
@@ -329,8 +354,7 @@ def _table1_section(tables: dict, published, show: dict) -> list:
         notes.append(f"Published: {published.name}, ranked over the publication's own datasets of each family.")
         if published.note_for(published.metrics):
             notes.append(published.note_for(published.metrics))
-    if any(TRANSDUCTIVE_MARK in name for name in show.values()):
-        notes.append(TRANSDUCTIVE_NOTE)
+    notes += mark_notes(show, published)
     return ["## Table 1: mean rank per metric family", "", markdown_table(header, rows), "", " ".join(notes), ""]
 
 
@@ -377,8 +401,8 @@ def write_leaderboard(suite_dir: str | Path, published_path: str | Path | None =
         combined_notes.append(rule.note(chosen))
     tables = summarise(selected, splits)
     labels = {d: _dataset_label(selected, d) for d in sorted(selected["dataset"].unique())}
-    show = display_names(all_runs)
-    mark_note = [TRANSDUCTIVE_NOTE, ""] if any(TRANSDUCTIVE_MARK in name for name in show.values()) else []
+    show = display_names(all_runs, published)
+    mark_note = [" ".join(mark_notes(show, published)), ""] if mark_notes(show, published) else []
     md = [f"# Leaderboard: {suite_dir.name}", "", _generated_line(suite_dir, sources, records), ""]
     if report:
         md += ["Figures and tests: a significance section per metric family, [all datasets together]"
@@ -439,12 +463,12 @@ def write_leaderboard(suite_dir: str | Path, published_path: str | Path | None =
         md += ["## All datasets together", "", f"Every dataset's rank from the tables above ({pooled.shape[1]} "
                "datasets), a method absent from a family at the worst rank.", ""]
         md += significance_section(suite_dir, "all", pooled, None)
-        md += win_rate_section(suite_dir, selected) + cost_section(suite_dir, all_runs, pooled.mean(axis=1))
+        md += win_rate_section(suite_dir, selected) + cost_section(suite_dir, all_runs, pooled.mean(axis=1), show)
         from tabbench.report.budget import budget_section
 
         md += budget_section(suite_dir, selected, PRIMARY, published, show, dataset_splits(selected, splits))
         write_latex(suite_dir / "leaderboard.tex", suite_dir.name, tables, labels, published,
-                    transductive={m for m, name in show.items() if name != m}, arena=aggregates)
+                    show=show, arena=aggregates)
     md += ["## Costs per job", "", "Mean fit and predict seconds and the largest peak resident memory of one "
            "job (above its worker's baseline) over successful jobs; peak GPU memory allocated when CUDA was used.",
            "Failures are counted over all jobs, tuning trials included.", ""]
@@ -457,5 +481,8 @@ def write_leaderboard(suite_dir: str | Path, published_path: str | Path | None =
         md += ["Tuned methods: the configuration chosen per dataset and fold (best validation score) is in "
                "`selected_params.csv`.", ""]
     md_path.write_text("\n".join(md))
-    pd.DataFrame(csv_rows).to_csv(suite_dir / "leaderboard.csv", index=False)
+    csv = pd.DataFrame(csv_rows)
+    if published is not None:  # the mark NOT_PUBLISHED_MARK, as data: False for a model the publication never ran
+        csv["in_publication"] = csv["method"].map(lambda m: NOT_PUBLISHED_MARK not in show.get(m, ""))
+    csv.to_csv(suite_dir / "leaderboard.csv", index=False)
     return md_path

@@ -52,12 +52,14 @@ def win_rate_section(out_dir: Path, selected: pd.DataFrame) -> list:
             *_image("win-rate", "win-rate matrix")]
 
 
-def cost_section(out_dir: Path, runs: pd.DataFrame, mean_rank: pd.Series) -> list:
+def cost_section(out_dir: Path, runs: pd.DataFrame, mean_rank: pd.Series, show=None) -> list:
+    """``show``: method -> its name in the tables, marks included (leaderboard.display_names)."""
+    show = show or {}
     table = cost.cost_table(runs, mean_rank)
     columns = [c for c in COST_AXES if c != "gpu_mib" or table[c].notna().any()]
     fronts = {c: (COST_AXES[c][1], cost.pareto_front(table["mean_rank"], table[c])) for c in columns}
     plots.save(plots.cost_scatter(table, fronts), out_dir / "cost")
-    rows = [[m, f"{r['mean_rank']:.2f}", f"{r['fit_seconds']:.3g}", f"{r['rss_mib']:.0f}",
+    rows = [[show.get(m, m), f"{r['mean_rank']:.2f}", f"{r['fit_seconds']:.3g}", f"{r['rss_mib']:.0f}",
              "–" if pd.isna(r["gpu_mib"]) else f"{r['gpu_mib']:.0f}",
              ", ".join(COST_AXES[c][0] for c in columns if fronts[c][1][m]) or "–"] for m, r in table.iterrows()]
     return ["## Cost against quality", "",
