@@ -71,6 +71,9 @@ def main():
     models = load_models()
     dataset, split = concrete_fold0(args.mirror)
     X, y = dataset.X, dataset.y
+    from tabbench.measure import fingerprint, hardware_label
+
+    print(f"machine: {hardware_label(fingerprint())}")
     print(f"Concrete fold 0: {len(split.train)} train / {len(split.val)} val / {len(split.test)} test rows")
     print(f"{'model':<12} {'fit CPU s':>10} {'fit wall s':>11} {'test RMSE':>10}  info")
     for name in args.models.split(","):
