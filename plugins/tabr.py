@@ -13,6 +13,16 @@ inputs, AdamW lr 3.1e-4; training stops after ``patience`` (16) epochs without a
 score (accuracy, or loss for regression) on OUR validation split, and the best epoch's weights are
 kept. A param left at None takes that default.
 
+Predicting from other rows (``predict_with_context``, the corruption probe): pytabkit's
+``TabR_S_D_*`` estimator holds a ``SingleSplitWrapperAlgInterface`` whose one ``TabRSubSplitInterface`` holds
+the Lightning module ``TabrLightning``; its ``dataset`` (a ``TabrDataset``, built in that interface's ``fit``)
+holds the candidates as tensors: ``X_num`` (quantile-transformed), ``X_bin`` (codes 1, 2 recoded 0, 1),
+``X_cat`` (re-encoded by the fitted ordinal encoder; none here, ``_frame`` leaves only binary columns) and ``Y``
+(class positions, or the target standardised by the training rows' mean and std). Every predict step reads
+the candidates from there and encodes them anew (no cached keys); in eval mode the query is not excluded
+from them. The context rows go through the same fitted steps, and each row's block replaces that dataset
+for the one predict call (restored afterwards).
+
 Search space: the TabR paper's space for TabR-S (its appendix, "hyperparameter tuning" table; in
 pytabkit ``RandomParamsTabRAlgInterface``, ``hpo_space_name='tabr'``,
 pytabkit/models/alg_interfaces/tabr_interface.py), its continuous ranges on grids and without its
@@ -22,6 +32,9 @@ lr log-uniform [3e-5, 1e-3] -> {3e-5, 1e-4, 3e-4, 1e-3}, weight_decay {0, 1e-6, 
 """
 
 from __future__ import annotations
+
+import contextlib
+import copy
 
 import numpy as np
 import pandas as pd
@@ -59,6 +72,73 @@ class TabR(PytabkitEstimator):
                 X[f"{column.name}={level}"] = pd.Categorical.from_codes((codes == code).astype(np.int8), [0, 1])
         return X
 
+    def predict_with_context(self, X, context_X, context_y):
+        """Row i of X predicted with block i of the context as its candidates in place of the training rows
+        (tabbench/spec.py). Cost per row: one pytabkit predict (a Lightning predict loop over the one row), which
+        encodes the block's rows as keys and searches them with faiss for the ``context_size`` nearest."""
+        n = len(context_X) // len(X)
+        assert n * len(X) == len(context_X) == len(context_y), (
+            f"tabr: context of {len(context_X)} rows is not {len(X)} blocks of equal size")
+        assert not np.isnan(context_y).any(), "tabr: every context row needs its target (no unlabelled rows)"
+        if self.model_ is None:
+            return self.seen_.constant(len(X))
+        candidates = self._candidates(context_X, context_y)
+        predict = self.predict_proba if self.meta.is_classification else self.predict_values
+        out = []
+        for i in range(len(X)):
+            with self._candidates_replaced({key: value[i * n:(i + 1) * n] for key, value in candidates.items()}):
+                out.append(predict(X.iloc[i:i + 1]))
+        return np.concatenate(out)
+
+    def _interface(self):
+        """pytabkit's fitted TabRSubSplitInterface (its ``model``: the TabrLightning module)."""
+        return self.model_.alg_interface_.sub_split_interfaces[0]
+
+    def _candidates(self, X, y) -> dict:
+        """Rows and targets as pytabkit's fit stores its training rows for retrieval (the ``TabrDataset``'s
+        ``data``), through the fitted converter, transforms, encoders and target standardisation; on the
+        Lightning module's device."""
+        import torch
+
+        interface = self._interface()
+        ds = interface.tfm.forward_ds(self.model_.x_converter_.transform(self._frame(X)))
+        cat_sizes = ds.tensor_infos["x_cat"].get_cat_sizes() - 1  # pytabkit's sizes count a "missing" code
+        x_bin = ds.tensors["x_cat"][:, cat_sizes == 2]
+        x_cat = ds.tensors["x_cat"][:, cat_sizes > 2]
+        if x_cat.shape[1] > 0:
+            x_cat = interface.replace_zero_by_nans.transform(x_cat.float())  # code 0 (missing) -> NaN
+            x_cat = torch.from_numpy(interface.ord_enc.transform(x_cat))
+        if x_bin.shape[1] > 0:
+            x_bin = x_bin - 1  # codes 1, 2 -> 0, 1; a missing value (code 0) -> -1 -> 0.5, as fit recodes it
+            x_bin[x_bin == -1] = 0.5
+        if self.meta.is_classification:
+            target = torch.as_tensor(self.model_.y_encoder_.transform(pd.DataFrame(self.seen_.encode(y))),
+                                     dtype=torch.long)
+        else:
+            target = torch.as_tensor(np.asarray(y, dtype=np.float32)[:, None])
+            if interface.transformer_mean is not None:
+                target = (target - interface.transformer_mean) / interface.transformer_std
+        data = {"Y": target.reshape(-1), "X_num": ds.tensors["x_cont"].float(), "X_bin": x_bin.long(),
+                "X_cat": x_cat.long()}
+        device = interface.model.device
+        return {key: value.to(device) for key, value in data.items() if key == "Y" or value.shape[1] > 0}
+
+    @contextlib.contextmanager
+    def _candidates_replaced(self, data: dict):
+        """pytabkit's candidates replaced by ``data`` (as ``_candidates`` returns it), the training rows restored
+        afterwards, also on an exception. ``TabrLightning.setup`` renumbers the candidates (``train_indices``)."""
+        lightning = self._interface().model
+        training = lightning.dataset
+        replaced = copy.copy(training)
+        replaced.data, replaced.size = data, len(data["Y"])
+        lightning.dataset = replaced
+        try:
+            lightning.setup()
+            yield
+        finally:
+            lightning.dataset = training
+            lightning.setup()
+
     def library_params(self) -> dict:
         """lr and weight_decay go into pytabkit's ``optimizer`` dict (AdamW, TabR-S-D's values otherwise)."""
         from pytabkit.models.sklearn.default_params import DefaultParams
@@ -75,10 +155,7 @@ class TabR(PytabkitEstimator):
 def register_models(register):
     register(ModelSpec(
         name="tabr", factory=TabR, requires=REQUIRES, install_hint=INSTALL_HINT,
-        # it reads the training rows at predict time, but pytabkit keeps them inside its Lightning module
-        # (TabrLightning.train_dataset, preprocessed) with no way to hand it others: no predict_with_context,
-        # so the corruption probe reports it as not probed (docs/probe.md)
-        uses_other_rows=True,
+        uses_other_rows=True,  # the training rows, its candidates; TabR.predict_with_context hands it others
         deterministic=False,  # seeded torch training: last digits differ across CPUs
         search_space={
             "d_main": [96, 192, 265, 384], "context_dropout": [0.0, 0.2, 0.4, 0.6], "dropout0": [0.0, 0.2, 0.4, 0.6],

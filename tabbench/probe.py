@@ -11,8 +11,8 @@ values (its marginal) are kept. Row k is then predicted again; the report is the
                          predict_with_context(row k, corrupted other rows) <──┘ ─> metric after
 
 Which rows are "the other rows" is the model's: a model declaring ``ModelSpec.uses_other_rows`` (NPT, k-NN,
-ModernNCA) gets them through ``predict_with_context`` (tabbench/spec.py) in place of its training rows
-(a model declaring it without the method, TabR through pytabkit, is reported as not probed):
+ModernNCA, TabR) gets them through ``predict_with_context`` (tabbench/spec.py) in place of its training rows
+(a model declaring it without the method is reported as not probed):
 the training rows of an inductive fit; for a transductive fit (NPT's ``transductive: true``) also the
 validation rows and the other test rows, whose targets stay unseen: their features are permuted with the
 training rows', and the target column is permuted among the training rows only (an unseen target carries
@@ -22,7 +22,8 @@ predicted unchanged, and its change is exactly zero (the control).
 Cost: one corrupted copy of the other rows per test row (n_test x n_other rows, built ``batch_rows`` test
 rows at a time), and the model's own per-row cost (each estimator's ``predict_with_context`` states it):
 k-NN one neighbour-index fit per test row; ModernNCA one embedding pass over the other rows per test row;
-NPT one forward pass over the whole table per test row.
+TabR one pytabkit predict per test row, encoding the other rows as its candidates; NPT one forward pass over
+the whole table per test row.
 
 ``tabbench probe corruption SUITE`` (``probe_suite``) fits each selected job as ``tabbench run`` would
 (tabbench.execute), in this process, probes it and writes corruption.csv and corruption.md into

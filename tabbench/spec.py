@@ -23,7 +23,7 @@ The estimator contract, shared by every model (scikit-learn conventions):
 * Optionally a budget curve: ``budgets_`` (a list of step counts) and ``at_budget(steps)`` (an
   estimator predicting as a run of that many steps would have); the harness records the metrics of each.
 * Optionally predicting from other rows (``ModelSpec.uses_other_rows``): a model whose predictions read
-  other rows at predict time (NPT's table, k-NN's neighbours, ModernNCA's candidates) implements
+  other rows at predict time (NPT's table, k-NN's neighbours, ModernNCA's and TabR's candidates) implements
   ``predict_with_context(X, context_X, context_y)``: row ``i`` of ``X`` is predicted as if the rows the model
   reads at predict time were block ``i`` of ``context_X`` / ``context_y`` (``len(context_X) == len(X) * n``, rows
   ``i*n .. (i+1)*n-1``; the same column layout and encoding as fit's ``X`` and ``y``) in place of the rows fit
@@ -31,8 +31,8 @@ The estimator contract, shared by every model (scikit-learn conventions):
   unlabelled rows). Returns what ``predict_proba`` (classification) or ``predict`` (regression) returns. The
   corruption probe (tabbench/probe.py, ``tabbench probe corruption``) hands it other rows with every column
   permuted; a model that declares nothing is predicted unchanged (it reads no other rows). A model that
-  reads other rows but cannot be handed others (TabR through pytabkit) declares ``uses_other_rows`` without
-  the method: the probe reports it as not probed rather than as a control.
+  reads other rows but cannot be handed others declares ``uses_other_rows`` without the method: the probe
+  reports it as not probed rather than as a control.
 * Optionally a pre-run check on the spec (``ModelSpec.check``): given the dataset, its split sizes,
   the resolved params and the suite's per-job time budget, a message saying why the job should not
   start (e.g. its estimated cost) and which params to set; ``tabbench run`` refuses such a suite
