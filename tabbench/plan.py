@@ -20,6 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from tabbench.expand import Selection, expand
+from tabbench.spec import SplitSizes
 from tabbench.report.format import text_table
 from tabbench.store import RECORDS_DIR, Store
 
@@ -72,12 +73,13 @@ def suite_folders(paths) -> list[Path]:
 
 
 def _basis_frame(folders) -> pd.DataFrame:
-    columns = ["method", "dataset", "subset", "dataset_fingerprint", "params", "seconds", "folder"]
+    columns = ["method", "model", "dataset", "subset", "dataset_fingerprint", "params", "seconds", "folder"]
     frames = []
     for folder in folders:
         records = [r for r in Store(folder).latest().values() if r.get("status") == "ok"]
         frames.append(pd.DataFrame({
-            "method": [r["method"] for r in records], "dataset": [r["dataset"] for r in records],
+            "method": [r["method"] for r in records], "model": [r.get("model", r["method"]) for r in records],
+            "dataset": [r["dataset"] for r in records],
             "subset": [r.get("subset") or "" for r in records],
             "dataset_fingerprint": [r["dataset_fingerprint"] for r in records],
             "params": [json.dumps(r.get("params"), sort_keys=True, default=str) for r in records],
@@ -118,6 +120,46 @@ def _estimate(row: PlanRow, jobs: list, basis: pd.DataFrame) -> None:
     row.gpu_hours = row.pending * row.median_s * float(row.resources.get("num_gpus") or 0) / 3600
 
 
+#: Params that set a model's size: a cost model is calibrated on records of the planned size where there are some.
+SIZE_PARAMS = ("e", "n_layers", "n_heads", "batch_size", "d_block", "n_blocks")
+
+
+def _model_estimate(row: PlanRow, pending: list, basis: pd.DataFrame, spec, meta, sizes: dict, device: str) -> None:
+    """No record of the method on this data: the model's own cost model (``ModelSpec.estimate``) for each job
+    still to run. On the CPU it is scaled by how the model's records on the same data (other methods of the
+    same model, e.g. another NPT configuration) compare with what it estimates for them: the median ratio of
+    their seconds to their estimates, which carries this machine's speed. ``pending``: the jobs still to run."""
+    seconds = sum(spec.estimate(meta, sizes[(j.fold, j.repeat)], j.params, j.time_budget_s) for j in pending)
+    how = "the model's cost model"
+    if device == "cuda":
+        how += " (GPU: assumed rates, no GPU records)"
+    else:
+        job = pending[0]
+        same = basis[(basis["model"] == job.model) & (basis["dataset_fingerprint"] == job.dataset_fingerprint)
+                     & basis["seconds"].notna()]
+        size = max(sizes.values(), key=lambda z: z.train)
+        recorded = [({**spec.default_params, **spec.added_params, **json.loads(p)}, t, m)
+                    for p, t, m in zip(same["params"], same["seconds"], same["method"])]
+        recorded = [r for r in recorded if r[0].get("steps") != "auto"]
+        # a model's overheads weigh differently at another size: prefer records of the planned jobs' size
+        alike = [r for r in recorded if all(r[0].get(k) == job.params.get(k) for k in SIZE_PARAMS)]
+        recorded = alike or recorded
+        ratios = [t / spec.estimate(meta, size, p, None) for p, t, _ in recorded]
+        ratios = [r for r in ratios if r > 0 and r == r]
+        if ratios:
+            factor = float(pd.Series(ratios).median())
+            seconds *= factor
+            how += (f", scaled x{factor:.2f} by {len(ratios)} records of {job.model} here "
+                    f"({', '.join(sorted({m for _, _, m in recorded}))}{'' if alike else ', of other sizes'})")
+        else:
+            how += " (uncalibrated: the reference CPU's rates)"
+    row.median_s = seconds / len(pending)
+    row.same_space, row.basis = False, how
+    hours = seconds / 3600
+    row.cpu_hours = hours * float(row.resources.get("num_cpus") or 0) if device != "cuda" else 0.0
+    row.gpu_hours = hours * float(row.resources.get("num_gpus") or 0)
+
+
 def make_plan(suite, registry, loaded: dict, results_dir: Path, published_dir: Path | None, basis_dirs=(),
               gpus: int = 0, selection: Selection = Selection(), unloaded=None) -> Plan:
     """``loaded``: dataset name -> (config, Dataset, splits), as ``tabbench.runner.load_data`` returns."""
@@ -140,6 +182,11 @@ def make_plan(suite, registry, loaded: dict, results_dir: Path, published_dir: P
                       sum(j.key in done for j in group),
                       None if published is None else sum(j.key in published for j in group), group[0].resources)
         _estimate(row, group, basis)
+        spec = registry[group[0].model].spec
+        if row.median_s is None and spec.estimate is not None and row.pending:
+            sizes = {(s.fold, s.repeat): SplitSizes(len(s.train), len(s.val), len(s.test)) for s in loaded[dataset][2]}
+            _model_estimate(row, [j for j in group if j.key not in done], basis, spec, loaded[dataset][1].meta, sizes,
+                            group[0].params.get("device", "cpu"))
         out.rows.append(row)
     return out
 

@@ -133,6 +133,10 @@ class ModelSpec:
     # epochs: `tabbench compare` then allows a band instead of an exact match.
     deterministic: bool = True
     check: Callable[..., str | None] | None = None
+    # ``estimate(meta, sizes, params, budget_s)``: the seconds one fit takes on the device its params name (one
+    # CPU core, or a GPU), by the model's own cost model; ``tabbench plan`` uses it where no record of the
+    # method on the dataset gives a time, calibrated on records of the same model there when there are some.
+    estimate: Callable[..., float] | None = None
     # The model predicts from other rows; where its estimator implements ``predict_with_context`` (see the module
     # docstring) the corruption probe hands it corrupted rows in place of its training rows.
     uses_other_rows: bool = False

@@ -180,3 +180,47 @@ def test_plan_selects_jobs_as_run_does_folds_included(tmp_path, capsys):
                  str(tmp_path / "cache"), "--folds", "1", "--datasets", "diabetes"]) == 0
     out = capsys.readouterr().out
     assert "3 jobs planned" in out and "wine" not in out  # knn 2 configs + mlp 1, fold 1 of diabetes only
+
+
+def test_plan_estimates_a_method_without_records_by_its_models_cost_model(tmp_path):
+    """No record of `npt-long` yet: the plan takes NPT's cost model (ModelSpec.estimate) for each pending job,
+    scaled by how the records of `npt-short` (the same model, the same size, on the same data) compare with
+    what the model estimates for them; with a GPU planned, the cost model's GPU rates, unscaled."""
+    pytest.importorskip("torch")
+    from tabbench.data.cache import DataPaths
+    from tabbench.plan import plan_suite
+    from tabbench.plugins import load_models
+    from tabbench.runner import RunOptions, run_suite
+    from tabbench.spec import SplitSizes
+    from tabbench.suite import load_suite
+
+    size = {"e": 8, "n_layers": 2, "n_heads": 2, "eval_every": 5, "device": "auto"}
+    raw = {"name": "npt-costs", "seeds": [0],
+           "datasets": [{"name": "wine", "source": "sklearn", "id": "wine", "split": {"protocol": "kfold", "k": 3}}],
+           "models": {"npt-short": {"model": "npt", "params": {**size, "steps": 10}}}}
+    paths = DataPaths(cache=tmp_path / "cache")
+    run_suite(load_suite(_write(tmp_path, raw, "short.yaml")),
+              RunOptions(results=tmp_path / "runs", progress=False, ray=False, folds=(0,)))
+    raw["models"]["npt-long"] = {"model": "npt", "params": {**size, "steps": 40}}
+    suite = load_suite(_write(tmp_path, raw, "both.yaml"))
+    spec = load_models()["npt"].spec
+    records = load_records(tmp_path / "runs" / "npt-costs")
+    (short,) = records.to_dict("records")
+
+    plan = plan_suite(suite, paths, tmp_path / "runs" / "npt-costs", None, [tmp_path / "runs"])
+    row = {r.method: r for r in plan.rows}["npt-long"]
+    _, dataset, splits = __import__("tabbench.runner", fromlist=["load_data"]).load_data(suite, paths, ("wine",))["wine"]
+    sizes = [SplitSizes(len(s.train), len(s.val), len(s.test)) for s in splits]
+    long_params = {**spec.default_params, **size, "steps": 40, "device": "cpu"}
+    largest = max(sizes, key=lambda z: z.train)
+    factor = short["wall_seconds"] / spec.estimate(dataset.meta, largest, {**spec.default_params, **spec.added_params,
+                                                                     **short["params"]})
+    expected = sum(spec.estimate(dataset.meta, z, long_params) for z in sizes) * factor / 3600
+    assert row.pending == 3 and row.cpu_hours == pytest.approx(expected) and row.gpu_hours == 0
+    assert "cost model, scaled" in row.basis and "1 records of npt here (npt-short)" in row.basis
+
+    on_gpu = {r.method: r for r in plan_suite(suite, paths, tmp_path / "runs" / "npt-costs", None,
+                                              [tmp_path / "runs"], gpus=1).rows}["npt-long"]
+    gpu_params = {**long_params, "device": "cuda"}
+    assert on_gpu.cpu_hours == 0 and "assumed" in on_gpu.basis
+    assert on_gpu.gpu_hours == pytest.approx(sum(spec.estimate(dataset.meta, z, gpu_params) for z in sizes) / 3600)

@@ -120,6 +120,25 @@ def auto_steps(meta, sizes, params, budget_s: float) -> int:
     return steps
 
 
+#: ``tabbench plan --gpus``: the rate a GPU is ASSUMED to run NPT's operations at (bf16, an H100-class GPU at
+#: about a tenth of its dense peak on these small matrices) and a per-pass overhead (kernel launches).
+#: Not measured yet: benchmarks/gpu/session.sh's step benchmark measures it the first time a GPU is lent.
+GPU_FLOPS = 1.0e14
+GPU_PASS_OVERHEAD_S = 0.005
+
+
+def estimate_seconds(meta, sizes, params, budget_s=None) -> float:
+    """One fit's seconds on the device its params name (ModelSpec.estimate, for ``tabbench plan``): CPU-seconds
+    of one core by ``estimate_cpu_seconds``; on a GPU (``device: cuda``) the same operations at GPU_FLOPS plus
+    GPU_PASS_OVERHEAD_S a pass (assumed rates: see there). ``steps: "auto"`` is resolved from ``budget_s``."""
+    if params["steps"] == "auto":
+        params = {**params, "steps": auto_steps(meta, sizes, params, budget_s) if budget_s else 0}
+    est = estimate_cpu_seconds(meta, sizes, params)
+    if params["device"] != "cuda":
+        return est["seconds"]
+    return est["seconds"] * CPU_FLOPS / GPU_FLOPS + (est["steps"] + est["evals"]) * GPU_PASS_OVERHEAD_S
+
+
 def _on_gpu(params) -> bool:
     if params["device"] != "auto":
         return params["device"] == "cuda"

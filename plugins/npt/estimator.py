@@ -18,7 +18,7 @@ import numpy as np
 from tabbench.estimator import Estimator
 from tabbench.spec import CATEGORICAL, ModelSpec
 
-from tabbench_plugins.npt.cost import auto_steps, check_cost, eval_chunks
+from tabbench_plugins.npt.cost import auto_steps, check_cost, estimate_seconds, eval_chunks
 
 #: Below this size the fused optimiser's one-off compilation costs more than it saves.
 FUSED_MIN_PARAMS = 5_000_000
@@ -520,7 +520,7 @@ SPEC = ModelSpec(
     transductive=lambda p: bool(p["transductive"]),
     requires=("torch",), install_hint="pip install 'tabbench-harness[torch]'",
     deterministic=False,  # seeded torch training: last digits differ across CPUs
-    check=check_cost, run_params=RUN_PARAMS, added_params=ADDED_PARAMS, uses_other_rows=True,
+    check=check_cost, estimate=estimate_seconds, run_params=RUN_PARAMS, added_params=ADDED_PARAMS, uses_other_rows=True,
     description="Non-Parametric Transformer (Kossen et al. 2021): attention between rows and columns. "
                 "CPU cost of the defaults (e 32, 8 layers, 500 steps, batches of at most 2,048 rows): per step "
                 "about 0.4 CPU-s per 1,000 rows at 10 features, 2.2 s at 25, 10 s at 54; a job over the suite's "
