@@ -9,6 +9,11 @@ import math
 #: A cell with no value (a missing result, no standard error to show).
 MISSING = "–"
 
+#: Marks after a method's name in every table (tabbench.report.leaderboard.display_names): its fit saw the
+#: test rows' features (transductive), and the publication beside the table never ran its model.
+TRANSDUCTIVE_MARK = "†"
+NOT_PUBLISHED_MARK = "‡"
+
 
 def _absent(value) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))

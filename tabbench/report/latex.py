@@ -14,6 +14,8 @@ import re
 import string
 from pathlib import Path
 
+from tabbench.report.format import NOT_PUBLISHED_MARK, TRANSDUCTIVE_MARK
+
 FAMILY = {"auroc": "AUROC", "accuracy": "Accuracy", "rmse": "RMSE"}
 _SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
             "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
@@ -69,8 +71,6 @@ def latex(name: str, tables: dict, labels: dict, published=None, show=None, aren
     ``show``: method -> its name in the Markdown tables, whose marks (leaderboard.display_names: transductive,
     not in the publication) become a dagger and a double dagger here;
     ``arena``: report.arena.aggregates' output, a table of its own after Table 1."""
-    from tabbench.report.leaderboard import NOT_PUBLISHED_MARK, TRANSDUCTIVE_MARK
-
     shown = show or {}
     symbols = {TRANSDUCTIVE_MARK: r"\dagger", NOT_PUBLISHED_MARK: r"\ddagger"}
     marks = {m: "".join(symbols[c] for c in name[len(m):] if c in symbols) for m, name in shown.items()}

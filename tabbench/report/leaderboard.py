@@ -19,7 +19,7 @@ import pandas as pd
 
 from tabbench.metrics import PRIMARY, SELECTION
 from tabbench.pooling import pooled_records
-from tabbench.report.format import markdown_table, mean_se, with_folds
+from tabbench.report.format import NOT_PUBLISHED_MARK, TRANSDUCTIVE_MARK, markdown_table, mean_se, with_folds
 from tabbench.store import key_params
 
 TASK_TITLES = {"binary": "AUROC (binary)", "multiclass": "Accuracy (multi-class)", "regression": "RMSE (regression)"}
@@ -66,8 +66,6 @@ def _dataset_label(frame: pd.DataFrame, dataset: str) -> str:
     return f"{dataset} [subset: {subset.iloc[0]}]" if len(subset) else dataset
 
 
-#: Marks a transductive method (its fit saw the test rows' features) in every table.
-TRANSDUCTIVE_MARK = "†"
 TRANSDUCTIVE_NOTE = (f"{TRANSDUCTIVE_MARK} transductive: the method's fit saw the validation and test rows' features "
                      "(never their targets), as the NPT authors' code does; an inductive method never sees test rows, "
                      "so the two are not the same comparison.")
@@ -77,10 +75,6 @@ TRANSDUCTIVE_NOTE = (f"{TRANSDUCTIVE_MARK} transductive: the method's fit saw th
 FOLDS_NOTE = ("A mean marked \"(k of n folds)\" is over the k of the dataset's n folds the method ran (n: what the "
               "suite declares, and never fewer than the most any method in this table ran there); it is not a complete "
               "result and takes the worst rank.")
-
-
-#: Marks a method whose model the publication beside the table never ran (e.g. a model that came after it).
-NOT_PUBLISHED_MARK = "‡"
 
 
 def not_published_note(published) -> str:
