@@ -152,8 +152,8 @@ def probe(estimator, spec, job, meta, X, y, split, batch_rows: int = BATCH_ROWS,
     s_before = score(meta, y_test, before)
     n_other = len(context.y) - (context.test_position is not None)
     sizes = {"n_test": len(X_test), "n_test_total": len(split.test), "n_other": n_other}
+    nan = float("nan")
     if spec.uses_other_rows and not hasattr(estimator, "predict_with_context"):
-        nan = float("nan")
         return {"metric": metric, "before": s_before[metric], "after": nan, "change": nan, "relative_change": nan,
                 "auroc_before": s_before.get("auroc", nan), "auroc_after": nan, "rows_changed": None, **sizes,
                 "probe_seconds": time.perf_counter() - t0,
@@ -170,8 +170,8 @@ def probe(estimator, spec, job, meta, X, y, split, batch_rows: int = BATCH_ROWS,
     before, after = np.asarray(before, dtype=np.float64), np.asarray(after, dtype=np.float64)
     changed = (before != after).reshape(len(X_test), -1).any(axis=1)
     return {"metric": metric, "before": m_before, "after": m_after, "change": m_after - m_before,
-            "relative_change": (m_after - m_before) / m_before if m_before else float("nan"),
-            "auroc_before": s_before.get("auroc", float("nan")), "auroc_after": s_after.get("auroc", float("nan")),
+            "relative_change": (m_after - m_before) / m_before if m_before else nan,
+            "auroc_before": s_before.get("auroc", nan), "auroc_after": s_after.get("auroc", nan),
             "rows_changed": int(changed.sum()), **sizes, "probe_seconds": time.perf_counter() - t0, "note": note}
 
 
@@ -180,22 +180,30 @@ def first_trials(jobs: list) -> list:
     first of a tuned method's; probe a tuned model's chosen configuration through a suite naming it)."""
     chosen = {}
     for job in jobs:
-        group = (job.method, job.dataset, job.fold, job.repeat, job.seed)
+        group = tuple(getattr(job, name) for name in KEY)
         if group not in chosen or (job.trial or 0) < (chosen[group].trial or 0):
             chosen[group] = job
     return list(chosen.values())
 
 
-def merge(path: Path, table: pd.DataFrame) -> pd.DataFrame:
-    """The rows of corruption.csv at ``path`` (where it exists) and ``table``'s, a row of ``table`` replacing the
-    stored one with the same ``KEY``; sorted by the key."""
-    if path.exists():
-        stored = pd.read_csv(path)
-        missing = [c for c in COLUMNS if c not in stored.columns]
-        if missing:
-            raise ProbeError(f"{path}: no column(s) {', '.join(missing)} (written by an earlier tabbench): move it "
-                             "aside and probe its jobs again")
-        table = pd.concat([stored[COLUMNS], table], ignore_index=True).drop_duplicates(KEY, keep="last")
+def read_stored(path: Path) -> pd.DataFrame | None:
+    """The rows corruption.csv at ``path`` holds (None where there is none yet), read before anything is fitted
+    so that a file the probe cannot merge into stops it before the work."""
+    if not path.exists():
+        return None
+    stored = pd.read_csv(path)
+    missing = [c for c in COLUMNS if c not in stored.columns]
+    if missing:
+        raise ProbeError(f"{path}: no column(s) {', '.join(missing)} (written by an earlier tabbench): move it "
+                         "aside and probe its jobs again")
+    return stored[COLUMNS]
+
+
+def merge(stored: pd.DataFrame | None, table: pd.DataFrame) -> pd.DataFrame:
+    """The ``stored`` rows and ``table``'s, a row of ``table`` replacing the stored one with the same ``KEY``;
+    sorted by the key."""
+    if stored is not None:
+        table = pd.concat([stored, table], ignore_index=True).drop_duplicates(KEY, keep="last")
     table = table.sort_values(KEY, kind="stable").reset_index(drop=True)
     return table.astype({"rows_changed": "Int64"})  # empty where not probed, a whole number elsewhere
 
@@ -224,6 +232,8 @@ def probe_suite(suite, selection, results_root, paths, plugin_files=(), batch_ro
     refusals = model_refusals(suite, registry, loaded, selection.models)
     if refusals:
         raise ProbeError("\n".join(refusals))
+    out = suite.results_dir(results_root) / "probe-corruption"
+    stored = read_stored(out / "corruption.csv")
     gpu = _device_auto(suite, registry) and _cuda_in_a_subprocess()
     jobs = first_trials(selection.select(expand(suite, registry, loaded, gpu)))
     splits = {name: {(s.fold, s.repeat): s for s in split_list} for name, (_, _, split_list) in loaded.items()}
@@ -246,9 +256,8 @@ def probe_suite(suite, selection, results_root, paths, plugin_files=(), batch_ro
         log(f"{job.method} on {job.dataset} fold {job.fold} ({result['n_test']} of {result['n_test_total']} test "
             f"rows): {result['metric']} {result['before']:.4f} -> {after}")
     table = pd.DataFrame(rows, columns=COLUMNS)
-    out = suite.results_dir(results_root) / "probe-corruption"
     out.mkdir(parents=True, exist_ok=True)
-    stored = merge(out / "corruption.csv", table)
-    stored.to_csv(out / "corruption.csv", index=False)
-    (out / "corruption.md").write_text(markdown(stored, suite.name, published))
+    merged = merge(stored, table)
+    merged.to_csv(out / "corruption.csv", index=False)
+    (out / "corruption.md").write_text(markdown(merged, suite.name, published))
     return table, out

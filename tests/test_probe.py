@@ -298,6 +298,23 @@ def test_each_command_merges_its_rows_into_the_table_replacing_a_job_probed_agai
     assert "| knn | knn | diabetes | 1 |" in text and "| random_forest | random_forest | diabetes | 0 |" in text
 
 
+def test_a_table_the_probe_cannot_merge_into_stops_it_before_fitting(tiny_suite, capsys):
+    csv = tiny_suite / "runs" / "tiny" / "probe-corruption" / "corruption.csv"
+    csv.parent.mkdir(parents=True)
+    csv.write_text("method,model,dataset,fold,repeat,seed,metric,before,after\nknn,knn,diabetes,0,0,0,rmse,50,60\n")
+    err = _failing_command(tiny_suite, capsys, "--models", "knn", "--datasets", "diabetes", "--folds", "0")
+    assert f"{csv}: no column(s) " in err and "n_test_total" in err and "move it aside" in err
+    assert "--test-rows: expected a positive number" in _failing_command(tiny_suite, capsys, "--test-rows", "0")
+    assert csv.read_text().count("\n") == 2, "the stored table was rewritten"
+
+
+def _failing_command(tmp_path, capsys, *args) -> str:
+    from tabbench.cli import main
+
+    assert main(["probe", "corruption", str(tmp_path / "tiny.yaml"), "--results", str(tmp_path / "runs"), *args]) == 2
+    return capsys.readouterr().err
+
+
 def test_a_binary_dataset_reports_accuracy_with_the_auroc_beside_it(tiny_suite):
     table = _probe_command(tiny_suite, "--models", "knn", "--folds", "0").set_index("dataset")
     cancer, diabetes = table.loc["breast_cancer"], table.loc["diabetes"]
