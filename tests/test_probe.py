@@ -338,7 +338,7 @@ def test_the_summary_sets_the_published_npt_change_beside_the_npt_rows(tiny_suit
     assert change.mean() < 0, "k-NN's RMSE did not grow with its neighbours corrupted"
     text = (tiny_suite / "runs" / "tiny" / "probe-corruption" / "corruption.md").read_text()
     summary = text[text.index("## Summary"):text.index("## Every fold")]
-    assert "published change, NPT (the paper)" in summary
+    assert "published NPT change" in summary and "Published: the paper, for NPT" in summary
     knn_cell = mean_se(change.mean(), change.std(ddof=1) / np.sqrt(2), 1) + "%"
     assert f"| knn | diabetes | rmse | 2 | {knn_cell} | {knn['rows_changed'].sum()} of 80 | – |" in summary
     npt_row = next(line for line in summary.splitlines() if line.startswith("| npt | diabetes |"))

@@ -42,7 +42,7 @@ def summary(table: pd.DataFrame, published=None) -> tuple[list, list]:
     change ``published`` reports for the dataset (a column only where there is a published file)."""
     header = ["method", "dataset", "metric", "folds probed", "change (mean ± SE)", "rows changed"]
     if published is not None:
-        header.append(f"published change, NPT ({published.name})")
+        header.append("published NPT change")
     rows = []
     for (method, dataset), group in table.groupby(["method", "dataset"], sort=True):
         metric = group["metric"].iloc[0]
