@@ -103,13 +103,18 @@ def build_parser() -> argparse.ArgumentParser:
     corruption = probes.add_parser(
         "corruption", help="the NPT paper's corruption test (Table 2) for the selected jobs",
         description="Fit each selected job as `tabbench run` would (in this process), then for every test row "
-                    "permute each column of the other rows independently and predict the row again; write the "
-                    "test metric before and after into RESULTS/<suite>/probe-corruption/ (docs/probe.md).")
+                    "permute each column of the other rows independently and predict the row again; merge the "
+                    "test metric before and after (accuracy, AUROC beside it for binary tasks, or RMSE) into "
+                    "RESULTS/<suite>/probe-corruption/corruption.csv, a job probed again replacing its row, and "
+                    "write corruption.md from it (docs/probe.md).")
     corruption.add_argument("suite", help="suite YAML file, e.g. suites/uci-small.yaml")
     corruption.add_argument("--results", default="runs", metavar="DIR",
                             help="results root the tables are written under (default: runs/)")
     corruption.add_argument("--batch-rows", type=int, default=None, metavar="N",
                             help="test rows whose corrupted contexts are built and predicted together (default 32)")
+    corruption.add_argument("--test-rows", type=int, default=None, metavar="N",
+                            help="probe a fixed random sample of N test rows of each job (drawn from its seed, fold "
+                                 "and repeat; the same rows before and after), for large test parts (default: all)")
     _selection_args(corruption)
     _plugin_arg(corruption)
     _data_args(corruption)
@@ -197,8 +202,8 @@ def cmd_probe(args) -> int:
 
     suite, paths = _suite_and_paths(args)
     table, out = probe_suite(suite, Selection(args.models, args.datasets, args.folds), Path(args.results), paths,
-                             tuple(args.plugin), args.batch_rows or BATCH_ROWS)
-    print(f"{len(table)} jobs probed. Written: {out / 'corruption.md'} and corruption.csv")
+                             tuple(args.plugin), args.batch_rows or BATCH_ROWS, args.test_rows)
+    print(f"{len(table)} jobs probed, merged into {out / 'corruption.csv'}. Written: {out / 'corruption.md'}")
     return 0
 
 

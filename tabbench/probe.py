@@ -3,8 +3,9 @@ the other rows.
 
 For each test row k, every column of all OTHER rows the model reads at predict time (the target included) is
 permuted independently: what those rows say about each other and about row k is destroyed, each column's
-values (its marginal) are kept. Row k is then predicted again; the report is the change in the test metric
-(tabbench.metrics.PRIMARY: AUROC, accuracy or RMSE, as the leaderboards use).
+values (its marginal) are kept. Row k is then predicted again; the report is the change in the paper's test
+metric (``METRIC``: accuracy for every classification task, binary included, and RMSE), and for a binary
+task also the AUROC before and after (the leaderboards rank binary tasks by it).
 
     fitted model ──┬── predict the test rows as fitted ─────────────────────────> metric before
                    └── for each test row k: other rows ─ permute each column ─┐
@@ -25,9 +26,13 @@ k-NN one neighbour-index fit per test row; ModernNCA one embedding pass over the
 TabR one pytabkit predict per test row, encoding the other rows as its candidates; NPT one forward pass over
 the whole table per test row.
 
+``test_rows``: a large test part is probed on a fixed random sample of its rows (``sample_test_rows``), the same
+rows before and after.
+
 ``tabbench probe corruption SUITE`` (``probe_suite``) fits each selected job as ``tabbench run`` would
-(tabbench.execute), in this process, probes it and writes corruption.csv and corruption.md into
-``RESULTS/<suite>/probe-corruption/``. docs/probe.md says how to read them.
+(tabbench.execute), in this process, probes it and merges its rows into ``RESULTS/<suite>/probe-corruption/``
+corruption.csv (a row replaces the one with the same ``KEY``), then writes corruption.md from the whole CSV
+(tabbench/report/probe_tables.py). docs/probe.md says how to read them.
 """
 
 from __future__ import annotations
@@ -41,14 +46,23 @@ import pandas as pd
 
 from tabbench.errors import TabbenchError
 from tabbench.execute import _fit, outputs, score
-from tabbench.metrics import PRIMARY
+from tabbench.spec import BINARY, MULTICLASS, REGRESSION
 
 #: Test rows whose corrupted contexts are built and predicted together.
 BATCH_ROWS = 32
 
+#: The paper's Table 2 metric per task: accuracy for every classification task, binary included; RMSE.
+METRIC = {BINARY: "accuracy", MULTICLASS: "accuracy", REGRESSION: "rmse"}
+
+#: Keeps the test sample's random numbers apart from the permutations' (both seeded from the job).
+SAMPLE_STREAM = 1
+
+#: A probed job in corruption.csv: a new row replaces the stored one with the same key.
+KEY = ["method", "dataset", "fold", "repeat", "seed"]
+
 COLUMNS = ["method", "model", "dataset", "fold", "repeat", "seed", "config", "uses_other_rows", "metric",
-           "before", "after", "change", "relative_change", "rows_changed", "n_test", "n_other", "fit_seconds",
-           "probe_seconds", "note"]
+           "before", "after", "change", "relative_change", "auroc_before", "auroc_after", "rows_changed", "n_test",
+           "n_test_total", "n_other", "fit_seconds", "probe_seconds", "note"]
 
 
 class ProbeError(TabbenchError):
@@ -83,6 +97,12 @@ class Context:
         keep[self.test_position[k]] = False
         return self.X[keep], self.y[keep]
 
+    def of_test_rows(self, positions: np.ndarray) -> "Context":
+        """The context for the test rows at ``positions`` (into the test part) only; the rows it holds are kept."""
+        if self.test_position is None:
+            return self
+        return Context(self.X, self.y, self.test_position[positions])
+
 
 def job_context(job, X, y, split) -> Context:
     """The training rows; a transductive job's table also holds the validation and test rows, unlabelled."""
@@ -110,18 +130,32 @@ def corrupted_outputs(estimator, X_test: pd.DataFrame, context: Context, rng: np
     return np.concatenate(out)
 
 
-def probe(estimator, spec, job, meta, X, y, split, batch_rows: int = BATCH_ROWS) -> dict:
-    """The test metric before and after the corruption for one fitted job (one row of the table)."""
-    X_test, y_test = X.iloc[split.test], y[split.test]
+def sample_test_rows(n_test: int, test_rows: int | None, job) -> np.ndarray:
+    """Positions (into the test part, in order) of the test rows probed: all of them, or where ``test_rows`` is
+    fewer, that many drawn at random from the job's seed, fold and repeat (every model of a split gets the same
+    rows, and a run again gets them again)."""
+    if test_rows is None or test_rows >= n_test:
+        return np.arange(n_test)
+    rng = np.random.default_rng([job.seed, job.fold, job.repeat, SAMPLE_STREAM])
+    return np.sort(rng.choice(n_test, size=test_rows, replace=False))
+
+
+def probe(estimator, spec, job, meta, X, y, split, batch_rows: int = BATCH_ROWS, test_rows: int | None = None) -> dict:
+    """The test metric before and after the corruption for one fitted job (one row of the table), on all test
+    rows or a sample of ``test_rows`` of them (``sample_test_rows``)."""
+    sample = sample_test_rows(len(split.test), test_rows, job)
+    X_test, y_test = X.iloc[split.test[sample]], y[split.test[sample]]
     t0 = time.perf_counter()
     before = outputs(estimator, meta, X_test)
-    context = job_context(job, X, y, split)
-    metric, _ = PRIMARY[meta.task]
-    m_before = score(meta, y_test, before)[metric]
+    context = job_context(job, X, y, split).of_test_rows(sample)
+    metric = METRIC[meta.task]
+    s_before = score(meta, y_test, before)
     n_other = len(context.y) - (context.test_position is not None)
+    sizes = {"n_test": len(X_test), "n_test_total": len(split.test), "n_other": n_other}
+    nan = float("nan")
     if spec.uses_other_rows and not hasattr(estimator, "predict_with_context"):
-        return {"metric": metric, "before": m_before, "after": float("nan"), "change": float("nan"),
-                "relative_change": float("nan"), "rows_changed": None, "n_test": len(X_test), "n_other": n_other,
+        return {"metric": metric, "before": s_before[metric], "after": nan, "change": nan, "relative_change": nan,
+                "auroc_before": s_before.get("auroc", nan), "auroc_after": nan, "rows_changed": None, **sizes,
                 "probe_seconds": time.perf_counter() - t0,
                 "note": "reads other rows but cannot be handed others (no predict_with_context): not probed"}
     if spec.uses_other_rows:
@@ -131,13 +165,14 @@ def probe(estimator, spec, job, meta, X, y, split, batch_rows: int = BATCH_ROWS)
     else:  # predicts from its parameters alone: nothing to corrupt
         after = outputs(estimator, meta, X_test)
         note = "reads no other rows (control)"
-    m_after = score(meta, y_test, after)[metric]
+    s_after = score(meta, y_test, after)
+    m_before, m_after = s_before[metric], s_after[metric]
     before, after = np.asarray(before, dtype=np.float64), np.asarray(after, dtype=np.float64)
     changed = (before != after).reshape(len(X_test), -1).any(axis=1)
     return {"metric": metric, "before": m_before, "after": m_after, "change": m_after - m_before,
-            "relative_change": (m_after - m_before) / m_before if m_before else float("nan"),
-            "rows_changed": int(changed.sum()), "n_test": len(X_test), "n_other": n_other,
-            "probe_seconds": time.perf_counter() - t0, "note": note}
+            "relative_change": (m_after - m_before) / m_before if m_before else nan,
+            "auroc_before": s_before.get("auroc", nan), "auroc_after": s_after.get("auroc", nan),
+            "rows_changed": int(changed.sum()), **sizes, "probe_seconds": time.perf_counter() - t0, "note": note}
 
 
 def first_trials(jobs: list) -> list:
@@ -145,21 +180,49 @@ def first_trials(jobs: list) -> list:
     first of a tuned method's; probe a tuned model's chosen configuration through a suite naming it)."""
     chosen = {}
     for job in jobs:
-        group = (job.method, job.dataset, job.fold, job.repeat, job.seed)
+        group = tuple(getattr(job, name) for name in KEY)
         if group not in chosen or (job.trial or 0) < (chosen[group].trial or 0):
             chosen[group] = job
     return list(chosen.values())
 
 
+def read_stored(path: Path) -> pd.DataFrame | None:
+    """The rows corruption.csv at ``path`` holds (None where there is none yet), read before anything is fitted
+    so that a file the probe cannot merge into stops it before the work."""
+    if not path.exists():
+        return None
+    stored = pd.read_csv(path)
+    missing = [c for c in COLUMNS if c not in stored.columns]
+    if missing:
+        raise ProbeError(f"{path}: no column(s) {', '.join(missing)} (written by an earlier tabbench): move it "
+                         "aside and probe its jobs again")
+    return stored[COLUMNS]
+
+
+def merge(stored: pd.DataFrame | None, table: pd.DataFrame) -> pd.DataFrame:
+    """The ``stored`` rows and ``table``'s, a row of ``table`` replacing the stored one with the same ``KEY``;
+    sorted by the key."""
+    if stored is not None:
+        table = pd.concat([stored, table], ignore_index=True).drop_duplicates(KEY, keep="last")
+    table = table.sort_values(KEY, kind="stable").reset_index(drop=True)
+    return table.astype({"rows_changed": "Int64"})  # empty where not probed, a whole number elsewhere
+
+
 def probe_suite(suite, selection, results_root, paths, plugin_files=(), batch_rows: int = BATCH_ROWS,
-                log=print) -> tuple[pd.DataFrame, Path]:
-    """Fit and probe the selected jobs of a suite; write corruption.csv and .md; return the table and folder."""
+                test_rows: int | None = None, log=print) -> tuple[pd.DataFrame, Path]:
+    """Fit and probe the selected jobs of a suite; merge their rows into corruption.csv, write corruption.md from
+    it; return this invocation's rows and the folder."""
     from tabbench.executors import _cuda_in_a_subprocess
     from tabbench.expand import expand
     from tabbench.plugins import load_models
+    from tabbench.published import load_published
+    from tabbench.report.probe_tables import markdown
     from tabbench.runner import _device_auto, load_data, model_refusals
     from tabbench.suite import check_models
 
+    if test_rows is not None and test_rows < 1:
+        raise ProbeError(f"--test-rows: expected a positive number of test rows, got {test_rows}")
+    published = load_published(suite.published) if suite.published else None  # its corruption: changes
     registry = load_models(tuple(plugin_files) + tuple(suite.plugins))
     check_models(suite, registry)
     problems = selection.problems(suite)
@@ -169,6 +232,8 @@ def probe_suite(suite, selection, results_root, paths, plugin_files=(), batch_ro
     refusals = model_refusals(suite, registry, loaded, selection.models)
     if refusals:
         raise ProbeError("\n".join(refusals))
+    out = suite.results_dir(results_root) / "probe-corruption"
+    stored = read_stored(out / "corruption.csv")
     gpu = _device_auto(suite, registry) and _cuda_in_a_subprocess()
     jobs = first_trials(selection.select(expand(suite, registry, loaded, gpu)))
     splits = {name: {(s.fold, s.repeat): s for s in split_list} for name, (_, _, split_list) in loaded.items()}
@@ -182,34 +247,17 @@ def probe_suite(suite, selection, results_root, paths, plugin_files=(), batch_ro
         t0 = time.perf_counter()
         _fit(estimator, job, dataset.X, dataset.y, split)
         fit_seconds = time.perf_counter() - t0
-        result = probe(estimator, spec, job, dataset.meta, dataset.X, dataset.y, split, batch_rows)
+        result = probe(estimator, spec, job, dataset.meta, dataset.X, dataset.y, split, batch_rows, test_rows)
         rows.append({"method": job.method, "model": job.model, "dataset": job.dataset, "fold": job.fold,
                      "repeat": job.repeat, "seed": job.seed, "config": job.config,
                      "uses_other_rows": spec.uses_other_rows, "fit_seconds": fit_seconds, **result})
         after = "not probed" if result["rows_changed"] is None else \
             f"{result['after']:.4f} ({result['change']:+.4f})"
-        log(f"{job.method} on {job.dataset} fold {job.fold}: {result['metric']} {result['before']:.4f} -> {after}")
+        log(f"{job.method} on {job.dataset} fold {job.fold} ({result['n_test']} of {result['n_test_total']} test "
+            f"rows): {result['metric']} {result['before']:.4f} -> {after}")
     table = pd.DataFrame(rows, columns=COLUMNS)
-    out = suite.results_dir(results_root) / "probe-corruption"
     out.mkdir(parents=True, exist_ok=True)
-    table.to_csv(out / "corruption.csv", index=False)
-    (out / "corruption.md").write_text(markdown(table, suite.name))
+    merged = merge(stored, table)
+    merged.to_csv(out / "corruption.csv", index=False)
+    (out / "corruption.md").write_text(markdown(merged, suite.name, published))
     return table, out
-
-
-def markdown(table: pd.DataFrame, suite_name: str) -> str:
-    """The table as Markdown, a sentence on what it measures first."""
-    from tabbench.report.format import MISSING, markdown_table
-
-    shown = table.drop(columns=["uses_other_rows", "fit_seconds"]).copy()
-    shown["config"] = shown["config"].map(lambda v: MISSING if v is None or v != v else v)
-    for name in ("before", "after", "change"):
-        shown[name] = shown[name].map(lambda v: MISSING if v != v else f"{v:.4f}")
-    shown["relative_change"] = shown["relative_change"].map(lambda v: MISSING if v != v else f"{100 * v:+.1f}%")
-    shown["rows_changed"] = shown["rows_changed"].map(lambda v: MISSING if v is None or v != v else int(v))
-    shown["probe_seconds"] = shown["probe_seconds"].map(lambda v: f"{v:.1f}")
-    intro = (f"# Corruption probe: {suite_name}\n\nThe test metric before and after every column of the other "
-             "rows is permuted independently for each test row (NPT paper, Table 2); `rows_changed`: test rows "
-             "whose prediction changed. A model that reads no other rows changes by exactly zero. "
-             "See docs/probe.md.\n\n")
-    return intro + markdown_table(list(shown.columns), shown.astype(object).values.tolist()) + "\n"

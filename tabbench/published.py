@@ -5,6 +5,11 @@ dataset's primary metric (a number, or [mean, standard error]), and per metric t
 rank [mean, standard error] of each method, and optionally a ``note`` on what the numbers are (e.g. that
 they are the best of several configurations), printed under every table that shows them. ``tabbench
 leaderboard`` then prints our numbers and the published ones side by side.
+
+Optionally also ``corruption``: per dataset, the change the publication reports for its model in the
+corruption probe (the NPT paper's Table 2; tabbench/probe.py), in that table's convention: accuracy
+points for classification, the relative change in RMSE in percent for regression, negative where
+performance got worse. ``tabbench probe corruption`` prints it beside the model's rows.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from tabbench.errors import TabbenchError
 from tabbench.metrics import PRIMARY
 
 
-KEYS = {"name", "note", "note_datasets", "metrics", "ranks"}
+KEYS = {"name", "note", "note_datasets", "metrics", "ranks", "corruption"}
 
 
 class PublishedError(TabbenchError, ValueError):
@@ -31,6 +36,7 @@ class Published:
     ranks: dict = field(default_factory=dict)  # metric -> method -> (mean rank, se or None)
     note: str = ""  # what the numbers are, printed under every table that shows them
     note_datasets: tuple = ()  # the datasets the note is about (empty: all); tables of other datasets omit it
+    corruption: dict = field(default_factory=dict)  # dataset -> published change after corruption (see above)
 
     def methods(self) -> set:
         """Every method the publication reports a number or a rank for."""
@@ -74,7 +80,7 @@ def load_published(path) -> Published:
     note_datasets = raw.get("note_datasets") or []
     if not isinstance(note_datasets, list) or not all(isinstance(d, str) for d in note_datasets):
         raise PublishedError(f"{path}: note_datasets: expected a list of dataset names, got {note_datasets!r}")
-    for key in ("metrics", "ranks"):
+    for key in ("metrics", "ranks", "corruption"):
         if not isinstance(raw.get(key) or {}, dict):
             raise PublishedError(f"{path}: {key}: expected a mapping, got {raw[key]!r}")
     metrics = {str(d): _pairs(v, f"metrics.{d}", path) for d, v in (raw.get("metrics") or {}).items()}
@@ -84,5 +90,11 @@ def load_published(path) -> Published:
         if metric not in known:
             raise PublishedError(f"{path}: ranks.{metric}: unknown metric; expected one of {sorted(known)}")
         ranks[metric] = _pairs(v, f"ranks.{metric}", path)
+    corruption = {}
+    for dataset, v in (raw.get("corruption") or {}).items():
+        if not isinstance(v, (int, float)) or isinstance(v, bool):
+            raise PublishedError(f"{path}: corruption.{dataset}: expected a number (the published change: accuracy "
+                                 f"points, or the relative RMSE change in percent), got {v!r}")
+        corruption[str(dataset)] = float(v)
     return Published(str(raw.get("name", path.stem)), path, metrics, ranks, str(raw.get("note") or "").strip(),
-                     tuple(note_datasets))
+                     tuple(note_datasets), corruption)

@@ -1,8 +1,11 @@
 """The corruption probe (tabbench/probe.py, `tabbench probe corruption`): the permutation, the exact answer on a
-table with duplicated rows, each model's ``predict_with_context``, the parametric control, and the command.
+table with duplicated rows, each model's ``predict_with_context``, the parametric control, the test-row sample,
+the command (its rows merged by key, the paper's metric, the summary with the published change) and the published
+file's corruption section.
 
 Real tables: scikit-learn's diabetes (regression) and breast cancer (binary), which it ships."""
 
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -10,7 +13,9 @@ import pandas as pd
 import pytest
 
 from tabbench.data.splits import Split
-from tabbench.probe import Context, corrupted_outputs, job_context, permute_columns, probe
+from tabbench.execute import outputs, score
+from tabbench.probe import Context, corrupted_outputs, job_context, permute_columns, probe, sample_test_rows
+from tabbench.published import PublishedError, load_published
 from tabbench.spec import BINARY, CATEGORICAL, NUMERIC, REGRESSION, Column, DatasetMeta
 from tests.conftest import FAST
 
@@ -124,7 +129,7 @@ def test_context_of_the_training_rows_reproduces_predict(name, params, min_drop)
     result = probe(model, spec, _job(), meta, X, y, split)
     # k-NN's probabilities are fractions of 5 neighbours: a corrupted row may land on the same fraction
     assert result["rows_changed"] >= 0.7 * len(split.test), f"{result['rows_changed']} rows changed"
-    assert result["after"] < result["before"] - min_drop, result
+    assert result["auroc_after"] < result["auroc_before"] - min_drop, result
 
 
 def test_tabr_candidates_are_preprocessed_as_fit_did_and_restored_afterwards():
@@ -219,3 +224,135 @@ def test_a_model_that_reads_other_rows_but_cannot_be_handed_others_is_not_probed
     result = probe(model, spec, _job(), meta, X, y, split)
     assert np.isnan(result["after"]) and np.isnan(result["change"]) and result["rows_changed"] is None
     assert "not probed" in result["note"] and result["before"] > 0
+
+
+def test_a_test_row_sample_is_reproducible_and_probes_exactly_that_many_rows():
+    """--test-rows: N of the test rows, the same N for the same seed, fold and repeat (other ones for another
+    fold), the metric before scored on those rows, the full size recorded beside them; a transductive table
+    keeps all its rows, the sampled test rows each leaving out its own."""
+    meta, X, y = _table("breast_cancer")
+    split = _split(len(y), n_test=120)
+    sample = sample_test_rows(120, 25, _job())
+    assert len(sample) == len(set(sample)) == 25 and np.array_equal(sample, np.sort(sample)) and sample.max() < 120
+    assert np.array_equal(sample, sample_test_rows(120, 25, _job()))
+    assert not np.array_equal(sample, sample_test_rows(120, 25, SimpleNamespace(seed=0, fold=1, repeat=0)))
+    assert np.array_equal(sample_test_rows(120, 500, _job()), np.arange(120)) and len(sample_test_rows(120, None, _job())) == 120
+
+    spec, knn = _fitted("knn", meta, X, y, split)
+    first, again = (probe(knn, spec, _job(), meta, X, y, split, test_rows=25) for _ in range(2))
+    assert first["n_test"] == 25 and first["n_test_total"] == 120 and first["rows_changed"] <= 25
+    rows = split.test[sample]
+    assert first["before"] == score(meta, y[rows], outputs(knn, meta, X.iloc[rows]))["accuracy"]
+    same = ["before", "after", "auroc_before", "auroc_after", "rows_changed", "n_test"]
+    assert [first[k] for k in same] == [again[k] for k in same]
+
+    context = job_context(_job(transductive=True), X, y, split).of_test_rows(sample)
+    for k in (0, 24):
+        X_other, _ = context.others(k)
+        assert len(X_other) == len(y) - 1 and X.index[rows[k]] not in X_other.index
+
+
+SUITE = """name: tiny
+seeds: [0]
+published: paper.yaml
+datasets:
+  - {name: diabetes, source: sklearn, id: diabetes, split: {protocol: kfold, k: 5, seed: 42, val_fraction: 0.125}}
+  - {name: breast_cancer, source: sklearn, id: breast_cancer,
+     split: {protocol: kfold, k: 5, seed: 42, val_fraction: 0.125}}
+models:
+  knn: {}
+  random_forest:
+    params: {n_estimators: 20}
+  npt:
+    params: {e: 16, n_layers: 2, n_heads: 4, steps: 10, lambda_init: 0.5, amp: false, eval_every: 5}
+"""
+
+
+def _probe_command(tmp_path, *args) -> pd.DataFrame:
+    from tabbench.cli import main
+
+    assert main(["probe", "corruption", str(tmp_path / "tiny.yaml"), "--results", str(tmp_path / "runs"), *args]) == 0
+    return pd.read_csv(tmp_path / "runs" / "tiny" / "probe-corruption" / "corruption.csv")
+
+
+@pytest.fixture
+def tiny_suite(tmp_path):
+    (tmp_path / "tiny.yaml").write_text(SUITE)
+    (tmp_path / "paper.yaml").write_text("name: the paper\ncorruption: {diabetes: -20, breast_cancer: 0.0}\n")
+    return tmp_path
+
+
+def test_each_command_merges_its_rows_into_the_table_replacing_a_job_probed_again(tiny_suite):
+    """knn on a 20-row sample, then the forest, then knn on all rows of two folds: three rows, knn's fold 0 now
+    on all its test rows; the Markdown is made from all of them."""
+    first = _probe_command(tiny_suite, "--models", "knn", "--datasets", "diabetes", "--folds", "0", "--test-rows", "20")
+    assert len(first) == 1 and first.loc[0, "n_test"] == 20 and first.loc[0, "n_test_total"] > 80
+    second = _probe_command(tiny_suite, "--models", "random_forest", "--datasets", "diabetes", "--folds", "0")
+    assert sorted(second["method"]) == ["knn", "random_forest"]
+    pd.testing.assert_series_equal(second.set_index("method").loc["knn"], first.set_index("method").loc["knn"])
+    third = _probe_command(tiny_suite, "--models", "knn", "--datasets", "diabetes", "--folds", "0,1")
+    assert sorted(zip(third["method"], third["fold"])) == [("knn", 0), ("knn", 1), ("random_forest", 0)]
+    assert (third["n_test"] == third["n_test_total"]).all(), "knn's fold 0 kept its 20-row sample"
+    assert third["rows_changed"].dtype.kind == "i"
+    text = (tiny_suite / "runs" / "tiny" / "probe-corruption" / "corruption.md").read_text()
+    assert "| knn | knn | diabetes | 1 |" in text and "| random_forest | random_forest | diabetes | 0 |" in text
+
+
+def test_a_table_the_probe_cannot_merge_into_stops_it_before_fitting(tiny_suite, capsys):
+    csv = tiny_suite / "runs" / "tiny" / "probe-corruption" / "corruption.csv"
+    csv.parent.mkdir(parents=True)
+    csv.write_text("method,model,dataset,fold,repeat,seed,metric,before,after\nknn,knn,diabetes,0,0,0,rmse,50,60\n")
+    err = _failing_command(tiny_suite, capsys, "--models", "knn", "--datasets", "diabetes", "--folds", "0")
+    assert f"{csv}: no column(s) " in err and "n_test_total" in err and "move it aside" in err
+    assert "--test-rows: expected a positive number" in _failing_command(tiny_suite, capsys, "--test-rows", "0")
+    assert csv.read_text().count("\n") == 2, "the stored table was rewritten"
+
+
+def _failing_command(tmp_path, capsys, *args) -> str:
+    from tabbench.cli import main
+
+    assert main(["probe", "corruption", str(tmp_path / "tiny.yaml"), "--results", str(tmp_path / "runs"), *args]) == 2
+    return capsys.readouterr().err
+
+
+def test_a_binary_dataset_reports_accuracy_with_the_auroc_beside_it(tiny_suite):
+    table = _probe_command(tiny_suite, "--models", "knn", "--folds", "0").set_index("dataset")
+    cancer, diabetes = table.loc["breast_cancer"], table.loc["diabetes"]
+    assert cancer["metric"] == "accuracy" and diabetes["metric"] == "rmse"
+    assert 0.5 < cancer["before"] <= 1 and cancer["before"] != cancer["auroc_before"]
+    assert cancer["auroc_after"] < cancer["auroc_before"] and cancer["change"] == cancer["after"] - cancer["before"]
+    assert np.isnan(diabetes["auroc_before"]) and np.isnan(diabetes["auroc_after"])
+
+
+def test_the_summary_sets_the_published_npt_change_beside_the_npt_rows(tiny_suite):
+    """The summary's change is the paper's convention (RMSE up: negative percent), averaged over the folds with
+    its standard error; the suite's published file's corruption change stands beside npt's rows only."""
+    pytest.importorskip("torch")
+    from tabbench.report.format import mean_se
+
+    _probe_command(tiny_suite, "--models", "npt", "--datasets", "diabetes", "--folds", "0", "--test-rows", "10")
+    table = _probe_command(tiny_suite, "--models", "knn", "--datasets", "diabetes", "--folds", "0,1",
+                           "--test-rows", "40")
+    knn = table[table["method"] == "knn"]
+    change = -100 * knn["relative_change"]
+    assert change.mean() < 0, "k-NN's RMSE did not grow with its neighbours corrupted"
+    text = (tiny_suite / "runs" / "tiny" / "probe-corruption" / "corruption.md").read_text()
+    summary = text[text.index("## Summary"):text.index("## Every fold")]
+    assert "published NPT change" in summary and "Published: the paper, for NPT" in summary
+    knn_cell = mean_se(change.mean(), change.std(ddof=1) / np.sqrt(2), 1) + "%"
+    assert f"| knn | diabetes | rmse | 2 | {knn_cell} | {knn['rows_changed'].sum()} of 80 | – |" in summary
+    npt_row = next(line for line in summary.splitlines() if line.startswith("| npt | diabetes |"))
+    assert npt_row.endswith("| -20% |")
+
+
+def test_the_published_file_holds_the_papers_corruption_changes_and_rejects_a_malformed_section(tmp_path):
+    paper = load_published(Path(__file__).resolve().parents[1] / "suites" / "published" / "npt-paper.yaml")
+    assert paper.corruption["yacht"] == -52 and paper.corruption["poker_hand"] == -1.1
+    assert paper.corruption["breast_cancer"] == 0.0 and len(paper.corruption) == 12
+    bad = tmp_path / "paper.yaml"
+    bad.write_text("name: p\ncorruption: {yacht: -52%}\n")
+    with pytest.raises(PublishedError, match=rf"^{bad}: corruption.yacht: expected a number .*got '-52%'$"):
+        load_published(bad)
+    bad.write_text("name: p\ncorruption: [-52]\n")
+    with pytest.raises(PublishedError, match=rf"^{bad}: corruption: expected a mapping"):
+        load_published(bad)
