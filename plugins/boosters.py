@@ -11,6 +11,14 @@ iteration is kept for prediction and recorded in ``info_["best_iteration"]`` (0-
 the last tree used). ``n_estimators`` is then
 a cap on the number of trees, not the number trained.
 
+Time budget: under a job's time budget each library's own callback mechanism ends training when one more
+iteration would pass the training deadline (tabbench/estimator.py, ``TrainingClock``): an XGBoost
+``TrainingCallback`` (``before_iteration`` returning True, so that early stopping has scored every tree
+built), a LightGBM callback raising ``EarlyStopException`` with the best iteration so far, a CatBoost
+callback whose ``after_iteration`` returns False. The trees up to the best iteration are then used as after
+early stopping (the last one built without a validation split), and ``info_["stopped_by_time_budget"]``
+says so. CatBoost takes no user callbacks on the GPU: a CUDA CatBoost fit is not time limited.
+
 Devices: ``device`` is ``auto`` (CUDA when visible), ``cpu`` or ``cuda``. On CUDA XGBoost trains with
 ``device="cuda"`` and CatBoost with ``task_type="GPU"``, and the spec asks Ray for one GPU. LightGBM's
 PyPI wheel has no CUDA support: it always trains on the CPU and asks for no GPU (``device`` is
@@ -38,7 +46,7 @@ import numpy as np
 import pandas as pd
 
 import tabbench
-from tabbench.estimator import Estimator
+from tabbench.estimator import Estimator, TrainingClock
 from tabbench.preprocess import TabularEncoder
 from tabbench.spec import CATEGORICAL, ModelSpec
 from tabbench_plugins.baseline_utils import DEVICES, SeenClasses, gpus_for, resolve_device, validation
@@ -71,7 +79,7 @@ class Booster(Estimator):
     def _device(self) -> str:
         return resolve_device(self.params["device"])
 
-    def _fit(self, X, y, val, n_seen: int, device: str):
+    def _fit(self, X, y, val, n_seen: int, device: str, clock: TrainingClock):
         raise NotImplementedError
 
     def _best_iteration(self):
@@ -79,6 +87,7 @@ class Booster(Estimator):
 
     # -- the estimator contract ---------------------------------------------------------------------
     def fit(self, X, y, X_val=None, y_val=None):
+        clock = self.training_clock()
         if self.params.get("one_hot"):  # one 0/1 column per level, numeric columns as they are
             self.encoder_ = TabularEncoder(self.meta, categorical="onehot", standardize=False).fit(X)
         self.device_ = self._device()
@@ -90,8 +99,9 @@ class Booster(Estimator):
             return self
         val = validation(X_val, y_val, self.seen_)
         val = (self._frame(val[0]), val[1]) if val is not None else None
-        self._fit(self._frame(X), y_fit, val, len(self.seen_) if self.seen_ is not None else 0, self.device_)
-        self.info_ = {"device": self.device_, "best_iteration": self._best_iteration()}
+        self._fit(self._frame(X), y_fit, val, len(self.seen_) if self.seen_ is not None else 0, self.device_, clock)
+        self.info_ = {"device": self.device_, "best_iteration": self._best_iteration(),
+                      "stopped_by_time_budget": clock.stopped}
         return self
 
     def predict_values(self, X):
@@ -107,7 +117,7 @@ class XGBoost(Booster):
     defaults = {**_COMMON, "max_depth": 6, "min_child_weight": 1.0, "subsample": 1.0, "colsample_bytree": 1.0,
                 "reg_lambda": 1.0, "max_cat_to_onehot": 4}
 
-    def _fit(self, X, y, val, n_seen, device):
+    def _fit(self, X, y, val, n_seen, device, clock):
         import xgboost
 
         p = self.params
@@ -122,6 +132,7 @@ class XGBoost(Booster):
             max_cat_to_onehot=p["max_cat_to_onehot"], tree_method="hist", enable_categorical=True,
             device=device, n_jobs=p["n_jobs"], random_state=self.seed, verbosity=0, eval_metric=metric,
             early_stopping_rounds=p["early_stopping_rounds"] if val is not None else None,
+            callbacks=[xgboost_time_limit(clock)],
         )
         self.model_.fit(X, y, eval_set=[val] if val is not None else None, verbose=False)
 
@@ -132,6 +143,19 @@ class XGBoost(Booster):
             return int(self.model_.best_iteration)
         except AttributeError:  # no early stopping: every tree is used
             return int(self.model_.get_booster().num_boosted_rounds()) - 1
+
+
+def xgboost_time_limit(clock):
+    """An XGBoost TrainingCallback that stops before an iteration when ``clock`` says it would pass the
+    deadline. Before, not after: XGBoost asks its callbacks in turn and stops at the first True, so a stop after
+    an iteration would keep early stopping (called after ours) from scoring that iteration's tree."""
+    import xgboost
+
+    class TimeLimit(xgboost.callback.TrainingCallback):
+        def before_iteration(self, model, epoch, evals_log) -> bool:
+            return epoch > 0 and clock.out_of_time()  # epoch 0: nothing built yet
+
+    return TimeLimit()
 
 
 class CatBoost(Booster):
@@ -154,7 +178,7 @@ class CatBoost(Booster):
             return []  # the one-hot columns are numbers to CatBoost
         return [i for i, c in enumerate(self.meta.columns) if c.kind == CATEGORICAL]
 
-    def _fit(self, X, y, val, n_seen, device):
+    def _fit(self, X, y, val, n_seen, device, clock):
         import catboost
 
         p = self.params
@@ -170,12 +194,14 @@ class CatBoost(Booster):
             thread_count=p["n_jobs"], allow_writing_files=False, verbose=False, **gpu,
         )
         pool = catboost.Pool(X, y, cat_features=cat_features)
+        # CatBoost takes no user callbacks on the GPU ("not supported for GPU"): there the fit is not time limited
+        callbacks = {"callbacks": [CatBoostTimeLimit(clock, p["n_estimators"])]} if device != "cuda" else {}
         if val is not None:
             eval_pool = catboost.Pool(val[0], val[1], cat_features=cat_features)
             self.model_.fit(pool, eval_set=eval_pool, early_stopping_rounds=p["early_stopping_rounds"],
-                            use_best_model=bool(p["early_stopping_rounds"]))
+                            use_best_model=bool(p["early_stopping_rounds"]), **callbacks)
         else:
-            self.model_.fit(pool)
+            self.model_.fit(pool, **callbacks)
 
     def _best_iteration(self):
         if self.model_ is None:
@@ -183,11 +209,49 @@ class CatBoost(Booster):
         return int(self.model_.tree_count_) - 1  # use_best_model has already cut the trees after the best
 
 
+class CatBoostTimeLimit:
+    """A CatBoost callback (``fit(callbacks=...)``): ``after_iteration`` returning False ends training when
+    ``clock`` says one more iteration would pass the deadline; ``use_best_model`` then keeps the best one."""
+
+    def __init__(self, clock, n_estimators: int):
+        self.clock, self.n_estimators = clock, n_estimators
+
+    def after_iteration(self, info) -> bool:
+        return not (info.iteration < self.n_estimators and self.clock.out_of_time())  # info.iteration: 1-based
+
+
+class LightGBMTimeLimit:
+    """A LightGBM callback that ends training when ``clock`` says one more iteration would pass the deadline,
+    by raising ``EarlyStopException`` with the best iteration so far: on the first validation metric (as
+    ``early_stopping(first_metric_only=True)`` judges it) when ``track_best``, else the last one built."""
+
+    def __init__(self, clock, track_best: bool):
+        self.clock, self.track_best = clock, track_best
+        # after lightgbm.early_stopping (order 30): when that one stops, this one is not asked. An instance
+        # attribute: LightGBM gives a callback without one its position in the list, before early stopping.
+        self.order = 40
+        self.best_iteration, self.best_score, self.best_results = -1, -np.inf, []
+
+    def __call__(self, env):
+        import lightgbm
+
+        results = env.evaluation_result_list or []
+        if not self.track_best or not results:
+            self.best_iteration, self.best_results = env.iteration, results
+        else:
+            _, _, value, higher_is_better = results[0][:4]
+            score = value if higher_is_better else -value
+            if score > self.best_score:
+                self.best_iteration, self.best_score, self.best_results = env.iteration, score, results
+        if env.iteration + 1 < env.end_iteration and self.clock.out_of_time():
+            raise lightgbm.callback.EarlyStopException(self.best_iteration, self.best_results)
+
+
 class LightGBM(Booster):
     defaults = {**_COMMON, "max_depth": -1, "num_leaves": 31, "min_child_samples": 20, "subsample": 1.0,
                 "colsample_bytree": 1.0, "reg_lambda": 0.0, "one_hot": False}
 
-    def _fit(self, X, y, val, n_seen, device):
+    def _fit(self, X, y, val, n_seen, device, clock):
         import lightgbm
 
         p = self.params
@@ -200,9 +264,11 @@ class LightGBM(Booster):
             random_state=self.seed, n_jobs=p["n_jobs"], deterministic=True, force_col_wise=True, verbose=-1,
         )
         callbacks = []
-        if val is not None and p["early_stopping_rounds"]:
+        early_stopping = val is not None and bool(p["early_stopping_rounds"])
+        if early_stopping:
             callbacks.append(lightgbm.early_stopping(p["early_stopping_rounds"], first_metric_only=True,
                                                      verbose=False))
+        callbacks.append(LightGBMTimeLimit(clock, track_best=early_stopping))
         # pandas categorical columns are LightGBM categorical features (categorical_feature="auto")
         if val is None:
             self.model_.fit(X, y, callbacks=callbacks)

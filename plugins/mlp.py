@@ -7,7 +7,9 @@ predictions mapped back to the original units.
 Network: ``n_layers`` blocks of Linear(hidden_size) -> ReLU -> Dropout, then a Linear head (one logit
 per class of the dataset, or one value). Trained with AdamW on cross-entropy / squared error in
 minibatches; after every epoch the validation loss is measured, training stops after ``patience``
-epochs without improvement, and the weights of the best epoch are restored.
+epochs without improvement, and the weights of the best epoch are restored. Under a job's time budget
+training also stops when one more epoch would pass the training deadline (tabbench/estimator.py,
+``TrainingClock``), recorded as ``info_["stopped_by_time_budget"]``.
 
 Determinism: the fit runs under its own seeded torch generator (the caller's random state is left
 alone) on ``n_jobs`` threads, so the same seed gives identical predictions on the CPU.
@@ -55,6 +57,7 @@ class MLP(Estimator):
         import torch
 
         p = self.params
+        clock = self.training_clock()
         self.device_ = resolve_device(p["device"])
         self.encoder_ = TabularEncoder(self.meta, categorical="onehot", standardize=True).fit(X)
         if not self.meta.is_classification:
@@ -80,13 +83,14 @@ class MLP(Estimator):
                     optimizer.zero_grad(set_to_none=True)
                     self._loss(self.network_(x_train[rows]), t_train[rows]).backward()
                     optimizer.step()
-                if not has_val:
-                    continue
-                loss = self._evaluate(x_val, t_val)
-                if loss < best_loss:
-                    best_loss, best_epoch = loss, epoch
-                    best_state = copy.deepcopy(self.network_.state_dict())
-                elif epoch - best_epoch >= p["patience"]:
+                if has_val:
+                    loss = self._evaluate(x_val, t_val)
+                    if loss < best_loss:
+                        best_loss, best_epoch = loss, epoch
+                        best_state = copy.deepcopy(self.network_.state_dict())
+                    elif epoch - best_epoch >= p["patience"]:
+                        break
+                if epoch + 1 < p["max_epochs"] and clock.out_of_time():
                     break
             if best_state is not None:
                 self.network_.load_state_dict(best_state)
@@ -97,6 +101,7 @@ class MLP(Estimator):
             "epochs": epoch + 1,
             "best_epoch": best_epoch if has_val else epoch,
             "best_val_loss": float(best_loss) if has_val else None,
+            "stopped_by_time_budget": clock.stopped,
         }
         return self
 

@@ -21,7 +21,9 @@ ICLR 2025, arXiv 2407.03257. Written from the paper: no maintained package on th
 
 Inductive: the candidates are the training split's rows, at training and at prediction time; the
 validation rows only score epochs (early stopping on the validation loss, patience 16 epochs, the
-best epoch's weights restored) and the test rows are never seen in fit.
+best epoch's weights restored; under a job's time budget also stopped when one more epoch would pass the
+training deadline, tabbench/estimator.py ``TrainingClock``, ``info_["stopped_by_time_budget"]``) and the
+test rows are never seen in fit.
 
 Defaults. The paper tunes every dataset and publishes no single default configuration; ours lie inside
 its search space and keep a CPU fit short: dim 128, one block of 256, dropout 0.1, temperature 1,
@@ -123,6 +125,7 @@ class ModernNCA(Estimator):
         import torch
 
         p = self.params
+        clock = self.training_clock()
         assert 0 < p["sample_rate"] <= 1, f"sample_rate must be in (0, 1], got {p['sample_rate']}"
         assert p["temperature"] > 0, f"temperature must be positive, got {p['temperature']}"
         if X_val is None or len(X_val) == 0:
@@ -161,6 +164,8 @@ class ModernNCA(Estimator):
             n_candidates = max(2, int(round(p["sample_rate"] * n)))
             best_loss, best_state, best_epoch, epoch = np.inf, None, -1, -1
             while epoch + 1 < p["max_epochs"] and (epoch - best_epoch < p["patience"] or best_state is None):
+                if best_state is not None and clock.out_of_time():  # after an epoch with weights to keep
+                    break
                 epoch += 1
                 self.network_.train()
                 order = torch.randperm(n, generator=generator).to(self.device_)
@@ -186,7 +191,7 @@ class ModernNCA(Estimator):
         self.network_.eval()
         self.info_ = {"device": self.device_, "n_params": int(sum(t.numel() for t in self.network_.parameters())),
                       "epochs": epoch + 1, "best_epoch": best_epoch, "best_val_loss": float(best_loss),
-                      "retrieval": "inductive (training rows only)"}
+                      "retrieval": "inductive (training rows only)", "stopped_by_time_budget": clock.stopped}
         return self
 
     @staticmethod

@@ -18,6 +18,11 @@ A subclass names the pytabkit classes (``classifier``, ``regressor``: attribute 
 other than ``device``/``n_jobs`` whose value is not None is passed through to pytabkit (None: the
 package's own default for the task).
 
+Time budget: a subclass whose pytabkit model honours ``fit(time_to_fit_in_seconds=...)`` (``time_limited``:
+RealMLP, which hands it to Lightning as ``max_time``; pytabkit's TabR ignores it) gets what is left of the
+training share of the job's time budget (tabbench/estimator.py, ``TrainingClock``), keeps its best validation
+epoch as always, and records ``info_["stopped_by_time_budget"]`` (its ``stopped_by_time()``).
+
 pytabkit's own printing (TabR prints its configuration and every epoch) and Lightning's INFO banners
 are silenced around fit and predict (``quiet``).
 
@@ -63,6 +68,8 @@ def quiet():
 class PytabkitEstimator(Estimator):
     classifier: str = ""
     regressor: str = ""
+    #: Whether the pytabkit model stops at fit's ``time_to_fit_in_seconds`` (then it implements stopped_by_time)
+    time_limited: bool = False
 
     def library_params(self) -> dict:
         """The params passed to the pytabkit constructor: every declared one that is set."""
@@ -79,6 +86,7 @@ class PytabkitEstimator(Estimator):
         from pytabkit.models.sklearn import sklearn_interfaces
 
         p = self.params
+        clock = self.training_clock()
         self.device_ = resolve_device(p["device"])
         means = X[[c.name for c in self.meta.numeric]].mean()
         self.numeric_means_ = means.fillna(0.0).to_dict()  # an all-missing column: 0
@@ -99,10 +107,19 @@ class PytabkitEstimator(Estimator):
             self.model_ = getattr(sklearn_interfaces, name)(
                 device=self.device_, random_state=self.seed, n_threads=p["n_jobs"], verbosity=0,
                 tmp_folder=tmp, **self.library_params())
+            limit = {}
+            if self.time_limited and clock.deadline is not None:
+                limit["time_to_fit_in_seconds"] = clock.remaining()
             with torch_threads(p["n_jobs"]), torch_seeded(self.seed, self.device_):
-                self.model_.fit(self._frame(X), target, X_val=self._frame(X_v), y_val=y_v)
+                self.model_.fit(self._frame(X), target, X_val=self._frame(X_v), y_val=y_v, **limit)
         self.info_ = {"device": self.device_, "library": f"pytabkit.{name}"}
+        if self.time_limited:
+            self.info_["stopped_by_time_budget"] = bool(limit) and self.stopped_by_time()
         return self
+
+    def stopped_by_time(self) -> bool:
+        """Whether the fit just made ended at ``time_to_fit_in_seconds`` (a ``time_limited`` subclass says how)."""
+        raise NotImplementedError(f"{type(self).__name__} is time_limited: implement stopped_by_time")
 
     def predict_proba(self, X):
         if self.model_ is None:

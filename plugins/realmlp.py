@@ -8,6 +8,9 @@ task (e.g. lr 0.04 for classification, 0.2 for regression). pytabkit keeps the w
 with the best validation score (classification error, or RMSE), measured on OUR validation split
 (plugins/pytabkit_wrapper.py passes it as ``X_val``); ``use_early_stopping`` also stops the run once
 the validation score has not improved for 2 x best epoch + 20 epochs (pytabkit's patience rule).
+Under a job's time budget pytabkit gets what is left of its training share as ``time_to_fit_in_seconds``
+(Lightning's ``max_time``): training ends there, the best epoch so far is kept, and
+``info_["stopped_by_time_budget"]`` records it (plugins/pytabkit_wrapper.py).
 
 Search space: the paper's RealMLP-HPO space (its appendix table of the HPO search space; in pytabkit
 ``RealMLPParamSampler``, ``hpo_space_name='default'``, pytabkit/models/alg_interfaces/nn_interfaces.py),
@@ -32,6 +35,7 @@ INSTALL_HINT = "pip install 'tabbench-harness[modern]'"
 class RealMLP(PytabkitEstimator):
     classifier = "RealMLP_TD_Classifier"
     regressor = "RealMLP_TD_Regressor"
+    time_limited = True
     defaults = {
         "n_epochs": 256, "use_early_stopping": False,
         # None: RealMLP-TD's value for the task
@@ -39,6 +43,14 @@ class RealMLP(PytabkitEstimator):
         "plr_sigma": None, "act": None, "hidden_sizes": None,
         "n_jobs": 1, "device": "auto",
     }
+
+    def stopped_by_time(self) -> bool:
+        """Fewer epochs than ``n_epochs`` and not all stopped early: Lightning's ``max_time`` ended the fit.
+        pytabkit's TabNNModule counts the epochs validated (``progress``) and which runs its early stopping
+        ended (``has_stopped_list``, per validation metric, per split and sub-split)."""
+        module = self.model_.cv_alg_interface_.model
+        early = all(all(all(split) for split in splits) for splits in module.has_stopped_list.values())
+        return module.progress.epoch < module.progress.max_epochs and not early
 
 
 @tabbench.hookimpl

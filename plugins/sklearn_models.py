@@ -2,6 +2,10 @@
 
 Numeric columns are mean-imputed and standardised, categorical columns one-hot encoded (both fitted
 on the training split). k-NN needs the scaling; the tree ensembles are indifferent to it.
+
+Gradient Boosting, the one iterative model here, stops adding trees when one more would pass a job's
+training deadline (tabbench/estimator.py, ``TrainingClock``), through scikit-learn's ``fit(monitor=...)``;
+it then predicts with the trees it has and records ``info_["stopped_by_time_budget"]``.
 """
 
 from __future__ import annotations
@@ -36,9 +40,9 @@ class SklearnModel(Estimator):
             params["random_state"] = self.seed
         return cls(**params)
 
-    def fit(self, X, y, X_val=None, y_val=None):
+    def fit(self, X, y, X_val=None, y_val=None, **fit_params):
         self.encoder_ = TabularEncoder(self.meta, categorical="onehot", standardize=True)
-        self.model_ = self._estimator().fit(self.encoder_.fit_transform(X), y)
+        self.model_ = self._estimator().fit(self.encoder_.fit_transform(X), y, **fit_params)
         return self
 
     def predict_values(self, X):
@@ -98,6 +102,16 @@ class GradientBoosting(SklearnModel):
     classifier = "sklearn.ensemble.GradientBoostingClassifier"
     regressor = "sklearn.ensemble.GradientBoostingRegressor"
     defaults = {"n_estimators": 100, "learning_rate": 0.1, "max_depth": 3, "subsample": 1.0}
+
+    def fit(self, X, y, X_val=None, y_val=None):
+        clock = self.training_clock()
+
+        def monitor(i, model, _locals) -> bool:  # after tree i; True: stop (scikit-learn keeps trees 0..i)
+            return i + 1 < model.n_estimators and clock.out_of_time()
+
+        super().fit(X, y, X_val, y_val, monitor=monitor)
+        self.info_ = {"stopped_by_time_budget": clock.stopped}
+        return self
 
 
 @tabbench.hookimpl

@@ -13,7 +13,9 @@ Ensembling", ICLR 2025), with the authors' packages: ``tabm`` (the model) and ``
 Training follows the paper's recipe (the package's example): AdamW, batch 256, every one of the k
 members sees the same batch, regression targets standardised; after every epoch the ensemble's loss
 on OUR validation split is measured, training stops after ``patience`` (16) epochs without a better
-one and the best epoch's weights are restored. ``max_epochs`` (None: no cap, as in the paper) bounds it.
+one and the best epoch's weights are restored. ``max_epochs`` (None: no cap, as in the paper) bounds it,
+and so does a job's time budget: training stops when one more epoch would pass the training deadline
+(tabbench/estimator.py, ``TrainingClock``), keeping the best epoch so far (``info_["stopped_by_time_budget"]``).
 
 Defaults: the paper's / package's (``TabM.make``'s defaults with embeddings: k 32, 2 blocks of 512,
 dropout 0.1; lr 2e-3, weight decay 3e-4, 48 bins, embedding size 16).
@@ -113,6 +115,7 @@ class TabM(Estimator):
         import torch
 
         p = self.params
+        clock = self.training_clock()
         self.device_ = resolve_device(p["device"])
         if X_val is None or len(X_val) == 0:
             raise ValueError(f"TabM on {self.meta.name}: no validation rows for early stopping; use a split with a "
@@ -144,6 +147,8 @@ class TabM(Estimator):
             best_loss, best_state, best_epoch, epoch = np.inf, None, -1, -1
             max_epochs = p["max_epochs"] if p["max_epochs"] is not None else np.iinfo(np.int64).max
             while epoch + 1 < max_epochs and (epoch - best_epoch < p["patience"] or best_state is None):
+                if best_state is not None and clock.out_of_time():  # after an epoch with weights to keep
+                    break
                 epoch += 1
                 self.network_.train()
                 order = torch.randperm(n, generator=shuffle).to(self.device_)
@@ -163,7 +168,8 @@ class TabM(Estimator):
             self.network_.load_state_dict(best_state)
         self.network_.eval()
         self.info_ = {"device": self.device_, "n_params": int(sum(t.numel() for t in self.network_.parameters())),
-                      "epochs": epoch + 1, "best_epoch": best_epoch, "best_val_loss": float(best_loss)}
+                      "epochs": epoch + 1, "best_epoch": best_epoch, "best_val_loss": float(best_loss),
+                      "stopped_by_time_budget": clock.stopped}
         return self
 
     def _network(self, x_num, n_out: int):

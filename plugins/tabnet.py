@@ -20,7 +20,9 @@ loss is 0.0 at every epoch. The causes, and what this plugin does instead:
 Categorical columns go in as their category code + 1 (0 = missing) with ``cat_idxs`` / ``cat_dims``
 from the dataset metadata, so TabNet learns an embedding per column (``cat_emb_dim``). Regression
 targets are standardised for training and predictions mapped back to the original units. The best
-epoch on the validation split is restored after training (the library's own early stopping).
+epoch on the validation split is restored after training (the library's own early stopping). Under a
+job's time budget a pytorch-tabnet callback also ends training when one more epoch would pass the
+training deadline (tabbench/estimator.py, ``TrainingClock``; ``info_["stopped_by_time_budget"]``).
 
 Search space: the paper's small-data grid (the authors' ``SMALL_DATA_TABNET_HYPERS``), 48
 configurations: n_d {8, 16} x n_a {8, 16} x batch_size {16, 32, 64, 128} x virtual_batch_size
@@ -69,6 +71,20 @@ def all_class_logloss():
     return _LOGLOSS
 
 
+def time_limit(clock, max_epochs: int):
+    """A pytorch-tabnet Callback that ends training (the trainer's ``_stop_training`` flag, which its own
+    early stopping sets) when ``clock`` says one more epoch would pass the deadline; the early-stopping
+    callback still restores the best epoch's weights at the end of training."""
+    from pytorch_tabnet.callbacks import Callback
+
+    class TimeLimit(Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            if epoch + 1 < max_epochs and not self.trainer._stop_training and clock.out_of_time():
+                self.trainer._stop_training = True
+
+    return TimeLimit()
+
+
 def _last_batch_breaks_batch_norm(n: int, batch_size: int, virtual_batch_size: int) -> bool:
     """Whether the last, partial batch would give ghost batch norm a chunk of one row (an error in training).
 
@@ -99,6 +115,7 @@ class TabNet(Estimator):
         from pytorch_tabnet.tab_model import TabNetClassifier, TabNetRegressor
 
         p = self.params
+        clock = self.training_clock()
         self.device_ = resolve_device(p["device"])
         self.encoder_ = TabularEncoder(self.meta, categorical="ordinal", standardize=True).fit(X)
         self.cat_idxs_ = list(self.encoder_.categorical_indices_)
@@ -143,6 +160,7 @@ class TabNet(Estimator):
                 batch_size=batch_size, virtual_batch_size=virtual_batch_size,
                 drop_last=_last_batch_breaks_batch_norm(n, batch_size, virtual_batch_size),
                 num_workers=0, pin_memory=self.device_ == "cuda", compute_importance=False,
+                callbacks=[time_limit(clock, p["max_epochs"])],
             )
         history = self.model_.history.history
         self.info_ = {
@@ -152,6 +170,7 @@ class TabNet(Estimator):
             "best_epoch": int(self.model_.best_epoch) if eval_set else None,
             "cat_idxs": list(self.cat_idxs_),
             "cat_dims": cat_dims,
+            "stopped_by_time_budget": clock.stopped,
         }
         return self
 

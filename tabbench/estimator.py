@@ -5,13 +5,53 @@ A subclass declares every parameter it accepts with its default in ``defaults``;
 ``__init__`` only stores: ``meta``, ``seed`` and ``params`` (the defaults overridden by the suite's).
 Classifiers implement ``predict_proba``; ``predict`` is its argmax. Regressors implement
 ``predict_values`` (values in the target's original units). See tabbench/spec.py for the contract.
+
+A model that trains iteratively asks ``self.training_clock()`` at the start of ``fit`` for a
+``TrainingClock`` and stops before the job's time budget runs out (see ``TrainingClock``).
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any, ClassVar, Mapping
 
 from tabbench.spec import DatasetMeta
+
+#: The share of a job's time budget (``time_budget_s``) a model may spend training. The rest belongs to what
+#: the same job does around training, under the same limit: loading and encoding the data before ``fit``,
+#: predicting the test and validation rows after it. A job over its budget is killed with nothing to show.
+TRAINING_SHARE = 0.8
+
+
+class TrainingClock:
+    """Whether an iterative model has time for one more epoch (or tree) before its training deadline.
+
+    The deadline is ``TRAINING_SHARE`` of ``budget_s`` after the clock is made (at the start of ``fit``);
+    ``budget_s`` None means no limit: the clock then never stops a fit. Call ``out_of_time()`` after each
+    epoch, where another would otherwise follow: it is True when one more epoch as long as the longest so far
+    (the first one counted from the clock's start, setup included) would end past the deadline, and from then
+    on ``stopped`` is True (recorded as ``info_["stopped_by_time_budget"]``). The model then keeps what it
+    has: the weights of its best validation epoch, or the trees up to its best iteration.
+    """
+
+    def __init__(self, budget_s: float | None, share: float = TRAINING_SHARE):
+        self._last = time.monotonic()
+        self.deadline = None if budget_s is None else self._last + share * float(budget_s)
+        self.longest = 0.0  # seconds, the longest epoch so far
+        self.stopped = False
+
+    def remaining(self) -> float | None:
+        """Seconds left before the deadline (never below 0), or None without a budget."""
+        return None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
+
+    def out_of_time(self) -> bool:
+        """Count the epoch that just ended; True when another as long as the longest would pass the deadline."""
+        now = time.monotonic()
+        self.longest = max(self.longest, now - self._last)
+        self._last = now
+        if self.deadline is not None and now + self.longest > self.deadline:
+            self.stopped = True
+        return self.stopped
 
 
 class Estimator:
@@ -26,6 +66,11 @@ class Estimator:
         self.meta = meta
         self.seed = seed
         self.params = {**self.defaults, **params}
+
+    def training_clock(self) -> TrainingClock:
+        """A clock for this fit's training loop, from the job's time budget (``time_budget_s``, set by the
+        harness before ``fit``; None, or unset outside the harness: no limit)."""
+        return TrainingClock(getattr(self, "time_budget_s", None))
 
     def predict(self, X):
         """Class indices (the argmax of ``predict_proba``) for classification, else ``predict_values``."""

@@ -14,7 +14,12 @@ The estimator contract, shared by every model (scikit-learn conventions):
   the test rows' features, never their targets. The harness records the mode in every record and
   marks the method in every leaderboard table; an inductive model never receives test rows.
 * The job's time budget (the suite's ``budget.time_s``, or None) is set as ``estimator.time_budget_s``
-  before ``fit``, for a model that sizes its training to it (NPT's ``steps: "auto"``).
+  before ``fit``, for a model that sizes its training to it (NPT's ``steps: "auto"``). A model that trains
+  iteratively stops in time instead: ``Estimator.training_clock()`` (tabbench/estimator.py) gives it
+  ``TRAINING_SHARE`` (80%) of the budget for training, the rest is for loading data before ``fit`` and
+  predicting after; it keeps its best validation epoch (or iteration) and records
+  ``info_["stopped_by_time_budget"]`` (True when the budget, not convergence or its epoch cap, ended
+  training). Without a budget training is exactly as it would be without the clock.
 * Optionally resumable: when the harness gives a job a checkpoint folder it sets
   ``estimator.checkpoint_dir`` (a path, kept across re-runs of the same job, removed once the job's
   record is ``ok``) before ``fit``; a model may save its training state there and continue from it.

@@ -1,0 +1,111 @@
+"""Iterative models stop training before a job's time budget runs out and keep what they have.
+
+Every model that trains in epochs or iterations takes ``TrainingClock`` (tabbench/estimator.py) from its
+``time_budget_s``: it trains for at most ``TRAINING_SHARE`` of it, keeps its best validation epoch (or the
+trees it has) and records ``info_["stopped_by_time_budget"]``. For each such model, on breast cancer
+(bundled with scikit-learn: no download), with caps far above what half a second allows:
+
+* without a budget it trains to its cap (its fit takes seconds here) and records ``stopped_by_time_budget``
+  False;
+* with a 0.5 s budget (0.4 s of training) it stops early: fewer epochs or trees than the unlimited fit, the
+  flag True, and valid probabilities (one row per test row, finite, summing to 1).
+
+NPT sizes its steps to the budget itself (``steps: "auto"``, tests/test_npt.py); pytabkit's TabR ignores
+fit's time limit, so it is not here; Random Forest and k-NN do not train iteratively.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+
+import numpy as np
+import pytest
+
+from tabbench.estimator import TrainingClock
+from tabbench.plugins import load_models
+from tabbench.testing import contract_data
+
+BUDGET_S = 0.5  # the training share, 0.4 s, is far below what each fit below takes without a limit
+
+#: Caps that keep each unlimited fit to a few seconds on one core, early stopping out of the way
+#: (patience as long as the cap), so that only the cap or the clock ends training.
+LONG = {
+    "mlp": {"max_epochs": 100, "patience": 100},
+    "tabm": {"k": 8, "d_block": 128, "max_epochs": 60, "patience": 60},
+    "modernnca": {"max_epochs": 60, "patience": 60},
+    "tabnet": {"max_epochs": 50, "patience": 50},
+    "xgboost": {"n_estimators": 6000, "early_stopping_rounds": 6000, "learning_rate": 0.01},
+    "lightgbm": {"n_estimators": 10000, "early_stopping_rounds": 10000, "learning_rate": 0.0005,
+                 "min_child_samples": 50},  # small steps and leaves: LightGBM stops by itself when no split is left
+    "catboost": {"n_estimators": 600, "early_stopping_rounds": 600, "learning_rate": 0.01},
+    "gradient_boosting": {"n_estimators": 1000, "learning_rate": 0.01},
+    "realmlp": {"n_epochs": 200},
+}
+
+
+def trained(name: str, model) -> int:
+    """Epochs or boosting iterations the fit ran, read from the library where the model keeps them."""
+    if name in ("mlp", "tabm", "modernnca", "tabnet"):
+        return model.info_["epochs"]
+    if name == "xgboost":
+        return model.model_.get_booster().num_boosted_rounds()
+    if name == "lightgbm":
+        return model.model_.booster_.current_iteration()
+    if name == "catboost":  # every iteration built is scored on the validation split (use_best_model cuts trees)
+        return len(next(iter(model.model_.get_evals_result()["validation"].values())))
+    if name == "gradient_boosting":
+        return model.model_.n_estimators_
+    if name == "realmlp":  # pytabkit's TabNNModule counts the epochs it validated
+        return model.model_.cv_alg_interface_.model.progress.epoch
+    raise AssertionError(f"no count of trained iterations for {name}")
+
+
+@functools.lru_cache(maxsize=None)
+def spec(name):
+    registered = load_models()
+    if name not in registered:
+        pytest.skip(f"{name} is not registered")
+    missing = registered[name].spec.missing_requirements()
+    if missing:
+        pytest.skip(f"{name} needs {missing}: {registered[name].spec.install_hint}")
+    return registered[name].spec
+
+
+def fit(name, budget_s):
+    """(fitted model, fit seconds) on breast cancer's default holdout split, with ``time_budget_s`` as the harness
+    sets it."""
+    model_spec = spec(name)
+    dataset, split = contract_data("binary")
+    params = {**LONG[name], **({"device": "cpu"} if "device" in model_spec.default_params else {})}
+    model = model_spec.build(dataset.meta, 0, params)
+    model.time_budget_s = budget_s
+    start = time.perf_counter()
+    model.fit(dataset.X.iloc[split.train], dataset.y[split.train], dataset.X.iloc[split.val], dataset.y[split.val])
+    return model, time.perf_counter() - start
+
+
+@pytest.mark.parametrize("name", sorted(LONG))
+def test_an_iterative_model_stops_within_its_time_budget_and_keeps_a_usable_model(name):
+    unlimited, unlimited_s = fit(name, None)  # first: it also pays for the library's imports
+    assert unlimited.info_["stopped_by_time_budget"] is False
+
+    limited, limited_s = fit(name, BUDGET_S)
+    print(f"{name}: fit {unlimited_s:.2f} s without a budget ({trained(name, unlimited)} iterations), "
+          f"{limited_s:.2f} s with {BUDGET_S} s ({trained(name, limited)})")
+    assert limited.info_["stopped_by_time_budget"] is True
+    assert trained(name, limited) < trained(name, unlimited)
+
+    dataset, split = contract_data("binary")
+    proba = limited.predict_proba(dataset.X.iloc[split.test])
+    assert proba.shape == (len(split.test), dataset.meta.n_classes)
+    assert np.isfinite(proba).all() and (proba >= 0).all()
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-9)
+
+
+def test_a_clock_without_a_budget_never_stops_and_one_past_its_deadline_stops_at_once():
+    endless = TrainingClock(None)
+    assert not any(endless.out_of_time() for _ in range(1000)) and not endless.stopped
+    assert endless.remaining() is None
+    spent = TrainingClock(0.0)
+    assert spent.out_of_time() and spent.stopped and spent.remaining() == 0.0
