@@ -1,3 +1,4 @@
+import functools
 import os
 from pathlib import Path
 
@@ -78,3 +79,22 @@ def ray_session():
     ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level=logging.ERROR, log_to_driver=False)
     yield ray
     ray.shutdown()
+
+
+@functools.lru_cache(maxsize=None)
+def _registry() -> dict:
+    from tabbench.plugins import load_models
+
+    return load_models()
+
+
+def registered_spec(name: str):
+    """The registered ModelSpec of model ``name``; the test is skipped when the model is not registered or
+    a package it needs is not installed (its install hint says which extra)."""
+    registered = _registry()
+    if name not in registered:
+        pytest.skip(f"{name} is not registered")
+    missing = registered[name].spec.missing_requirements()
+    if missing:
+        pytest.skip(f"{name} needs {missing}: {registered[name].spec.install_hint}")
+    return registered[name].spec

@@ -25,9 +25,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tabbench.plugins import load_models
 from tabbench.testing import fit_checked
-from tests.conftest import FAST, SHARED, require_shared
+from tests.conftest import registered_spec, FAST, SHARED, require_shared
 
 REPO = Path(__file__).resolve().parents[1]
 MODERN = ("realmlp", "tabm", "tabr", "modernnca")
@@ -36,19 +35,8 @@ LIBRARIES = {"torch", "pytabkit", "tabm", "rtdl_num_embeddings", "faiss", "skorc
 
 
 
-@functools.lru_cache(maxsize=None)
-def models():
-    return load_models()
-
-
 def spec(name):
-    registered = models()
-    if name not in registered:
-        pytest.skip(f"{name} is not registered")
-    missing = registered[name].spec.missing_requirements()
-    if missing:
-        pytest.skip(f"{name} needs {missing}: pip install 'tabbench-harness[modern]'")
-    return registered[name].spec
+    return registered_spec(name)
 
 
 @functools.lru_cache(maxsize=None)

@@ -16,15 +16,14 @@ fit's time limit, so it is not here; Random Forest and k-NN do not train iterati
 
 from __future__ import annotations
 
-import functools
 import time
 
 import numpy as np
 import pytest
 
 from tabbench.estimator import TrainingClock
-from tabbench.plugins import load_models
 from tabbench.testing import contract_data
+from tests.conftest import registered_spec
 
 BUDGET_S = 0.5  # the training share, 0.4 s, is far below what each fit below takes without a limit
 
@@ -61,15 +60,8 @@ def trained(name: str, model) -> int:
     raise AssertionError(f"no count of trained iterations for {name}")
 
 
-@functools.lru_cache(maxsize=None)
 def spec(name):
-    registered = load_models()
-    if name not in registered:
-        pytest.skip(f"{name} is not registered")
-    missing = registered[name].spec.missing_requirements()
-    if missing:
-        pytest.skip(f"{name} needs {missing}: {registered[name].spec.install_hint}")
-    return registered[name].spec
+    return registered_spec(name)
 
 
 def fit(name, budget_s):
