@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import math
 
+from tabbench.estimator import TRAINING_SHARE
+
 #: ``batch_size: "auto"``: the whole table up to this many rows (the paper trains on whole tables up to
 #: Concrete's 1,030 rows), above it class-stratified minibatches of at most this many rows, as equal as
 #: can be (the paper's rule for large tables: minibatches of a few thousand rows that keep the class
@@ -97,10 +99,11 @@ def estimate_cpu_seconds(meta, sizes, params) -> dict:
             "n_params": n_params, "step_s": step, "eval_s": evaluation, "evals": evals, "steps": steps, "d": d}
 
 
-#: ``steps: "auto"``: the steps whose estimated CPU time (``estimate_cpu_seconds``) fills this share of
-#: the job's time budget; the rest is left for prediction, the budget curve's scoring, and the estimate's
-#: error on a CPU other than the reference one (step times vary by tens of percent between machines).
-AUTO_BUDGET_SHARE = 0.8
+#: ``steps: "auto"``: the steps whose estimated CPU time (``estimate_cpu_seconds``) fills the training share of
+#: the job's time budget that every iterative model gets (tabbench.estimator.TRAINING_SHARE); the rest is left
+#: for prediction, the budget curve's scoring, and the estimate's error on a CPU other than the reference one
+#: (step times vary by tens of percent between machines).
+AUTO_BUDGET_SHARE = TRAINING_SHARE
 
 
 def auto_steps(meta, sizes, params, budget_s: float) -> int:
