@@ -8,7 +8,9 @@ newest record per job key.
 
 A published results folder may keep its records compressed as ``records.jsonl.gz`` (``gzip
 records.jsonl``): readers read it first, and later runs append to a new ``records.jsonl`` beside it,
-so a resumed or extended run still skips every archived job.
+so a resumed or extended run still skips every archived job. Later batches may be archived the same way
+as ``records-2.jsonl.gz``, ``records-3.jsonl.gz``, ... (each file of a repository under 1 MB): read in that
+order after the first, before the live file.
 """
 
 from __future__ import annotations
@@ -31,7 +33,6 @@ class Store:
     def __init__(self, suite_dir: str | Path):
         self.dir = Path(suite_dir)
         self.path = self.dir / RECORDS_DIR / RECORDS_FILE
-        self.archive = self.dir / RECORDS_DIR / ARCHIVE_FILE
 
     def checkpoint_dir(self, key: str) -> Path:
         """Where the job ``key`` may keep its training state until its record is ``ok``."""
@@ -66,10 +67,15 @@ class Store:
             os.write(fd, line)
             os.fsync(fd)
 
+    def archives(self) -> list[Path]:
+        """The compressed record files, oldest first: records.jsonl.gz, then records-2.jsonl.gz, ..."""
+        found = (self.dir / RECORDS_DIR).glob("records*.jsonl.gz")
+        return sorted(found, key=lambda p: (p.name != ARCHIVE_FILE, len(p.name), p.name))
+
     def records(self) -> list[dict]:
-        """Every complete record, newest last per key: the archive's, then the live file's."""
+        """Every complete record, newest last per key: the archives', then the live file's."""
         out = []
-        for path, opener in ((self.archive, gzip.open), (self.path, open)):
+        for path, opener in [*((a, gzip.open) for a in self.archives()), (self.path, open)]:
             if not path.exists():
                 continue
             with opener(path, "rb") as fh:

@@ -60,6 +60,13 @@ def test_random_search_selects_the_best_validation_config_and_resume_skips_trial
     assert (again.done, again.skipped) == (0, 8)
     assert len(Store(tmp_path / "results" / "tuned").records()) == 8
     assert pd.read_csv(tmp_path / "results" / "tuned" / "leaderboard.csv").equals(board)
+    # a second archive (a later batch), read after the first: its newer record of a job wins
+    store = Store(tmp_path / "results" / "tuned")
+    newer = {**store.records()[0], "fit_seconds": -1.0}
+    with gzip.open(records_dir / "records-2.jsonl.gz", "wt") as dst:
+        dst.write(json.dumps(newer) + "\n")
+    assert len(store.records()) == 9 and store.latest()[newer["key"]]["fit_seconds"] == -1.0
+    assert (run_suite(suite, options).done, len(store.records())) == (0, 9)
 
 
 # --- named configurations (tuning: configs) ---------------------------------------------------------------
