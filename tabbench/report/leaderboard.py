@@ -396,7 +396,8 @@ def write_leaderboard(suite_dir: str | Path, published_path: str | Path | None =
     tables = summarise(selected, splits)
     labels = {d: _dataset_label(selected, d) for d in sorted(selected["dataset"].unique())}
     show = display_names(all_runs, published)
-    mark_note = [" ".join(mark_notes(show, published)), ""] if mark_notes(show, published) else []
+    notes = mark_notes(show, published)
+    mark_note = [" ".join(notes), ""] if notes else []
     md = [f"# Leaderboard: {suite_dir.name}", "", _generated_line(suite_dir, sources, records), ""]
     if report:
         md += ["Figures and tests: a significance section per metric family, [all datasets together]"
