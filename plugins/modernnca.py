@@ -50,8 +50,8 @@ import numpy as np
 import tabbench
 from tabbench.estimator import Estimator
 from tabbench.spec import ModelSpec
-from tabbench_plugins.baseline_utils import SeenClasses, gpus_for, resolve_device, torch_seeded, torch_threads
-from tabbench_plugins.tabm import TabularTensors, task_loss
+from tabbench_plugins.baseline_utils import gpus_for, resolve_device, torch_seeded, torch_threads
+from tabbench_plugins.tabm import TabularTensors, task_loss, training_targets
 
 CANDIDATE_CHUNK = 1024  # query rows per distance computation at prediction time
 REQUIRES = ("torch", "rtdl_num_embeddings")
@@ -128,29 +128,15 @@ class ModernNCA(Estimator):
         clock = self.training_clock()
         assert 0 < p["sample_rate"] <= 1, f"sample_rate must be in (0, 1], got {p['sample_rate']}"
         assert p["temperature"] > 0, f"temperature must be positive, got {p['temperature']}"
-        if X_val is None or len(X_val) == 0:
-            raise ValueError(f"ModernNCA on {self.meta.name}: no validation rows for early stopping; use a split with a "
-                             "validation part")
         self.device_ = resolve_device(p["device"])
-        self.seen_ = SeenClasses(y, self.meta.n_classes) if self.meta.is_classification else None
-        self.inputs_ = TabularTensors(self.meta, self.seed).fit(X)
-        if self.meta.is_classification:
-            keep = self.seen_.keep(y_val)  # validation rows of a class the training rows lack cannot be scored
-            X_val = X_val[keep]
-            t_train = torch.as_tensor(self.seen_.encode(y), device=self.device_)
-            t_val = torch.as_tensor(self.seen_.encode(np.asarray(y_val)[keep]), device=self.device_)
-            # candidates carry one-hot labels over the seen classes: (n_train, n_seen)
+        self.seen_, X_val, t_train, t_val, scale = training_targets("ModernNCA", self.meta, y, X_val, y_val,
+                                                                    self.device_)
+        if scale is None:  # candidates carry one-hot labels over the seen classes: (n_train, n_seen)
             self.candidate_targets_ = torch.nn.functional.one_hot(t_train, len(self.seen_)).float()
         else:
-            self.y_mean_, self.y_std_ = float(np.mean(y)), float(np.std(y)) or 1.0
-            t_train = torch.as_tensor((np.asarray(y) - self.y_mean_) / self.y_std_, dtype=torch.float32,
-                                      device=self.device_)
-            t_val = torch.as_tensor((np.asarray(y_val) - self.y_mean_) / self.y_std_, dtype=torch.float32,
-                                    device=self.device_)
+            self.y_mean_, self.y_std_ = scale
             self.candidate_targets_ = t_train[:, None]  # (n_train, 1)
-        if len(t_val) == 0:
-            raise ValueError(f"ModernNCA on {self.meta.name}: no validation row has a class the training rows hold, so "
-                             "early stopping has nothing to score; use a split whose validation part shares classes")
+        self.inputs_ = TabularTensors(self.meta, self.seed).fit(X)
         self.x_train_ = self.inputs_.transform(X, self.device_)
         x_val = self.inputs_.transform(X_val, self.device_)
         n = len(t_train)

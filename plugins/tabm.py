@@ -94,6 +94,33 @@ class TabularTensors:
         return x_num, x_cat
 
 
+def training_targets(model: str, meta, y, X_val, y_val, device):
+    """The fit's targets as tensors, shared with plugins/modernnca.py: class codes over the classes the training
+    rows hold (validation rows of any other class cannot be scored and are dropped, with their X rows), or
+    regression values standardised on the training rows. Returns (seen classes or None, X_val, t_train, t_val,
+    (mean, std) or None); ``model`` names the model in the errors."""
+    import torch
+
+    if X_val is None or len(X_val) == 0:
+        raise ValueError(f"{model} on {meta.name}: no validation rows for early stopping; use a split with a "
+                         "validation part")
+    if meta.is_classification:
+        seen = SeenClasses(y, meta.n_classes)
+        keep = seen.keep(y_val)
+        X_val = X_val[keep]
+        t_train = torch.as_tensor(seen.encode(y), device=device)
+        t_val = torch.as_tensor(seen.encode(np.asarray(y_val)[keep]), device=device)
+        scale = None
+    else:
+        seen, scale = None, (float(np.mean(y)), float(np.std(y)) or 1.0)
+        t_train, t_val = (torch.as_tensor((np.asarray(v) - scale[0]) / scale[1], dtype=torch.float32, device=device)
+                          for v in (y, y_val))
+    if len(t_val) == 0:
+        raise ValueError(f"{model} on {meta.name}: no validation row has a class the training rows hold, so "
+                         "early stopping has nothing to score; use a split whose validation part shares classes")
+    return seen, X_val, t_train, t_val, scale
+
+
 def task_loss(meta, out, target):
     """Cross-entropy (classification) or squared error (regression, standardised target) of one output."""
     import torch.nn.functional as F
@@ -117,26 +144,11 @@ class TabM(Estimator):
         p = self.params
         clock = self.training_clock()
         self.device_ = resolve_device(p["device"])
-        if X_val is None or len(X_val) == 0:
-            raise ValueError(f"TabM on {self.meta.name}: no validation rows for early stopping; use a split with a "
-                             "validation part")
-        self.seen_ = SeenClasses(y, self.meta.n_classes) if self.meta.is_classification else None
+        self.seen_, X_val, t_train, t_val, scale = training_targets("TabM", self.meta, y, X_val, y_val, self.device_)
+        if scale is not None:
+            self.y_mean_, self.y_std_ = scale
+        n_out = len(self.seen_) if self.seen_ is not None else 1
         self.inputs_ = TabularTensors(self.meta, self.seed).fit(X)
-        if self.meta.is_classification:
-            t_train = torch.as_tensor(self.seen_.encode(y), device=self.device_)
-            keep = self.seen_.keep(y_val)  # validation rows of a class the training rows lack cannot be scored
-            X_val, t_val = X_val[keep], torch.as_tensor(self.seen_.encode(np.asarray(y_val)[keep]), device=self.device_)
-            n_out = len(self.seen_)
-        else:
-            self.y_mean_, self.y_std_ = float(np.mean(y)), float(np.std(y)) or 1.0
-            t_train = torch.as_tensor((np.asarray(y) - self.y_mean_) / self.y_std_, dtype=torch.float32,
-                                      device=self.device_)
-            t_val = torch.as_tensor((np.asarray(y_val) - self.y_mean_) / self.y_std_, dtype=torch.float32,
-                                    device=self.device_)
-            n_out = 1
-        if len(t_val) == 0:
-            raise ValueError(f"TabM on {self.meta.name}: no validation row has a class the training rows hold, so "
-                             "early stopping has nothing to score; use a split whose validation part shares classes")
         x_train, x_val = self.inputs_.transform(X, self.device_), self.inputs_.transform(X_val, self.device_)
 
         with torch_threads(p["n_jobs"]), torch_seeded(self.seed, self.device_):

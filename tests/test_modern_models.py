@@ -112,6 +112,17 @@ def test_cuda_without_a_cuda_device_is_a_clear_error(name):
         model.fit(dataset.X.iloc[split.train], dataset.y[split.train], dataset.X.iloc[split.val], dataset.y[split.val])
 
 
+@pytest.mark.parametrize("name, model", [("tabm", "TabM"), ("modernnca", "ModernNCA")])
+def test_early_stopping_without_validation_rows_is_a_clear_error(name, model):
+    """Our own training loops stop on the validation split: without one, or with none of its rows scorable,
+    the error names the model and the dataset before any training."""
+    dataset, split = concrete()
+    X, y = dataset.X.iloc[split.train], dataset.y[split.train]
+    estimator = spec(name).build(dataset.meta, 0, {**FAST[name], "device": "cpu"})
+    with pytest.raises(ValueError, match=f"{model} on concrete: no validation rows"):
+        estimator.fit(X, y, X.iloc[:0], y[:0])
+
+
 def test_listing_models_imports_none_of_their_libraries():
     code = ("import sys; from tabbench.plugins import load_models; m = load_models(); "
             f"assert set({MODERN!r}) <= set(m), sorted(m); "
