@@ -1,4 +1,5 @@
-"""Helpers the baseline plugins (boosters, mlp, tabnet) share: device choice, seen classes, threads.
+"""Helpers the plugins share: device choice, seen classes, validation rows, torch threads and seeding, and the
+early-stopping epoch loop of the plugins' own PyTorch training.
 
 Nothing here imports torch or a boosting library at module level: ``tabbench models`` imports every
 plugin module, and listing models must stay fast.
@@ -7,6 +8,7 @@ plugin module, and listing models must stay fast.
 from __future__ import annotations
 
 import contextlib
+import copy
 import functools
 import os
 import sys
@@ -133,3 +135,55 @@ def torch_seeded(seed: int, device: str):
     with torch.random.fork_rng(devices=devices):
         torch.manual_seed(seed)
         yield
+
+
+class EarlyStopping:
+    """The epoch loop of the plugins' own PyTorch training (mlp.py, tabm.py, modernnca.py).
+
+    It keeps the weights of the epoch with the best validation loss and ends training after ``patience``
+    epochs without a better one, after ``max_epochs`` (None: no cap), or when the job's training clock
+    (``tabbench.estimator.TrainingClock``) says one more epoch would pass its deadline. Without validation rows
+    (``validated`` False), or when no epoch's loss was finite, the last epoch's weights stay::
+
+        stopping = EarlyStopping(network, patience, max_epochs, clock)
+        for epoch in stopping:
+            ...                        # train one epoch
+            stopping.update(val_loss)  # after it
+        stopping.restore()             # the best epoch's weights
+    """
+
+    def __init__(self, network, patience: int, max_epochs: int | None, clock, validated: bool = True):
+        self.network, self.patience, self.max_epochs, self.clock = network, patience, max_epochs, clock
+        self.validated = validated
+        self.epoch, self.best_epoch, self.best_loss, self.best_state = -1, -1, np.inf, None
+
+    def __iter__(self):
+        epoch = 0
+        while self.max_epochs is None or epoch < self.max_epochs:
+            self.epoch = epoch
+            yield epoch
+            waited = epoch - self.best_epoch
+            if self.validated and waited > 0 and waited >= self.patience:
+                return
+            last = self.max_epochs is not None and epoch + 1 >= self.max_epochs
+            if not last and self.clock.out_of_time():
+                return
+            epoch += 1
+
+    def update(self, loss: float) -> None:
+        """The validation loss of the epoch that just ran: its weights are kept when it is the best so far."""
+        if loss < self.best_loss:
+            self.best_loss, self.best_epoch = loss, self.epoch
+            self.best_state = copy.deepcopy(self.network.state_dict())
+
+    def restore(self) -> None:
+        """Load the best epoch's weights (none kept, e.g. no validation rows: the last epoch's stay)."""
+        if self.best_state is not None:
+            self.network.load_state_dict(self.best_state)
+
+    def info(self) -> dict:
+        """What the fit records: epochs run, the best epoch and its loss, whether the time budget stopped it."""
+        return {"epochs": self.epoch + 1,
+                "best_epoch": self.best_epoch if self.validated else self.epoch,
+                "best_val_loss": float(self.best_loss) if self.validated else None,
+                "stopped_by_time_budget": self.clock.stopped}

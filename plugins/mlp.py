@@ -25,15 +25,13 @@ dropout stays at its default.
 
 from __future__ import annotations
 
-import copy
-
 import numpy as np
 
 import tabbench
 from tabbench.estimator import Estimator
 from tabbench.preprocess import TabularEncoder, TargetScaler
 from tabbench.spec import ModelSpec
-from tabbench_plugins.baseline_utils import gpus_for, resolve_device, torch_seeded, torch_threads
+from tabbench_plugins.baseline_utils import EarlyStopping, gpus_for, resolve_device, torch_seeded, torch_threads
 
 PREDICT_CHUNK = 8192  # rows per forward pass at prediction time
 
@@ -74,8 +72,8 @@ class MLP(Estimator):
             shuffle = torch.Generator().manual_seed(self.seed)
             n = len(x_train)
             batch_size = min(p["batch_size"], n)
-            best_loss, best_state, best_epoch, epoch = np.inf, None, -1, -1
-            for epoch in range(p["max_epochs"]):
+            stopping = EarlyStopping(self.network_, p["patience"], p["max_epochs"], clock, validated=has_val)
+            for _ in stopping:
                 self.network_.train()
                 order = torch.randperm(n, generator=shuffle).to(self.device_)
                 for start in range(0, n, batch_size):
@@ -84,25 +82,11 @@ class MLP(Estimator):
                     self._loss(self.network_(x_train[rows]), t_train[rows]).backward()
                     optimizer.step()
                 if has_val:
-                    loss = self._evaluate(x_val, t_val)
-                    if loss < best_loss:
-                        best_loss, best_epoch = loss, epoch
-                        best_state = copy.deepcopy(self.network_.state_dict())
-                    elif epoch - best_epoch >= p["patience"]:
-                        break
-                if epoch + 1 < p["max_epochs"] and clock.out_of_time():
-                    break
-            if best_state is not None:
-                self.network_.load_state_dict(best_state)
+                    stopping.update(self._evaluate(x_val, t_val))
+            stopping.restore()
         self.network_.eval()
-        self.info_ = {
-            "device": self.device_,
-            "n_params": int(sum(t.numel() for t in self.network_.parameters())),
-            "epochs": epoch + 1,
-            "best_epoch": best_epoch if has_val else epoch,
-            "best_val_loss": float(best_loss) if has_val else None,
-            "stopped_by_time_budget": clock.stopped,
-        }
+        self.info_ = {"device": self.device_, "n_params": int(sum(t.numel() for t in self.network_.parameters())),
+                      **stopping.info()}
         return self
 
     def _tensors(self, X, y):

@@ -43,14 +43,12 @@ on ``n_jobs`` threads; the same seed gives the same predictions on the CPU.
 
 from __future__ import annotations
 
-import copy
-
 import numpy as np
 
 import tabbench
 from tabbench.estimator import Estimator
 from tabbench.spec import ModelSpec
-from tabbench_plugins.baseline_utils import gpus_for, resolve_device, torch_seeded, torch_threads
+from tabbench_plugins.baseline_utils import EarlyStopping, gpus_for, resolve_device, torch_seeded, torch_threads
 from tabbench_plugins.tabm import TabularTensors, task_loss, training_targets
 
 CANDIDATE_CHUNK = 1024  # query rows per distance computation at prediction time
@@ -129,12 +127,11 @@ class ModernNCA(Estimator):
         assert 0 < p["sample_rate"] <= 1, f"sample_rate must be in (0, 1], got {p['sample_rate']}"
         assert p["temperature"] > 0, f"temperature must be positive, got {p['temperature']}"
         self.device_ = resolve_device(p["device"])
-        self.seen_, X_val, t_train, t_val, scale = training_targets("ModernNCA", self.meta, y, X_val, y_val,
-                                                                    self.device_)
-        if scale is None:  # candidates carry one-hot labels over the seen classes: (n_train, n_seen)
+        self.seen_, X_val, t_train, t_val, self.target_ = training_targets("ModernNCA", self.meta, y, X_val, y_val,
+                                                                           self.device_)
+        if self.target_ is None:  # candidates carry one-hot labels over the seen classes: (n_train, n_seen)
             self.candidate_targets_ = torch.nn.functional.one_hot(t_train, len(self.seen_)).float()
         else:
-            self.y_mean_, self.y_std_ = scale
             self.candidate_targets_ = t_train[:, None]  # (n_train, 1)
         self.inputs_ = TabularTensors(self.meta, self.seed).fit(X)
         self.x_train_ = self.inputs_.transform(X, self.device_)
@@ -148,11 +145,8 @@ class ModernNCA(Estimator):
             generator = torch.Generator().manual_seed(self.seed)
             batch_size = min(p["batch_size"], n)
             n_candidates = max(2, int(round(p["sample_rate"] * n)))
-            best_loss, best_state, best_epoch, epoch = np.inf, None, -1, -1
-            while epoch + 1 < p["max_epochs"] and (epoch - best_epoch < p["patience"] or best_state is None):
-                if best_state is not None and clock.out_of_time():  # after an epoch with weights to keep
-                    break
-                epoch += 1
+            stopping = EarlyStopping(self.network_, p["patience"], p["max_epochs"], clock)
+            for _ in stopping:
                 self.network_.train()
                 order = torch.randperm(n, generator=generator).to(self.device_)
                 for start in range(0, n, batch_size):
@@ -169,15 +163,11 @@ class ModernNCA(Estimator):
                     optimizer.zero_grad(set_to_none=True)
                     loss.backward()
                     optimizer.step()
-                val_loss = float(self._loss(self._predict_output(x_val), t_val))
-                if val_loss < best_loss:
-                    best_loss, best_epoch = val_loss, epoch
-                    best_state = copy.deepcopy(self.network_.state_dict())
-            self.network_.load_state_dict(best_state)
+                stopping.update(float(self._loss(self._predict_output(x_val), t_val)))
+            stopping.restore()
         self.network_.eval()
         self.info_ = {"device": self.device_, "n_params": int(sum(t.numel() for t in self.network_.parameters())),
-                      "epochs": epoch + 1, "best_epoch": best_epoch, "best_val_loss": float(best_loss),
-                      "retrieval": "inductive (training rows only)", "stopped_by_time_budget": clock.stopped}
+                      **stopping.info(), "retrieval": "inductive (training rows only)"}
         return self
 
     @staticmethod
@@ -220,7 +210,7 @@ class ModernNCA(Estimator):
             codes = torch.as_tensor(self.seen_.encode(context_y.astype(np.int64)), device=self.device_)
             targets = torch.nn.functional.one_hot(codes, len(self.seen_)).float()
         else:
-            targets = torch.as_tensor((context_y - self.y_mean_) / self.y_std_, dtype=torch.float32,
+            targets = torch.as_tensor(self.target_.transform(context_y), dtype=torch.float32,
                                       device=self.device_)[:, None]
         self.network_.eval()
         with torch_threads(self.params["n_jobs"]), torch.no_grad():
@@ -234,7 +224,7 @@ class ModernNCA(Estimator):
             out = torch.cat(out).double().cpu().numpy()
         if self.meta.is_classification:
             return self.seen_.widen(out)
-        return out[:, 0] * self.y_std_ + self.y_mean_
+        return self.target_.inverse_transform(out[:, 0])
 
     def predict_proba(self, X):
         with torch_threads(self.params["n_jobs"]):
@@ -244,7 +234,7 @@ class ModernNCA(Estimator):
     def predict_values(self, X):
         with torch_threads(self.params["n_jobs"]):
             out = self._predict_output(self.inputs_.transform(X, self.device_)).squeeze(1)
-        return out.cpu().numpy().astype(np.float64) * self.y_std_ + self.y_mean_
+        return self.target_.inverse_transform(out.cpu().numpy())
 
 
 @tabbench.hookimpl

@@ -33,14 +33,13 @@ on ``n_jobs`` threads; the same seed gives the same predictions on the CPU.
 
 from __future__ import annotations
 
-import copy
-
 import numpy as np
 
 import tabbench
 from tabbench.estimator import Estimator
+from tabbench.preprocess import TargetScaler
 from tabbench.spec import ModelSpec
-from tabbench_plugins.baseline_utils import SeenClasses, gpus_for, resolve_device, torch_seeded, torch_threads
+from tabbench_plugins.baseline_utils import EarlyStopping, SeenClasses, gpus_for, resolve_device, torch_seeded, torch_threads
 
 PREDICT_CHUNK = 4096  # rows per forward pass at prediction time
 REQUIRES = ("torch", "tabm", "rtdl_num_embeddings")
@@ -98,7 +97,7 @@ def training_targets(model: str, meta, y, X_val, y_val, device):
     """The fit's targets as tensors, shared with plugins/modernnca.py: class codes over the classes the training
     rows hold (validation rows of any other class cannot be scored and are dropped, with their X rows), or
     regression values standardised on the training rows. Returns (seen classes or None, X_val, t_train, t_val,
-    (mean, std) or None); ``model`` names the model in the errors."""
+    the regression target's ``TargetScaler`` or None); ``model`` names the model in the errors."""
     import torch
 
     if X_val is None or len(X_val) == 0:
@@ -112,9 +111,8 @@ def training_targets(model: str, meta, y, X_val, y_val, device):
         t_val = torch.as_tensor(seen.encode(np.asarray(y_val)[keep]), device=device)
         scale = None
     else:
-        seen, scale = None, (float(np.mean(y)), float(np.std(y)) or 1.0)
-        t_train, t_val = (torch.as_tensor((np.asarray(v) - scale[0]) / scale[1], dtype=torch.float32, device=device)
-                          for v in (y, y_val))
+        seen, scale = None, TargetScaler().fit(y)
+        t_train, t_val = (torch.as_tensor(scale.transform(v), dtype=torch.float32, device=device) for v in (y, y_val))
     if len(t_val) == 0:
         raise ValueError(f"{model} on {meta.name}: no validation row has a class the training rows hold, so "
                          "early stopping has nothing to score; use a split whose validation part shares classes")
@@ -144,9 +142,8 @@ class TabM(Estimator):
         p = self.params
         clock = self.training_clock()
         self.device_ = resolve_device(p["device"])
-        self.seen_, X_val, t_train, t_val, scale = training_targets("TabM", self.meta, y, X_val, y_val, self.device_)
-        if scale is not None:
-            self.y_mean_, self.y_std_ = scale
+        self.seen_, X_val, t_train, t_val, self.target_ = training_targets("TabM", self.meta, y, X_val, y_val,
+                                                                           self.device_)
         n_out = len(self.seen_) if self.seen_ is not None else 1
         self.inputs_ = TabularTensors(self.meta, self.seed).fit(X)
         x_train, x_val = self.inputs_.transform(X, self.device_), self.inputs_.transform(X_val, self.device_)
@@ -156,12 +153,8 @@ class TabM(Estimator):
             optimizer = torch.optim.AdamW(self.network_.parameters(), lr=p["lr"], weight_decay=p["weight_decay"])
             shuffle = torch.Generator().manual_seed(self.seed)
             n, batch_size = len(t_train), min(p["batch_size"], len(t_train))
-            best_loss, best_state, best_epoch, epoch = np.inf, None, -1, -1
-            max_epochs = p["max_epochs"] if p["max_epochs"] is not None else np.iinfo(np.int64).max
-            while epoch + 1 < max_epochs and (epoch - best_epoch < p["patience"] or best_state is None):
-                if best_state is not None and clock.out_of_time():  # after an epoch with weights to keep
-                    break
-                epoch += 1
+            stopping = EarlyStopping(self.network_, p["patience"], p["max_epochs"], clock)
+            for _ in stopping:
                 self.network_.train()
                 order = torch.randperm(n, generator=shuffle).to(self.device_)
                 for start in range(0, n, batch_size):
@@ -173,15 +166,11 @@ class TabM(Estimator):
                     optimizer.zero_grad(set_to_none=True)
                     loss.backward()
                     optimizer.step()
-                val_loss = self._ensemble_loss(x_val, t_val)
-                if val_loss < best_loss:
-                    best_loss, best_epoch = val_loss, epoch
-                    best_state = copy.deepcopy(self.network_.state_dict())
-            self.network_.load_state_dict(best_state)
+                stopping.update(self._ensemble_loss(x_val, t_val))
+            stopping.restore()
         self.network_.eval()
         self.info_ = {"device": self.device_, "n_params": int(sum(t.numel() for t in self.network_.parameters())),
-                      "epochs": epoch + 1, "best_epoch": best_epoch, "best_val_loss": float(best_loss),
-                      "stopped_by_time_budget": clock.stopped}
+                      **stopping.info()}
         return self
 
     def _network(self, x_num, n_out: int):
@@ -229,7 +218,7 @@ class TabM(Estimator):
     def predict_values(self, X):
         with torch_threads(self.params["n_jobs"]):
             out = self._outputs(*self.inputs_.transform(X, self.device_)).mean(dim=1).squeeze(-1)
-        return out.cpu().numpy().astype(np.float64) * self.y_std_ + self.y_mean_
+        return self.target_.inverse_transform(out.cpu().numpy())
 
 
 @tabbench.hookimpl
