@@ -8,7 +8,9 @@ one), the Ray resources of one job, and an estimate of CPU and GPU hours for the
 the median job time (fit and evaluation) of successful records of the same method on the same
 data (dataset fingerprint, hence the same shape; else the same dataset and subset under another
 fingerprint) in the basis folders, times the job's CPUs and GPUs. The basis is stated per method and
-dataset, 'rough' where its records ran other params, and 'no basis' where there are none.
+dataset, 'rough' where its records ran other params, and 'no basis' where there are none; jobs without a
+basis that all have a time budget are bounded by it (a job is stopped at its budget), so a budgeted suite's
+plan always says the most its unmeasured jobs can cost.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ class PlanRow:
     basis: str = "no basis"
     cpu_hours: float | None = None
     gpu_hours: float | None = None
+    ceiling: tuple | None = None  # (CPU h, GPU h) the pending jobs' time budgets allow; None: one has no budget
 
     @property
     def pending(self) -> int:
@@ -183,10 +186,14 @@ def make_plan(suite, registry, loaded: dict, results_dir: Path, published_dir: P
                       None if published is None else sum(j.key in published for j in group), group[0].resources)
         _estimate(row, group, basis)
         spec = registry[group[0].model].spec
-        if row.median_s is None and spec.estimate is not None and row.pending:
+        pending = [j for j in group if j.key not in done]
+        if row.median_s is None and spec.estimate is not None and pending:
             sizes = {(s.fold, s.repeat): SplitSizes(len(s.train), len(s.val), len(s.test)) for s in loaded[dataset][2]}
-            _model_estimate(row, [j for j in group if j.key not in done], basis, spec, loaded[dataset][1].meta, sizes,
+            _model_estimate(row, pending, basis, spec, loaded[dataset][1].meta, sizes,
                             group[0].params.get("device", "cpu"))
+        if all(j.time_budget_s for j in pending):  # a job is stopped at its budget: the budgets bound the rest
+            seconds = sum(j.time_budget_s for j in pending)
+            row.ceiling = tuple(seconds * float(row.resources.get(k) or 0) / 3600 for k in ("num_cpus", "num_gpus"))
         out.rows.append(row)
     return out
 
@@ -236,6 +243,8 @@ def format_plan(plan: Plan) -> str:
         if missing:
             text += (f"; no basis for {sum(r.pending for r in missing):,} jobs "
                      f"({', '.join(r.dataset for r in missing)})")
+            if all(r.ceiling for r in missing):
+                text += f", at most {_hours(sum(r.ceiling[0] for r in missing))} CPU h by their time budgets"
         lines.append(text)
         bases = {r.basis for r in known}
         if len(bases) == 1 and len(known) > 1:
@@ -250,9 +259,15 @@ def format_plan(plan: Plan) -> str:
         if rows:
             lines.append(f"Total {label}: {_hours(sum(r.cpu_hours for r in rows))} CPU hours, "
                          f"{_hours(sum(r.gpu_hours for r in rows))} GPU hours ({sum(r.pending for r in rows):,} jobs).")
-    unknown = sum(r.pending for r in todo if r.cpu_hours is None)
+    unknown = [r for r in todo if r.cpu_hours is None]
     if unknown:
-        lines.append(f"No basis: {unknown:,} jobs, not counted in any total.")
+        line = f"No basis: {sum(r.pending for r in unknown):,} jobs, not counted in any total"
+        bounded = [r for r in unknown if r.ceiling]
+        if bounded:
+            line += (f"; the time budgets of {sum(r.pending for r in bounded):,} of them cap those at "
+                     f"{_hours(sum(r.ceiling[0] for r in bounded))} CPU hours, "
+                     f"{_hours(sum(r.ceiling[1] for r in bounded))} GPU hours")
+        lines.append(line + ".")
     lines.append("")
     lines.append(f"Basis folders: {', '.join(plan.basis_dirs) or 'none'}.")
     lines.append(f"GPUs: {plan.gpus} assumed (device: auto resolves to {'cuda' if plan.gpus else 'cpu'}); "

@@ -224,3 +224,14 @@ def test_plan_estimates_a_method_without_records_by_its_models_cost_model(tmp_pa
     gpu_params = {**long_params, "device": "cuda"}
     assert on_gpu.cpu_hours == 0 and "assumed" in on_gpu.basis
     assert on_gpu.gpu_hours == pytest.approx(sum(spec.estimate(dataset.meta, z, gpu_params) for z in sizes) / 3600)
+
+
+def test_plan_bounds_jobs_without_a_basis_by_their_time_budgets(tmp_path, capsys):
+    """No records anywhere: nothing to estimate from, but a job is stopped at its budget, so the budgets cap
+    what those jobs can cost (18 jobs x 60 s x 1 CPU = 0.3 CPU hours)."""
+    raw = {**SUITE, "budget": {"time_s": 60}}
+    assert main(["plan", str(_write(tmp_path, raw)), "--results", str(tmp_path / "runs"), "--cache",
+                 str(tmp_path / "cache"), "--basis", str(tmp_path / "none")]) == 0
+    out = capsys.readouterr().out
+    assert "no basis for 12 jobs (wine, diabetes), at most 0.2 CPU h by their time budgets" in out  # knn: 2 configs
+    assert "No basis: 18 jobs, not counted in any total; the time budgets of 18 of them cap those at 0.3 CPU hours" in out
