@@ -10,8 +10,9 @@ trees it has) and records ``info_["stopped_by_time_budget"]``. For each such mod
 * with a 0.5 s budget (0.4 s of training) it stops early: fewer epochs or trees than the unlimited fit, the
   flag True, and valid probabilities (one row per test row, finite, summing to 1).
 
-NPT sizes its steps to the budget itself (``steps: "auto"``, tests/test_npt.py); pytabkit's TabR ignores
-fit's time limit, so it is not here; Random Forest and k-NN do not train iteratively.
+NPT sizes its steps to the budget itself (``steps: "auto"``, tests/test_npt.py) and obeys the clock too,
+for a machine slower than its cost model (here with a fixed step count); pytabkit's TabR ignores fit's time
+limit, so it is not here; Random Forest and k-NN do not train iteratively.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ LONG = {
     "catboost": {"n_estimators": 600, "early_stopping_rounds": 600, "learning_rate": 0.01},
     "gradient_boosting": {"n_estimators": 1000, "learning_rate": 0.01},
     "realmlp": {"n_epochs": 200},
+    "npt": {"e": 8, "n_layers": 2, "n_heads": 2, "steps": 120, "eval_every": 5, "checkpoint_minutes": 0},
 }
 
 
@@ -55,6 +57,8 @@ def trained(name: str, model) -> int:
         return len(next(iter(model.model_.get_evals_result()["validation"].values())))
     if name == "gradient_boosting":
         return model.model_.n_estimators_
+    if name == "npt":
+        return model.info_["steps_run"]
     if name == "realmlp":  # pytabkit's TabNNModule counts the epochs it validated
         return model.model_.cv_alg_interface_.model.progress.epoch
     raise AssertionError(f"no count of trained iterations for {name}")

@@ -335,6 +335,7 @@ class NPT(Estimator):
         from tabbench_plugins.npt import training
 
         self._check_params()
+        self.clock_ = self.training_clock()  # the job's time budget, if any, counted from here
         device = self._param("device")
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -392,6 +393,8 @@ class NPT(Estimator):
             "best_step": int(run.best_step) if self.has_val_ else steps,
             "best_val_loss": float(run.best_loss) if self.has_val_ else None,
             "steps": steps,
+            "steps_run": int(run.step),  # fewer than steps only when the time budget stopped training
+            "stopped_by_time_budget": self.clock_.stopped,
             "batch_rows": math.ceil(len(self.x_tab_) / self.n_batches_),  # rows per training batch, at most
             "final_train_loss": float(run.last_loss) if run.last_loss is not None else None,
             "device": str(dev),
@@ -492,13 +495,13 @@ class NPT(Estimator):
                                                  torch.from_numpy(mq[i:i + 1]).to(dev)))
         out = torch.cat(out)
         if self.meta.is_classification:
-            return out.softmax(-1).double().cpu().numpy()
+            return out.double().softmax(-1).cpu().numpy()
         return self.y_scaler_.inverse_transform(out.double().cpu().numpy())
 
     def predict_proba(self, X):
         if not self.meta.is_classification:
             raise AttributeError("predict_proba is only defined for classification")
-        return self._query_outputs(X).softmax(-1).double().cpu().numpy()
+        return self._query_outputs(X).double().softmax(-1).cpu().numpy()  # sums to 1 in float64
 
     def predict_values(self, X):
         return self.y_scaler_.inverse_transform(self._query_outputs(X).double().cpu().numpy())

@@ -10,6 +10,10 @@ One step (docs/npt.md, "Training"):
     update     gradients clamped (or norm-clipped), the learning rate of the schedule, LAMB in Lookahead
     validate   every eval_every steps: the validation targets' loss, training rows as context; the
                weights with the best one are kept (``checkpoints.Run.observe``)
+    stop       after ``steps`` steps, or earlier when the job's time budget would not hold one more step as
+               long as the longest so far (``est.clock_``, tabbench.estimator.TrainingClock: the safety net
+               of ``steps: auto``, whose cost model can be slower or faster than this machine); the step it
+               stopped at is validated, and the best validation weights are kept as at the end
 
 The state the loop changes lives in a ``checkpoints.Run``, saved every few minutes and resumed bit for
 bit (on the CPU) when a killed job runs again.
@@ -84,6 +88,12 @@ def train(est, torch):
                 run.observe(est._validation_loss(torch))
         run.snapshot_if_budget(est.has_val_)
         ckpt.maybe_save(run)
+        if run.step < steps and est.clock_.out_of_time():
+            if est.has_val_ and run.step % eval_every:  # the last steps count too
+                model.eval()
+                with torch.no_grad():
+                    run.observe(est._validation_loss(torch))
+            break
     if est.has_val_:
         run.use_best()
     model.eval()
