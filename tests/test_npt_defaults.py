@@ -177,14 +177,46 @@ def test_a_fit_with_auto_steps_runs_the_steps_its_budget_buys_and_records_them()
             NPT(ds.meta, 0, **{**params, "steps": bad}).fit(*fit_args)
     sizes = SplitSizes(len(sp.train), len(sp.val), 0)
     full = {**NPT.defaults, **params}
-    budget = next(b for b in np.geomspace(1e-3, 10, 200) if auto_steps(ds.meta, sizes, full, b) >= 5)
+    budget = next(b for b in np.geomspace(1e-3, 100, 300) if auto_steps(ds.meta, sizes, full, b) >= 200)
     model = NPT(ds.meta, 0, **params)
     model.time_budget_s = budget
-    # the clock out of the way: this machine may be slower than the cost model, and then the clock stops the
-    # fit early (tests/test_time_budget.py); here the steps the budget buys all run
+    # the clock out of the way (its stop is tests/test_time_budget.py's): the steps the budget buys all run
     model.training_clock = lambda: TrainingClock(None)
     model.fit(*fit_args)
-    expected = auto_steps(ds.meta, sizes, full, budget)
-    assert model.info_["steps"] == model.info_["steps_run"] == model.run_.step == expected >= 5
+    slowdown = model.info_["slowdown_vs_cost_model"]
+    expected = auto_steps(ds.meta, sizes, full, budget, slowdown)
+    print(f"one pass here is {slowdown:.2f}x the cost model's; {expected} steps of the {budget:.3g} s budget")
+    assert 0 < slowdown < float("inf")
+    assert model.info_["steps"] == model.info_["steps_run"] == model.run_.step == expected >= 1
     assert model.info_["stopped_by_time_budget"] is False
     assert model.info_["steps_from_budget_s"] == budget
+
+
+def test_a_slower_machine_buys_fewer_steps_and_the_speed_measurement_changes_nothing():
+    """``steps: auto`` on a machine twice as slow as the cost model gets about half the steps; measuring the
+    speed (one timed training pass) leaves the weights, gradients, generators and mode as they were."""
+    import torch
+
+    from tabbench.data.cache import DataPaths as Paths
+    from tabbench.data.dataset import DatasetConfig, SplitConfig, load_dataset
+    from tabbench.data.splits import make_splits
+    from tabbench_plugins.npt.training import measured_slowdown
+
+    cfg = SplitConfig("kfold", k=10, val_fraction=2 / 9)
+    ds = load_dataset(DatasetConfig("bc", "sklearn", id="breast_cancer", split=cfg), Paths.from_env())
+    sp = make_splits(ds, cfg)[0]
+    full = {**NPT.defaults, "e": 8, "n_layers": 2, "n_heads": 4, "eval_every": 2}
+    sizes = SplitSizes(len(sp.train), len(sp.val), 0)
+    at_1, at_2 = (auto_steps(ds.meta, sizes, full, 60.0, slowdown) for slowdown in (1.0, 2.0))
+    assert at_2 < at_1 and abs(at_2 - at_1 / 2) <= full["eval_every"] + 1, (at_1, at_2)
+
+    model = NPT(ds.meta, 0, e=8, n_layers=2, n_heads=4, steps=1, device="cpu")
+    model.fit(ds.X.iloc[sp.train], ds.y[sp.train], ds.X.iloc[sp.val], ds.y[sp.val])
+    weights = [p.detach().clone() for p in model.model_.parameters()]
+    generator = torch.get_rng_state()
+    assert not model.model_.training
+    slowdown = measured_slowdown(model, torch, 64, 1e-3)
+    assert 0 < slowdown < float("inf")
+    assert all(torch.equal(a, b) for a, b in zip(weights, model.model_.parameters()))
+    assert all(p.grad is None for p in model.model_.parameters())
+    assert torch.equal(torch.get_rng_state(), generator) and not model.model_.training

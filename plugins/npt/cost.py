@@ -89,28 +89,32 @@ def estimate_cpu_seconds(meta, sizes, params) -> dict:
     abd = (layers + 1) // 2
     speed = CPU_FLOPS / (1 if params["amp"] else FP32_SLOWDOWN)
     rows = math.ceil(table / n_batches(table, params["batch_size"]))
-    step = UPDATE_SECONDS * n_params + pass_flops(n_params, rows, d * e, abd, backward=True) / speed
+    training_pass = pass_flops(n_params, rows, d * e, abd, backward=True) / speed  # forward and backward
+    step = UPDATE_SECONDS * n_params + training_pass
     steps = int(params["steps"])
     evals = steps // max(1, int(params["eval_every"])) + 2 if sizes.val else 2
     evaluated = table if transductive else table + sizes.val  # context plus validation rows
     chunks = eval_chunks(evaluated, params["eval_batch_size"], params["batch_size"])
     evaluation = chunks * pass_flops(n_params, evaluated / chunks, d * e, abd) / speed
     return {"seconds": steps * step + evals * evaluation, "rows": rows, "table": table, "whole": rows == table,
-            "n_params": n_params, "step_s": step, "eval_s": evaluation, "evals": evals, "steps": steps, "d": d}
+            "n_params": n_params, "step_s": step, "pass_s": training_pass, "eval_s": evaluation, "evals": evals,
+            "steps": steps, "d": d}
 
 
 #: ``steps: "auto"``: the steps whose estimated CPU time (``estimate_cpu_seconds``) fills the training share of
 #: the job's time budget that every iterative model gets (tabbench.estimator.TRAINING_SHARE); the rest is left
-#: for prediction, the budget curve's scoring, and the estimate's error on a CPU other than the reference one
-#: (step times vary by tens of percent between machines).
+#: for prediction and the budget curve's scoring. A fit scales the estimate by one timed pass on its machine
+#: (``auto_steps``'s ``slowdown``); ``tabbench plan`` cannot, and assumes the reference CPU's speed.
 AUTO_BUDGET_SHARE = TRAINING_SHARE
 
 
-def auto_steps(meta, sizes, params, budget_s: float) -> int:
+def auto_steps(meta, sizes, params, budget_s: float, slowdown: float = 1.0, available_s: float | None = None) -> int:
     """``steps: "auto"`` resolved: the most steps whose estimated CPU time (``estimate_cpu_seconds``, the
-    evaluations included) stays within AUTO_BUDGET_SHARE of a job budget of ``budget_s`` wall seconds
-    on ``cpus`` cores (the suite's budget.time_s); 0 when not one step fits."""
-    limit = AUTO_BUDGET_SHARE * budget_s * max(1.0, float(params["cpus"]))
+    evaluations included) fits in the training time: ``available_s`` wall seconds (default AUTO_BUDGET_SHARE of a
+    job budget of ``budget_s``) on ``cpus`` cores, on a machine ``slowdown`` times slower than the cost model
+    (a fit measures it: ``training.measured_slowdown``; ``tabbench plan`` assumes 1); 0 when not one step fits."""
+    available = AUTO_BUDGET_SHARE * budget_s if available_s is None else available_s
+    limit = available * max(1.0, float(params["cpus"])) / slowdown
 
     def seconds(steps):
         return estimate_cpu_seconds(meta, sizes, {**params, "steps": steps})["seconds"]

@@ -18,7 +18,7 @@ import numpy as np
 from tabbench.estimator import Estimator
 from tabbench.spec import CATEGORICAL, ModelSpec
 
-from tabbench_plugins.npt.cost import auto_steps, check_cost, estimate_seconds, eval_chunks
+from tabbench_plugins.npt.cost import auto_steps, check_cost, estimate_cpu_seconds, estimate_seconds, eval_chunks
 
 #: Below this size the fused optimiser's one-off compilation costs more than it saves.
 FUSED_MIN_PARAMS = 5_000_000
@@ -345,21 +345,23 @@ class NPT(Estimator):
         torch.manual_seed(self.seed)  # initialisation and dropout (the CUDA generators too)
 
         self._prepare_table(X, y, X_val, y_val, X_unlabelled, torch)
-        self.steps_ = self._resolve_steps(len(X_unlabelled) if X_unlabelled is not None else 0)
         self._build_model_and_optimiser(torch)
+        self.steps_ = self._resolve_steps(len(X_unlabelled) if X_unlabelled is not None else 0, torch)
         self.run_, checkpointer = training.train(self, torch)
         self.resumed_fit_seconds_ = self.run_.earlier_seconds
         self._fill_info(checkpointer, torch)
         return self
 
-    def _resolve_steps(self, n_unlabelled: int) -> int:
-        """``steps``, or for ``"auto"`` the steps that fit in the job's time budget by the cost model
-        (``cost.auto_steps``). The budget is the suite's budget.time_s, which the harness hands the
-        estimator as the attribute ``time_budget_s`` (as it hands ``checkpoint_dir``)."""
+    def _resolve_steps(self, n_unlabelled: int, torch) -> int:
+        """``steps``, or for ``"auto"`` the steps that fit in what is left of the job's training time (the
+        clock's ``remaining``, from the suite's budget.time_s, which the harness hands the estimator as the
+        attribute ``time_budget_s``, as it hands ``checkpoint_dir``) by the cost model (``cost.auto_steps``),
+        scaled by how much slower than it one training pass runs here (``training.measured_slowdown``)."""
         steps = self._param("steps")
         if steps != "auto":
             return int(steps)
         from tabbench.spec import SplitSizes
+        from tabbench_plugins.npt import training
 
         budget = getattr(self, "time_budget_s", None)
         if not budget:
@@ -368,7 +370,10 @@ class NPT(Estimator):
                              "steps a number")
         n_val = len(self.x_val_) if self.has_val_ else 0
         sizes = SplitSizes(self.n_labelled_, n_val, n_unlabelled)
-        steps = auto_steps(self.meta, sizes, self.params, budget)
+        model = estimate_cpu_seconds(self.meta, sizes, {**self.params, "steps": 0})
+        cpus = max(1.0, float(self._param("cpus")))
+        self.slowdown_ = training.measured_slowdown(self, torch, model["rows"], model["pass_s"] / cpus)
+        steps = auto_steps(self.meta, sizes, self.params, budget, self.slowdown_, self.clock_.remaining())
         if steps < 1:
             raise ValueError(f'npt: steps "auto": not one training step fits in the time budget of {budget:g} s')
         return steps
@@ -404,8 +409,9 @@ class NPT(Estimator):
             "resumed_from_step": checkpointer.resumed_from,
             "checkpoint_ignored": checkpointer.ignored,
         }
-        if self._param("steps") == "auto":  # the steps ran (above) came from this budget
+        if self._param("steps") == "auto":  # the steps planned (above) came from this budget at this speed
             self.info_["steps_from_budget_s"] = self.time_budget_s
+            self.info_["slowdown_vs_cost_model"] = self.slowdown_
 
     # --- step budgets: what a shorter run would have predicted ---------------------------------------
 

@@ -21,6 +21,8 @@ bit (on the CPU) when a killed job runs again.
 
 from __future__ import annotations
 
+import time
+
 from tabbench_plugins.npt import checkpoints
 from tabbench_plugins.npt.cost import n_batches
 from tabbench_plugins.npt.model import corrupt, entry_losses, masked_mean
@@ -34,6 +36,32 @@ def lr_at(params: dict, step: int, steps: int, whole_table: bool) -> float:
     flat = params["flat_fraction"]
     flat = (0.5 if whole_table else 0.7) if flat is None else flat
     return params["lr"] * flat_then_anneal(step, steps, flat)
+
+
+def measured_slowdown(est, torch, rows: int, model_pass_s: float) -> float:
+    """How many times longer than the cost model one training pass takes on this machine, now (``steps: auto``
+    sizes the run by it): forward and backward over the table's first ``rows`` rows (a training batch's size)
+    under the run's autocast, timed twice, the second counted (the first pays one-off allocations), against
+    ``model_pass_s``, the cost model's wall seconds for that pass on the job's cores. The weights, their
+    gradients, every random generator and the train/eval mode are left as they were."""
+    model, cfg = est.model_, est.cfg_
+    xb, mb = est.x_tab_[:rows], est.m_tab_[:rows]
+    cuda = est.device_.type == "cuda"
+    mode = model.training
+    with torch.random.fork_rng(devices=[est.device_.index or 0] if cuda else []):
+        model.train()
+        for _ in range(2):
+            start = time.perf_counter()
+            with est._autocast(torch):
+                out = model(xb, mb)
+            entry_losses(out, xb, est.cards_, cfg.n_patches, cfg.patch_dim).mean().backward()
+            if cuda:
+                torch.cuda.synchronize(est.device_)
+            seconds = time.perf_counter() - start
+    for p in model.parameters():
+        p.grad = None
+    model.train(mode)
+    return seconds / model_pass_s
 
 
 def train(est, torch):
