@@ -18,10 +18,11 @@ A subclass names the pytabkit classes (``classifier``, ``regressor``: attribute 
 other than ``device``/``n_jobs`` whose value is not None is passed through to pytabkit (None: the
 package's own default for the task).
 
-Time budget: a subclass whose pytabkit model honours ``fit(time_to_fit_in_seconds=...)`` (``time_limited``:
-RealMLP, which hands it to Lightning as ``max_time``; pytabkit's TabR ignores it) gets what is left of the
-training share of the job's time budget (tabbench/estimator.py, ``TrainingClock``), keeps its best validation
-epoch as always, and records ``info_["stopped_by_time_budget"]`` (its ``stopped_by_time()``).
+Time budget: a ``time_limited`` subclass gets what is left of the training share of the job's time budget
+(tabbench/estimator.py, ``TrainingClock``), keeps its best validation epoch as always, and records
+``info_["stopped_by_time_budget"]`` (its ``stopped_by_time()``). RealMLP through pytabkit's
+``fit(time_to_fit_in_seconds=...)`` (handed to Lightning as ``max_time``); TabR, whose pytabkit fit ignores
+that argument, through its own ``time_limit`` (plugins/tabr.py).
 
 pytabkit's own printing (TabR prints its configuration and every epoch) and Lightning's INFO banners
 are silenced around fit and predict (``quiet``).
@@ -107,18 +108,21 @@ class PytabkitEstimator(Estimator):
             self.model_ = getattr(sklearn_interfaces, name)(
                 device=self.device_, random_state=self.seed, n_threads=p["n_jobs"], verbosity=0,
                 tmp_folder=tmp, **self.library_params())
-            limit = {}
-            if self.time_limited and clock.deadline is not None:
-                limit["time_to_fit_in_seconds"] = clock.remaining()
-            with torch_threads(p["n_jobs"]), torch_seeded(self.seed, self.device_):
+            with torch_threads(p["n_jobs"]), torch_seeded(self.seed, self.device_), self.time_limit(clock) as limit:
                 self.model_.fit(self._frame(X), target, X_val=self._frame(X_v), y_val=y_v, **limit)
         self.info_ = {"device": self.device_, "library": f"pytabkit.{name}"}
         if self.time_limited:
-            self.info_["stopped_by_time_budget"] = bool(limit) and self.stopped_by_time()
+            self.info_["stopped_by_time_budget"] = clock.deadline is not None and self.stopped_by_time()
         return self
 
+    @contextlib.contextmanager
+    def time_limit(self, clock):
+        """Around pytabkit's fit: yields the keyword arguments that limit its time. A ``time_limited`` model gets
+        ``time_to_fit_in_seconds``, what is left of the training share (a subclass may limit it otherwise)."""
+        yield {"time_to_fit_in_seconds": clock.remaining()} if self.time_limited and clock.deadline is not None else {}
+
     def stopped_by_time(self) -> bool:
-        """Whether the fit just made ended at ``time_to_fit_in_seconds`` (a ``time_limited`` subclass says how)."""
+        """Whether the fit just made ended at its time limit (a ``time_limited`` subclass says how)."""
         raise NotImplementedError(f"{type(self).__name__} is time_limited: implement stopped_by_time")
 
     def predict_proba(self, X):

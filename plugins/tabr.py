@@ -60,6 +60,45 @@ class TabR(PytabkitEstimator):
         "n_jobs": 1, "device": "auto",
     }
 
+    time_limited = True
+
+    @contextlib.contextmanager
+    def time_limit(self, clock):
+        """pytabkit builds TabR's Lightning Trainer inside its fit, with no time limit, and ignores
+        ``time_to_fit_in_seconds``. For the fit, the ``pl`` its module uses is a view of Lightning whose Trainer
+        gets one more callback: after each epoch (validated and checkpointed by then), our clock
+        (tabbench/estimator.py, ``TrainingClock``) says whether one more as long as the longest fits before the
+        deadline; if not, training stops, and pytabkit loads the best validation checkpoint as always."""
+        self.clock_stopped_ = False
+        if clock.deadline is None:
+            yield {}
+            return
+        from pytabkit.models.alg_interfaces import tabr_interface
+
+        lightning, estimator = tabr_interface.pl, self
+
+        class StopOnClock(lightning.Callback):
+            def on_train_epoch_end(self, trainer, pl_module):
+                if clock.out_of_time():
+                    trainer.should_stop = estimator.clock_stopped_ = True
+
+        class Trainer(lightning.Trainer):
+            def __init__(self, *args, callbacks=(), **kwargs):
+                super().__init__(*args, callbacks=[*callbacks, StopOnClock()], **kwargs)
+
+        class LightningWithClock:
+            def __getattr__(self, name):
+                return Trainer if name == "Trainer" else getattr(lightning, name)
+
+        tabr_interface.pl = LightningWithClock()
+        try:
+            yield {}
+        finally:
+            tabr_interface.pl = lightning
+
+    def stopped_by_time(self) -> bool:
+        return self.clock_stopped_
+
     def _frame(self, X):
         """Each categorical column one-hot encoded, as the TabR paper encodes them (a missing value: all zeros),
         each indicator a two-level categorical, which pytabkit's TabR takes as a binary feature. (pytabkit's own

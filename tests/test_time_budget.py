@@ -11,8 +11,8 @@ trees it has) and records ``info_["stopped_by_time_budget"]``. For each such mod
   flag True, and valid probabilities (one row per test row, finite, summing to 1).
 
 NPT sizes its steps to the budget itself (``steps: "auto"``, tests/test_npt.py) and obeys the clock too,
-for a machine slower than its cost model (here with a fixed step count); pytabkit's TabR ignores fit's time
-limit, so it is not here; Random Forest and k-NN do not train iteratively.
+for a machine slower than its cost model (here with a fixed step count); TabR through a clock callback in
+pytabkit's Lightning trainer (plugins/tabr.py); Random Forest and k-NN do not train iteratively.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ LONG = {
     "catboost": {"n_estimators": 600, "early_stopping_rounds": 600, "learning_rate": 0.01},
     "gradient_boosting": {"n_estimators": 1000, "learning_rate": 0.01},
     "realmlp": {"n_epochs": 200},
+    "tabr": {"n_epochs": 10, "patience": 10, "d_main": 96, "context_size": 16},
     "npt": {"e": 8, "n_layers": 2, "n_heads": 2, "steps": 120, "eval_every": 5, "checkpoint_minutes": 0},
 }
 
@@ -57,6 +58,8 @@ def trained(name: str, model) -> int:
         return len(next(iter(model.model_.get_evals_result()["validation"].values())))
     if name == "gradient_boosting":
         return model.model_.n_estimators_
+    if name == "tabr":  # the Lightning trainer of pytabkit's one sub-split
+        return model.model_.alg_interface_.sub_split_interfaces[0].trainer.current_epoch
     if name == "npt":
         return model.info_["steps_run"]
     if name == "realmlp":  # pytabkit's TabNNModule counts the epochs it validated
