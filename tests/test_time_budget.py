@@ -108,3 +108,32 @@ def test_a_clock_without_a_budget_never_stops_and_one_past_its_deadline_stops_at
     assert endless.remaining() is None
     spent = TrainingClock(0.0)
     assert spent.out_of_time() and spent.stopped and spent.remaining() == 0.0
+
+
+def test_the_leaderboard_counts_the_jobs_the_budget_stopped_and_the_ones_it_killed(tmp_path):
+    """A 6 s budget on wine's 2 folds (a job's process imports torch in about 2 s of it): the MLP (no epoch cap
+    to speak of) is stopped by the clock each time and keeps a result; a Random Forest of 100,000 trees has no
+    clock and is killed each time (timeout); k-NN is neither. The cost section's budget table counts exactly
+    that."""
+    import yaml
+
+    from tabbench.report.cost import budget_table
+    from tabbench.report.sections import budget_note
+    from tabbench.runner import RunOptions, run_suite
+    from tabbench.store import Store
+    from tabbench.suite import load_suite
+
+    raw = {"name": "budgeted", "seeds": [0], "budget": {"time_s": 6},
+           "datasets": [{"name": "wine", "source": "sklearn", "id": "wine", "split": {"protocol": "kfold", "k": 2}}],
+           "models": {"knn": {}, "mlp": {"params": {"max_epochs": 10**6, "patience": 10**6}},
+                      "random_forest": {"params": {"n_estimators": 100000}}}}
+    (tmp_path / "budgeted.yaml").write_text(yaml.safe_dump(raw))
+    run_suite(load_suite(tmp_path / "budgeted.yaml"), RunOptions(results=tmp_path / "runs", progress=False, ray=False))
+    runs = Store(tmp_path / "runs" / "budgeted").frame()
+    table = budget_table(runs)
+    assert table.loc["mlp", ["jobs", "stopped", "killed"]].tolist() == [2, 2, 0]
+    assert table.loc["random_forest", ["jobs", "stopped", "killed"]].tolist() == [2, 0, 2]
+    assert table.loc["knn", ["jobs", "stopped", "killed"]].tolist() == [2, 0, 0]
+    note = "\n".join(budget_note(runs, ["knn", "mlp", "random_forest"], {}))
+    assert "Time budget: 6 s a job" in note and "| random_forest | 2 | 0 | 2 | – |" in note
+    assert budget_table(runs.drop(columns="time_budget_s")).empty

@@ -6,6 +6,10 @@ seed, averaged per dataset, then the geometric mean over datasets, so that no si
 decides), and the largest peak memory of one job (host resident memory above the worker's baseline;
 GPU memory allocated when CUDA was used). The Pareto front holds the methods that no other method
 beats on both rank and cost.
+
+Under a time budget (the suite's ``budget.time_s``), per method: how many of its jobs the budget ended, by
+the training clock (a result, from the best epoch or iteration reached) or by the kill (a timeout, no
+result), and for NPT the training steps run (``steps: auto`` sizes them to the budget).
 """
 
 from __future__ import annotations
@@ -41,3 +45,25 @@ def pareto_front(rank: pd.Series, cost: pd.Series) -> pd.Series:
         dominated = (rank <= rank[m]) & (cost <= cost[m]) & ((rank < rank[m]) | (cost < cost[m]))
         front[m] = not dominated.drop(m).any()
     return pd.Series(front)
+
+
+def budget_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """Rows = methods with budgeted jobs: jobs, stopped (ok records whose fit the training clock ended), killed
+    (timeouts), and the median and range of the steps run where records carry ``steps_run`` (NPT). Empty when no
+    job ran under a budget."""
+    if "time_budget_s" not in runs:
+        return pd.DataFrame()
+    budgeted = runs[runs["time_budget_s"].notna()]
+    info = budgeted["info"] if "info" in budgeted else pd.Series([None] * len(budgeted), budgeted.index)
+    info = info.map(lambda i: i if isinstance(i, dict) else {})
+    rows = {}
+    for method, part in budgeted.groupby("method"):
+        ok = part["status"] == "ok"
+        steps = pd.Series([info[i].get("steps_run") for i in part.index], dtype=float).dropna()
+        rows[method] = {"jobs": len(part),
+                        "stopped": int(sum(bool(info[i].get("stopped_by_time_budget")) for i in part.index[ok])),
+                        "killed": int((part["status"] == "timeout").sum()),
+                        "steps_median": steps.median() if len(steps) else np.nan,
+                        "steps_min": steps.min() if len(steps) else np.nan,
+                        "steps_max": steps.max() if len(steps) else np.nan}
+    return pd.DataFrame.from_dict(rows, orient="index")

@@ -68,7 +68,24 @@ def cost_section(out_dir: Path, runs: pd.DataFrame, mean_rank: pd.Series, show=N
             "Pareto front (circled) holds the methods no other method beats on both.", "",
             *_image("cost", "mean rank against fit time and peak memory"),
             markdown_table(["method", "mean rank", "fit s per result", "peak RSS MiB", "peak GPU MiB",
-                            "on the front of"], rows), "", *hardware_note(runs)]
+                            "on the front of"], rows), "", *budget_note(runs, table.index, show), *hardware_note(runs)]
+
+
+def budget_note(runs: pd.DataFrame, order, show) -> list:
+    """Under a time budget: per method, the jobs the training clock stopped and those killed (cost.budget_table)."""
+    table = cost.budget_table(runs)
+    if table.empty:
+        return []
+    budgets = sorted(runs["time_budget_s"].dropna().unique())
+    rows = [[show.get(m, m), *(f"{int(r[c]):,}" for c in ("jobs", "stopped", "killed")),
+             "–" if pd.isna(r["steps_median"]) else
+             f"{r['steps_median']:.0f} ({r['steps_min']:.0f}-{r['steps_max']:.0f})"]
+            for m, r in table.loc[[m for m in order if m in table.index]].iterrows()]
+    return [f"Time budget: {', '.join(f'{b:g}' for b in budgets)} s a job, the same for every method. 'stopped': "
+            "results whose training the clock ended at 80% of it (the best epoch or iteration reached is kept); "
+            "'killed': jobs still running at the budget, failed (timeout) and ranked last; 'steps run': NPT's "
+            "training steps, median (range), sized to the budget by `steps: auto`.", "",
+            markdown_table(["method", "jobs", "stopped", "killed", "steps run"], rows), ""]
 
 
 def hardware_note(runs: pd.DataFrame) -> list:
