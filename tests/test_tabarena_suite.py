@@ -17,7 +17,9 @@ def test_tabarena_suite_validates_with_its_models_and_no_network():
     for d in suite.datasets:
         assert d.source == "openml" and d.split.protocol == "openml_task" and d.split.folds is None
         assert d.split.repeats in (None, (0, 1, 2)), d.name  # 10 repeats (all) under 2,500 rows, else 3
-    assert suite.budget.time_s is not None and all(not m.params and m.tuning == "none" for m in suite.models)
+    # every model at its defaults under one budget; NPT's steps are what the budget buys (steps: auto)
+    assert suite.budget.time_s is not None and all(m.tuning == "none" for m in suite.models)
+    assert {m.label: m.params for m in suite.models if m.params} == {"npt": {"steps": "auto"}}
     assert {m.model for m in suite.models} == set(load_models())
 
 
