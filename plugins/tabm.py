@@ -39,7 +39,8 @@ import tabbench
 from tabbench.estimator import Estimator
 from tabbench.preprocess import TargetScaler
 from tabbench.spec import ModelSpec
-from tabbench_plugins.baseline_utils import EarlyStopping, SeenClasses, gpus_for, resolve_device, torch_seeded, torch_threads
+from tabbench_plugins.baseline_utils import (EarlyStopping, SeenClasses, gpus_for, resolve_device, torch_seeded,
+                                            torch_threads, validation)
 
 PREDICT_CHUNK = 4096  # rows per forward pass at prediction time
 REQUIRES = ("torch", "tabm", "rtdl_num_embeddings")
@@ -103,19 +104,18 @@ def training_targets(model: str, meta, y, X_val, y_val, device):
     if X_val is None or len(X_val) == 0:
         raise ValueError(f"{model} on {meta.name}: no validation rows for early stopping; use a split with a "
                          "validation part")
-    if meta.is_classification:
-        seen = SeenClasses(y, meta.n_classes)
-        keep = seen.keep(y_val)
-        X_val = X_val[keep]
-        t_train = torch.as_tensor(seen.encode(y), device=device)
-        t_val = torch.as_tensor(seen.encode(np.asarray(y_val)[keep]), device=device)
-        scale = None
-    else:
-        seen, scale = None, TargetScaler().fit(y)
-        t_train, t_val = (torch.as_tensor(scale.transform(v), dtype=torch.float32, device=device) for v in (y, y_val))
-    if len(t_val) == 0:
+    seen = SeenClasses(y, meta.n_classes) if meta.is_classification else None
+    val = validation(X_val, y_val, seen)  # drops validation rows of a class the training rows lack
+    if val is None:
         raise ValueError(f"{model} on {meta.name}: no validation row has a class the training rows hold, so "
                          "early stopping has nothing to score; use a split whose validation part shares classes")
+    X_val, v = val
+    if seen is not None:
+        scale = None
+        t_train, t_val = (torch.as_tensor(c, device=device) for c in (seen.encode(y), v))
+    else:
+        scale = TargetScaler().fit(y)
+        t_train, t_val = (torch.as_tensor(scale.transform(c), dtype=torch.float32, device=device) for c in (y, v))
     return seen, X_val, t_train, t_val, scale
 
 
