@@ -229,9 +229,9 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
     ap.add_argument("--layers", type=int, default=8)
     ap.add_argument("--heads", type=int, default=8)
-    ap.add_argument("--optimizer", choices=("fused", "foreach"), default="fused",
-                    help="LAMB as one compiled kernel per parameter (the plugin's default for large models) or "
-                         "the multi-tensor kernels")
+    ap.add_argument("--optimizer", choices=("auto", "fused", "foreach"), default="auto",
+                    help="LAMB as one compiled kernel per parameter or the multi-tensor kernels; auto: as the "
+                         "plugin chooses for large models (fused on the CPU, multi-tensor on CUDA)")
     ap.add_argument("--profile", action="store_true", help="print where a step's time goes (torch.profiler)")
     ap.add_argument("--against", metavar="DIR",
                     help="another tree's plugins/ folder (e.g. a git worktree of the commit before a change): "
@@ -251,6 +251,8 @@ def main(argv=None):
         device = "cuda" if torch.cuda.is_available() else "cpu"
     rows = args.rows if args.rows is not None else (None if device == "cuda" else 256)
     steps = args.steps or (10 if device == "cuda" else 3)
+    if args.optimizer == "auto":
+        args.optimizer = "foreach" if device == "cuda" else "fused"
     if args.worker:
         print(json.dumps(worker(*args.worker, rows, steps, args.warmup, device, args.threads, args.layers,
                                 args.heads, args.optimizer, args.profile, args.against)))

@@ -552,6 +552,26 @@ def test_fused_lamb_equals_the_multi_tensor_kernels():
         torch.testing.assert_close(fused, eager, rtol=1e-5, atol=1e-6)
 
 
+def test_the_compiled_lamb_is_chosen_on_the_cpu_only():
+    """``fused_optimizer: auto``: the compiled per-parameter LAMB for large models on the CPU; on CUDA the
+    multi-tensor kernels, since one compiled call per parameter is bound by its dispatch there (an H100:
+    165 ms a Boston e 128 step against 31 ms, benchmarks/README.md). An explicit setting is kept."""
+    from tabbench_plugins.npt.estimator import FUSED_MIN_PARAMS, fused_optimizer
+
+    large = 168_000_000
+    assert fused_optimizer("auto", "cpu", large) and not fused_optimizer("auto", "cpu", FUSED_MIN_PARAMS - 1)
+    assert not fused_optimizer("auto", "cuda", large)
+    assert fused_optimizer(True, "cuda", large) and not fused_optimizer(False, "cpu", large)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_a_cuda_fit_uses_the_multi_tensor_lamb(breast_cancer):
+    ds, sp = breast_cancer
+    model = NPT(ds.meta, 0, e=32, n_layers=8, steps=2, budgets=[], device="cuda")  # 51 M parameters
+    model.fit(ds.X.iloc[sp.train], ds.y[sp.train], ds.X.iloc[sp.val], ds.y[sp.val])
+    assert model.device_.type == "cuda" and model.opt_.base.fused is False
+
+
 def test_schedules():
     lr = [no.flat_then_anneal(s, 100, 0.5) for s in range(101)]
     assert lr[:50] == [1.0] * 50 and lr[100] == 0.0 and all(a >= b for a, b in zip(lr[50:], lr[51:]))
