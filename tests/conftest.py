@@ -74,8 +74,7 @@ def ray_session():
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     import logging
 
-    import ray
-
+    ray = pytest.importorskip("ray", reason="Ray is not installed (e.g. a GPU machine run with --no-ray)")
     ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level=logging.ERROR, log_to_driver=False)
     yield ray
     ray.shutdown()

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Prepare, on this (CPU) machine, what a lent GPU machine lacks for benchmarks/gpu/session.sh: the wheels it
-# cannot fetch (.whl/) and the few real datasets the steps read (.gpu-data/, laid out as ../shared/datasets).
+# cannot fetch (.whl/, the modern extra's packages included) and the real datasets (.gpu-data/, laid out as
+# ../shared/datasets).
 # Both folders are git-ignored and travel with the device tool's `carry` (64 MiB a call in all).
 # The device image has torch (CUDA), numpy, pandas, scikit-learn, scipy, pluggy, pyyaml, psutil, pyarrow,
 # hypothesis, pytest, matplotlib and tqdm; not Ray (79 MB, too large to carry), the boosters or pytorch-tabnet,
@@ -10,11 +11,12 @@ cd "$(dirname "$0")/../.."
 SHARED=${1:-../shared/datasets}
 # what the device lacks, at the versions installed here (pydantic and pydantic-core must match each other)
 NEEDED="pydantic|pydantic.core|annotated.types|typing.inspection|platformdirs|xlrd|jsonschema|jsonschema.specifications"
-NEEDED="$NEEDED|referencing|rpds.py|scikit.posthocs|bencheval"
-rm -rf .whl .gpu-data && mkdir -p .whl .gpu-data/uci
+NEEDED="$NEEDED|referencing|rpds.py|scikit.posthocs|bencheval|pytabkit|tabm|rtdl.num.embeddings|faiss.cpu"
+rm -rf .whl .gpu-data && mkdir -p .whl .gpu-data
 python3 -m pip wheel -q --no-deps --no-build-isolation . -w .whl          # tabbench itself, pure Python
 python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
     --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d .whl \
     $(python3 -m pip freeze | grep -i -E "^($NEEDED)==")        # the versions this environment runs
-for name in breast_cancer boston yacht concrete higgs; do cp -r "$SHARED/uci/$name" .gpu-data/uci/; done
+# every offline dataset but the images (18 MB: the image tests skip there), so the tests that read them run too
+cp -r "$SHARED/uci" "$SHARED/openml-cache" "$SHARED/SOURCES.md" .gpu-data/
 du -sh .whl .gpu-data

@@ -4,21 +4,41 @@
 #   device run: bash benchmarks/gpu/session.sh tests|step|small|higgs      carry: [".whl", ".gpu-data"]
 #   tests  the test suite on the GPU (Ray, the boosters and TabNet are absent there: those tests skip)
 #   step   benchmarks/npt_step.py: fused vs explicit attention, bf16 vs fp32, Boston / Breast Cancer / Higgs shapes
-#   small  the paper's base NPT config on the four small UCI sets, all ten folds, in-process (--no-ray), cuda
+#   small  the paper's base NPT config on DATASETS (comma-separated), FOLDS, in-process (--no-ray), cuda
 #   higgs  a few hundred minibatch steps of the real Higgs subset at the paper's batch size and e 64
+# Learned on the first lent machine (an H100, 30 device-minutes; benchmarks/README.md has its figures): a
+# machine starts in ~35 s and stays warm only 30 s after a call; at most 8 files come back from $OUT (the
+# steps write 2-3); the whole suite did not finish in 340 s on 8-14 workers before OMP_NUM_THREADS was set;
+# a command that waits on its own steps must not `pgrep -f` a string its own command line holds.
+# Suggested next lease: `tests` (LIMIT=420) | `small` with DATASETS=boston,breast_cancer PROCS=5 LIMIT=420
+# | `small` with DATASETS=yacht | `higgs`; commit what comes back after each.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-out}; mkdir -p "$OUT"
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
-export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 TABBENCH_MIRROR=$PWD/.gpu-data
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "${SITE:=/tmp/site}" .whl/*.whl
+export PYTHONPATH=$SITE PYTHONUNBUFFERED=1 TABBENCH_MIRROR=$PWD/.gpu-data
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}   # else every test worker and job process runs 16 torch threads
 python3 -c "from tabbench.measure import fingerprint; import json, torch; torch.cuda.is_available() and torch.cuda.init(); print(json.dumps(fingerprint()))" \
     | tee "$OUT/machine.json"
 case "${1:?say which step: tests, step, small or higgs}" in
   tests) mkdir -p ../shared && ln -sfn "$PWD/.gpu-data" ../shared/datasets
-         python3 -m pytest -q -rs -p no:cacheprovider --durations=15 2>&1 | tee "$OUT/tests.log" ;;
+         # xdist workers (in the device image), a per-test limit, and a SIGINT at LIMIT seconds so pytest
+         # still prints its summary (failures with their tracebacks) when the suite outlasts the call
+         timeout -s INT -k 30 "${LIMIT:-480}" python3 -m pytest -q -n "${WORKERS:-14}" --timeout 150 -rfEs \
+             --tb=short -p no:cacheprovider --durations=15 2>&1 | tee "$OUT/tests.log" ;;
   step)  python3 benchmarks/npt_step.py --device cuda --configs boston,breast-cancer,higgs 2>&1 | tee "$OUT/npt_step.log" ;;
-  small) python3 -m tabbench.cli run suites/uci-small-npt-paper.yaml --no-ray --models npt-paper --results "$OUT/results" \
-             ${FOLDS:+--folds $FOLDS} 2>&1 | tail -40 | tee "$OUT/small.log"
+  small) # the paper's base config on a GPU, in-process; PROCS fold processes share the GPU (a small table leaves
+         # it mostly idle), each stopped at LIMIT seconds (a job's record is written when it ends). At most 8
+         # files come back from $OUT: the processes' logs end up in one file, the records in one archive.
+         folds=(${FOLDS:-0 1 2 3 4 5 6 7 8 9}); logs=$(mktemp -d)
+         for ((i = 0; i < ${PROCS:-4}; i++)); do
+           mine=$(for ((j = i; j < ${#folds[@]}; j += ${PROCS:-4})); do echo -n "${folds[j]},"; done)
+           [ -n "$mine" ] && timeout "${LIMIT:-480}" python3 -m tabbench.cli run suites/uci-small-npt-paper-gpu.yaml \
+               --no-ray --no-progress --tables-only --results "$OUT/results" --datasets "${DATASETS:?}" \
+               --folds "${mine%,}" > "$logs/folds-${mine%,}.log" 2>&1 &
+         done
+         wait
+         tail -n 5 "$logs"/*.log > "$OUT/small.log"; cat "$OUT/small.log"
          tar -C "$OUT" -czf "$OUT/small-records.tgz" results && rm -rf "$OUT/results" ;;
   higgs) python3 benchmarks/npt_step.py --device cuda --configs higgs --steps 300 --warmup 5 2>&1 | tee "$OUT/higgs.log" ;;
   *) echo "unknown step $1" >&2; exit 2 ;;
