@@ -105,9 +105,12 @@ def _params_note(planned: set, basis: set) -> tuple[str, bool]:
 
 def _estimate(row: PlanRow, jobs: list, basis: pd.DataFrame) -> None:
     """Median job seconds of the method's successful records on the same data (same fingerprint), else on
-    the same dataset and subset with another fingerprint (another encoding or version of the same rows)."""
+    the same dataset and subset with another fingerprint (another encoding or version of the same rows);
+    for a job on a GPU, of records that ran on one."""
     job = jobs[0]
     mine = basis[(basis["method"] == row.method) & basis["seconds"].notna()]
+    if job.params.get("device") == "cuda":  # a CPU record says nothing of a GPU job's time
+        mine = mine[mine["params"].map(lambda p: json.loads(p).get("device") == "cuda").astype(bool)]
     match, how = mine[mine["dataset_fingerprint"] == job.dataset_fingerprint], ""
     if match.empty:
         match = mine[(mine["dataset"] == job.dataset) & (mine["subset"] == (job.subset or ""))]
@@ -135,7 +138,7 @@ def _model_estimate(row: PlanRow, pending: list, basis: pd.DataFrame, spec, meta
     seconds = sum(spec.estimate(meta, sizes[(j.fold, j.repeat)], j.params, j.time_budget_s) for j in pending)
     how = "the model's cost model"
     if device == "cuda":
-        how += " (GPU: assumed rates, no GPU records)"
+        how += " (GPU: rates measured on an H100, no GPU records)"
     else:
         job = pending[0]
         same = basis[(basis["model"] == job.model) & (basis["dataset_fingerprint"] == job.dataset_fingerprint)

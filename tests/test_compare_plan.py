@@ -219,11 +219,14 @@ def test_plan_estimates_a_method_without_records_by_its_models_cost_model(tmp_pa
     assert row.pending == 3 and row.cpu_hours == pytest.approx(expected) and row.gpu_hours == 0
     assert "cost model, scaled" in row.basis and "1 records of npt here (npt-short)" in row.basis
 
-    on_gpu = {r.method: r for r in plan_suite(suite, paths, tmp_path / "runs" / "npt-costs", None,
-                                              [tmp_path / "runs"], gpus=1).rows}["npt-long"]
+    gpu_rows = {r.method: r for r in plan_suite(suite, paths, tmp_path / "runs" / "npt-costs", None,
+                                                [tmp_path / "runs"], gpus=1).rows}
+    on_gpu, short_on_gpu = gpu_rows["npt-long"], gpu_rows["npt-short"]
     gpu_params = {**long_params, "device": "cuda"}
-    assert on_gpu.cpu_hours == 0 and "assumed" in on_gpu.basis
+    assert on_gpu.cpu_hours == 0 and "measured on an H100" in on_gpu.basis
     assert on_gpu.gpu_hours == pytest.approx(sum(spec.estimate(dataset.meta, z, gpu_params) for z in sizes) / 3600)
+    # npt-short's own record ran on the CPU: no basis for its jobs on a GPU, which the cost model estimates
+    assert short_on_gpu.basis_records == 0 and "cost model" in short_on_gpu.basis
 
 
 def test_plan_bounds_jobs_without_a_basis_by_their_time_budgets(tmp_path, capsys):

@@ -127,17 +127,18 @@ def auto_steps(meta, sizes, params, budget_s: float, slowdown: float = 1.0, avai
     return steps
 
 
-#: ``tabbench plan --gpus``: the rate a GPU is ASSUMED to run NPT's operations at (bf16, an H100-class GPU at
-#: about a tenth of its dense peak on these small matrices) and a per-pass overhead (kernel launches).
-#: Not measured yet: benchmarks/gpu/session.sh's step benchmark measures it the first time a GPU is lent.
-GPU_FLOPS = 1.0e14
-GPU_PASS_OVERHEAD_S = 0.005
+#: ``tabbench plan --gpus``: the rate a GPU runs NPT's operations at and a fixed cost per pass (kernel launches,
+#: the step's small operations), fitted to the training steps measured on an H100 (bf16, fused attention,
+#: benchmarks/README.md): Boston e 128 31 ms (0.53 TFLOP), Breast Cancer e 32 43 ms (0.19 TFLOP), the Higgs
+#: shape e 64 53 ms (5.9 TFLOP); the fit gives 38, 37 and 53 ms. Small tables are bound by the fixed cost.
+GPU_FLOPS = 3.5e14
+GPU_PASS_OVERHEAD_S = 0.036
 
 
 def estimate_seconds(meta, sizes, params, budget_s=None) -> float:
     """One fit's seconds on the device its params name (ModelSpec.estimate, for ``tabbench plan``): CPU-seconds
     of one core by ``estimate_cpu_seconds``; on a GPU (``device: cuda``) the same operations at GPU_FLOPS plus
-    GPU_PASS_OVERHEAD_S a pass (assumed rates: see there). ``steps: "auto"`` is resolved from ``budget_s``."""
+    GPU_PASS_OVERHEAD_S a pass (an H100's rates: see there). ``steps: "auto"`` is resolved from ``budget_s``."""
     if params["steps"] == "auto":
         params = {**params, "steps": auto_steps(meta, sizes, params, budget_s) if budget_s else 0}
     est = estimate_cpu_seconds(meta, sizes, params)
