@@ -18,6 +18,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 
+from tabbench.errors import TabbenchError
 from tabbench.isolation import execute_isolated
 from tabbench.jobs import LOST, failure_record
 
@@ -76,13 +77,21 @@ def _cuda_in_a_subprocess() -> bool:
     return probe.stdout.strip() == "True"
 
 
+class RayMissing(TabbenchError, ImportError):
+    """A run that needs Ray where Ray is not installed (a machine set up for --no-ray)."""
+
+
 def _start_ray(address: str | None):
     """Connect to a cluster, or start a quiet local instance that listens on loopback only."""
     if address is None and not os.environ.get("RAY_ADDRESS"):
         # Must be set before ray is imported: pins every Ray socket of a local instance to 127.0.0.1.
         os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    import ray
+    try:
+        import ray
+    except ImportError as exc:
+        raise RayMissing("Ray is not installed: `pip install 'ray[default]'`, or run the jobs in this process's "
+                         "children with `tabbench run --no-ray`") from exc
 
     if ray.is_initialized():
         return ray, False

@@ -1,4 +1,5 @@
 import functools
+import importlib.util
 import os
 from pathlib import Path
 
@@ -10,6 +11,9 @@ SHARED = ROOT.parent / "shared" / "datasets"
 #: Set to 1 by CI (.ci/run): a test that needs the real datasets then fails where they are absent, instead of
 #: skipping as it does on a fresh clone.
 REQUIRE_DATA_ENV = "TABBENCH_REQUIRE_DATA"
+#: Set to 1 by CI, which installs every extra: a test of a model whose package is missing, or of a Ray run
+#: where Ray is missing, then fails instead of skipping as it does where they are absent (a GPU machine).
+REQUIRE_PACKAGES_ENV = "TABBENCH_REQUIRE_PACKAGES"
 
 #: Small training budgets per model for the tests (test_conformance.py ignores keys a model does not accept).
 FAST = {
@@ -74,7 +78,9 @@ def ray_session():
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     import logging
 
-    ray = pytest.importorskip("ray", reason="Ray is not installed (e.g. a GPU machine run with --no-ray)")
+    require_ray()
+    import ray
+
     ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level=logging.ERROR, log_to_driver=False)
     yield ray
     ray.shutdown()
@@ -87,13 +93,45 @@ def _registry() -> dict:
     return load_models()
 
 
+def unavailable(name: str) -> str | None:
+    """Why model ``name`` cannot run here (a package it needs is not installed: its install hint says which
+    extra), or None where it can, and always under TABBENCH_REQUIRE_PACKAGES=1."""
+    registered = _registry().get(name)
+    if registered is None or os.environ.get(REQUIRE_PACKAGES_ENV) == "1":
+        return None
+    missing = registered.spec.missing_requirements()
+    return f"{name} needs {missing}: {registered.spec.install_hint}" if missing else None
+
+
+def model_case(name: str, *values, id: str | None = None, skip: str | None = None):
+    """A pytest.param for a parametrized test of model ``name`` (``values`` follow the name), skipped with
+    ``skip`` or where the model's packages are missing (``unavailable``)."""
+    reason = skip or unavailable(name)
+    return pytest.param(name, *values, marks=pytest.mark.skip(reason=reason) if reason else (), id=id)
+
+
+def skip_unless_models_run(suite) -> None:
+    """Skip the calling test where a model the suite names cannot run here (``unavailable``)."""
+    for entry in suite.models:
+        reason = unavailable(entry.model)
+        if reason:
+            pytest.skip(f"{suite.name}: {reason}")
+
+
+def require_ray() -> None:
+    """Skip the calling test (in a fixture: the tests that use it) where Ray is not installed (a machine run
+    with --no-ray), unless TABBENCH_REQUIRE_PACKAGES=1."""
+    if importlib.util.find_spec("ray") is None and os.environ.get(REQUIRE_PACKAGES_ENV) != "1":
+        pytest.skip("Ray is not installed (e.g. a GPU machine run with --no-ray)")
+
+
 def registered_spec(name: str):
     """The registered ModelSpec of model ``name``; the test is skipped when the model is not registered or
-    a package it needs is not installed (its install hint says which extra)."""
+    a package it needs is not installed (``unavailable``)."""
     registered = _registry()
     if name not in registered:
         pytest.skip(f"{name} is not registered")
-    missing = registered[name].spec.missing_requirements()
-    if missing:
-        pytest.skip(f"{name} needs {missing}: {registered[name].spec.install_hint}")
+    reason = unavailable(name)
+    if reason:
+        pytest.skip(reason)
     return registered[name].spec

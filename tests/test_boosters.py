@@ -19,9 +19,11 @@ from tabbench.jobs import Job
 from tabbench.plugins import load_models
 from tabbench.store import Store
 from tabbench.suite import load_suite
-from tests.conftest import ROOT, SHARED
+from tests.conftest import ROOT, SHARED, unavailable
 
-pytestmark = pytest.mark.real_data()
+#: every test here fits LightGBM and CatBoost: skipped together where either is not installed
+MISSING = unavailable("lightgbm") or unavailable("catboost")
+pytestmark = [pytest.mark.real_data(), pytest.mark.skipif(MISSING is not None, reason=MISSING or "")]
 FOLDER = ROOT / "results" / "uci-small-yacht-froude"
 ONE_HOT = {"lightgbm_onehot": "lightgbm", "catboost_onehot": "catboost"}
 

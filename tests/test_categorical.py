@@ -24,7 +24,7 @@ from tabbench.plugins import load_models
 from tabbench.spec import BINARY, CATEGORICAL, NUMERIC
 
 from tests.test_conformance import fast_params
-from tests.conftest import SHARED
+from tests.conftest import SHARED, model_case
 
 ADULT = "uci/adult/adult-train.csv"
 # Column names from adult.names (the file has no header).
@@ -84,8 +84,7 @@ def fitted(name):
 
 
 def model_names():
-    return [pytest.param(name, marks=pytest.mark.skip(reason=SKIP[name])) if name in SKIP else name
-            for name in sorted(MODELS) if BINARY in MODELS[name].spec.tasks]
+    return [model_case(name, skip=SKIP.get(name)) for name in sorted(MODELS) if BINARY in MODELS[name].spec.tasks]
 
 
 @pytest.mark.parametrize("name", model_names())
@@ -136,14 +135,14 @@ CHECKS = {"xgboost": check_xgboost, "catboost": check_catboost, "lightgbm": chec
           "tabnet": check_tabnet}
 
 
-@pytest.mark.parametrize("name", sorted(CHECKS))
+@pytest.mark.parametrize("name", [model_case(name) for name in sorted(CHECKS)])
 def test_categorical_columns_reach_the_library_as_categorical(name):
     if name not in MODELS:
         pytest.skip(f"{name} is not registered")
     CHECKS[name](fitted(name))
 
 
-@pytest.mark.parametrize("name", sorted(CHECKS))
+@pytest.mark.parametrize("name", [model_case(name) for name in sorted(CHECKS)])
 def test_levels_and_missing_values_unseen_in_training_are_predicted(name):
     """Test rows may hold a level the training rows lack, or a missing value; neither may break a model."""
     if name not in MODELS:

@@ -10,7 +10,7 @@ import yaml
 
 from tabbench.cli import main
 from tabbench.store import load_records
-from tests.conftest import ROOT
+from tests.conftest import ROOT, require_ray
 
 #: 2 datasets x 3 folds; knn tuned over 2 configurations, a small MLP (a seeded neural model), and k-NN
 #: with k = 1 under the name "knn" for the changed-model check.
@@ -45,6 +45,7 @@ def _tabbench(*args, cwd=ROOT):
 def two_runs(tmp_path_factory):
     """The same suite run twice through the CLI: first with the default results folder (runs/ under the
     working directory), then into another folder with the first as the published reference."""
+    require_ray()
     tmp = tmp_path_factory.mktemp("runs")
     suite = _write(tmp, SUITE)
     first = _tabbench("run", suite, cwd=tmp)

@@ -34,7 +34,7 @@ from tabbench.plugins import BROKEN, PLUGINS_ENV, load_models
 from tabbench.spec import BINARY, MULTICLASS, REGRESSION, TASKS
 from tabbench.testing import (check_categorical, check_missing_class, check_outputs, check_same_seed, fit_checked,
                               fit_without_last_class)
-from tests.conftest import FAST, SHARED, require_shared
+from tests.conftest import FAST, SHARED, model_case, require_shared
 
 REPO = Path(__file__).resolve().parents[1]
 MODELS = load_models()
@@ -63,14 +63,11 @@ def fast_params(name: str) -> dict:
 
 
 def cases(tasks=TASKS):
-    """(model, task) pairs; a task the model does not support is listed as skipped."""
-    out = []
-    for name in sorted(MODELS):
-        for task in tasks:
-            supported = task in MODELS[name].spec.tasks
-            marks = () if supported else pytest.mark.skip(reason=f"{name} does not support {task}")
-            out.append(pytest.param(name, task, marks=marks, id=f"{name}-{task}"))
-    return out
+    """(model, task) pairs; a task the model does not support, or a model whose packages are missing, is
+    listed as skipped."""
+    return [model_case(name, task, id=f"{name}-{task}",
+                       skip=None if task in MODELS[name].spec.tasks else f"{name} does not support {task}")
+            for name in sorted(MODELS) for task in tasks]
 
 
 @functools.lru_cache(maxsize=None)
@@ -160,7 +157,7 @@ def test_device_param_decides_the_gpu_request(name):
     assert spec.resources({**params, "device": "cuda"})["num_gpus"] == (0 if name == "lightgbm" else 1)
 
 
-@pytest.mark.parametrize("name", [n for n in DEVICE_MODELS if n != "lightgbm"])
+@pytest.mark.parametrize("name", [model_case(n) for n in DEVICE_MODELS if n != "lightgbm"])
 def test_cuda_without_a_cuda_device_is_a_clear_error(name):
     from tabbench_plugins.baseline_utils import cuda_available
 
@@ -204,7 +201,7 @@ def test_class_missing_from_training_keeps_its_column(name, task):
     check_missing_class(MODELS[name].spec, fitted_without_last_class(name), dataset, split)
 
 
-@pytest.mark.parametrize("name", sorted(MODELS))
+@pytest.mark.parametrize("name", [model_case(name) for name in sorted(MODELS)])
 def test_categorical_columns_and_missing_values_are_handled(name):
     task = next(t for t in TASKS if t in MODELS[name].spec.tasks)
     dataset, split = task_data(task)
@@ -221,8 +218,7 @@ def builtin_cases(tasks=TASKS):
         for task in tasks:
             skip = left_out(name) or (f"{name} does not support {task}"
                                       if name in MODELS and task not in MODELS[name].spec.tasks else None)
-            out.append(pytest.param(name, task, marks=pytest.mark.skip(reason=skip) if skip else (),
-                                    id=f"{name}-{task}"))
+            out.append(model_case(name, task, id=f"{name}-{task}", skip=skip))
     return out
 
 

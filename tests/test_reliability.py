@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from tabbench.store import Store
+from tests.conftest import require_ray
 from tests.plugins_for_tests import PLUGIN_FILE
 
 
@@ -41,14 +42,15 @@ def _wait_for_records(store: Store, n: int, proc, timeout=240):
     assert len(store.records()) >= n
 
 
-def _rerun(suite, results) -> str:
+def _rerun(suite, results, *options) -> str:
     out = subprocess.run([sys.executable, "-m", "tabbench.cli", "run", suite, "--results", str(results),
-                          "--no-progress"], capture_output=True, text=True, timeout=600)
+                          "--no-progress", *options], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     return out.stdout
 
 
 def test_driver_killed_with_sigkill_leaves_a_sound_store_and_rerun_completes_only_the_missing_jobs(tmp_path):
+    require_ray()
     suite, results = _suite(tmp_path), tmp_path / "results"
     store = Store(results / "slow")
     proc = _start(suite, results)
@@ -134,10 +136,12 @@ class Driver:
 
 @pytest.fixture(scope="module")
 def seeded(tmp_path_factory):
-    """A results folder holding the records of an earlier run that finished 3 quick jobs."""
+    """A results folder holding the records of an earlier run that finished 3 quick jobs (run without Ray:
+    the records are the same either way, and the --no-ray test below needs no Ray)."""
     folder = tmp_path_factory.mktemp("seeded")
     out = subprocess.run([sys.executable, "-m", "tabbench.cli", "run", _gated_suite(folder), "--results",
-                          str(folder / "results"), "--no-progress", "--models", "quick", "--folds", "0,1,2"],
+                          str(folder / "results"), "--no-progress", "--no-ray", "--models", "quick",
+                          "--folds", "0,1,2"],
                          capture_output=True, text=True, timeout=900)
     assert out.returncode == 0, out.stderr[-3000:]
     return folder / "results"
@@ -160,6 +164,7 @@ PHASES = {"load": 0, "ray-start": 0, "record": 1, "leaderboard": 7}
 
 @pytest.mark.parametrize("phase", PHASES)
 def test_ctrl_c_at_each_phase_exits_130_keeps_finished_records_and_says_how_to_resume(run_dir, phase):
+    require_ray()
     results = run_dir / "results"
     before = _keys(results)
     driver = Driver(_gated_suite(run_dir), results, "--models", "quick", pause_at=phase)
@@ -175,6 +180,7 @@ def test_ctrl_c_at_each_phase_exits_130_keeps_finished_records_and_says_how_to_r
 
 
 def test_ctrl_c_while_jobs_run_exits_130_keeps_finished_records_and_the_rerun_does_only_the_rest(run_dir):
+    require_ray()
     results, suite = run_dir / "results", _gated_suite(run_dir)
     driver = Driver(suite, results)
     try:
@@ -186,7 +192,7 @@ def test_ctrl_c_while_jobs_run_exits_130_keeps_finished_records_and_the_rerun_do
     assert RESUME in driver.stderr and "Interrupted: 7 jobs finished" in driver.stderr
     assert len(set(_keys(results))) == 10
     (run_dir / "gate").touch()
-    assert "20 jobs: 10 ran, 10 skipped" in _rerun(suite, results)
+    assert "20 jobs: 10 ran, 10 skipped" in _rerun(suite, results, "--no-ray")
 
 
 def _append_many(path, writer, n):
@@ -229,4 +235,4 @@ def test_ctrl_c_with_no_ray_stops_the_running_job_at_once_and_keeps_finished_rec
     assert RESUME in driver.stderr and "Interrupted: 7 jobs finished" in driver.stderr
     assert len(set(_keys(results))) == 10
     (run_dir / "gate").touch()
-    assert "20 jobs: 10 ran, 10 skipped" in _rerun(suite, results)
+    assert "20 jobs: 10 ran, 10 skipped" in _rerun(suite, results, "--no-ray")

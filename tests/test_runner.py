@@ -10,8 +10,8 @@ import yaml
 
 from tabbench.runner import RunOptions, run_suite
 from tabbench.store import Store, load_records
-from tabbench.suite import parse_suite
-from tests.conftest import ROOT
+from tabbench.suite import load_suite, parse_suite
+from tests.conftest import ROOT, require_ray, skip_unless_models_run
 from tests.plugins_for_tests import PLUGIN_FILE
 
 SMALL = {
@@ -92,6 +92,8 @@ def test_peak_memory_is_the_jobs_own_not_the_workers_baseline(tmp_path, ray_sess
 
 def test_quickstart_end_to_end_through_the_cli(tmp_path):
     """`tabbench run suites/quickstart.yaml` on its own local Ray, then `tabbench leaderboard`."""
+    require_ray()
+    skip_unless_models_run(load_suite(ROOT / "suites" / "quickstart.yaml"))
     results = tmp_path / "results"
     cmd = [sys.executable, "-m", "tabbench.cli", "run", str(ROOT / "suites" / "quickstart.yaml"),
            "--results", str(results), "--no-progress"]
@@ -159,3 +161,16 @@ def test_no_ray_runs_without_importing_ray_and_writes_the_records_a_ray_run_writ
                             "--results", str(tmp_path / "no-ray"), "--tables-only", "--folds", "0"],
                            capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert again.returncode == 0 and "4 jobs: 0 ran, 4 skipped" in again.stdout, again.stderr[-3000:]
+
+
+def test_a_run_that_needs_ray_where_it_is_missing_says_how_to_run_without_it(tmp_path):
+    """A machine without Ray (a GPU box set up for --no-ray): `tabbench run` stops with the fix, no traceback."""
+    suite = tmp_path / "knn.yaml"
+    suite.write_text("name: knn-only\ndatasets: [{name: wine, source: sklearn, id: wine, split: {protocol: holdout}}]\n"
+                     "models: {knn: {model: knn}}\n")
+    code = ("import sys; sys.modules['ray'] = None; from tabbench.cli import main; "
+            f"sys.exit(main(['run', {str(suite)!r}, '--results', {str(tmp_path)!r}, '--no-progress']))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 2, out.stderr[-3000:]
+    assert "Ray is not installed" in out.stderr and "tabbench run --no-ray" in out.stderr
+    assert "Traceback" not in out.stderr

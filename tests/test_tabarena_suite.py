@@ -5,11 +5,12 @@ from tabbench.data.dataset import describe
 from tabbench.data.cache import DataPaths
 from tabbench.plugins import load_models
 from tabbench.suite import check_models, load_suite
-from tests.conftest import ROOT
+from tests.conftest import ROOT, skip_unless_models_run
 
 
 def test_tabarena_suite_validates_with_its_models_and_no_network():
     suite = load_suite(ROOT / "suites" / "tabarena.yaml")
+    skip_unless_models_run(suite)
     check_models(suite, load_models())
     assert len(suite.datasets) == 51
     task_ids = [d.task_id for d in suite.datasets]
