@@ -132,33 +132,34 @@ SIZE_PARAMS = ("e", "n_layers", "n_heads", "batch_size", "d_block", "n_blocks")
 
 def _model_estimate(row: PlanRow, pending: list, basis: pd.DataFrame, spec, meta, sizes: dict, device: str) -> None:
     """No record of the method on this data: the model's own cost model (``ModelSpec.estimate``) for each job
-    still to run. On the CPU it is scaled by how the model's records on the same data (other methods of the
-    same model, e.g. another NPT configuration) compare with what it estimates for them: the median ratio of
-    their seconds to their estimates, which carries this machine's speed. ``pending``: the jobs still to run."""
+    still to run, scaled by how the model's records on the same data and the same kind of device (other
+    methods of the same model, e.g. another NPT configuration) compare with what it estimates for them: the
+    median ratio of their seconds to their estimates, which carries this machine's (or GPU's) speed.
+    ``pending``: the jobs still to run."""
     seconds = sum(spec.estimate(meta, sizes[(j.fold, j.repeat)], j.params, j.time_budget_s) for j in pending)
     how = "the model's cost model"
-    if device == "cuda":
+    job, on_gpu = pending[0], device == "cuda"
+    same = basis[(basis["model"] == job.model) & (basis["dataset_fingerprint"] == job.dataset_fingerprint)
+                 & basis["seconds"].notna()]
+    same = same[same["params"].map(lambda p: (json.loads(p).get("device") == "cuda") == on_gpu).astype(bool)]
+    size = max(sizes.values(), key=lambda z: z.train)
+    recorded = [({**spec.default_params, **spec.added_params, **json.loads(p)}, t, m)
+                for p, t, m in zip(same["params"], same["seconds"], same["method"])]
+    recorded = [r for r in recorded if r[0].get("steps") != "auto"]
+    # a model's overheads weigh differently at another size: prefer records of the planned jobs' size
+    alike = [r for r in recorded if all(r[0].get(k) == job.params.get(k) for k in SIZE_PARAMS)]
+    recorded = alike or recorded
+    ratios = [t / spec.estimate(meta, size, p, None) for p, t, _ in recorded]
+    ratios = [r for r in ratios if r > 0 and r == r]
+    if ratios:
+        factor = float(pd.Series(ratios).median())
+        seconds *= factor
+        how += (f", scaled x{factor:.2f} by {len(ratios)} {'GPU ' if on_gpu else ''}records of {job.model} here "
+                f"({', '.join(sorted({m for _, _, m in recorded}))}{'' if alike else ', of other sizes'})")
+    elif on_gpu:
         how += " (GPU: rates measured on an H100, no GPU records)"
     else:
-        job = pending[0]
-        same = basis[(basis["model"] == job.model) & (basis["dataset_fingerprint"] == job.dataset_fingerprint)
-                     & basis["seconds"].notna()]
-        size = max(sizes.values(), key=lambda z: z.train)
-        recorded = [({**spec.default_params, **spec.added_params, **json.loads(p)}, t, m)
-                    for p, t, m in zip(same["params"], same["seconds"], same["method"])]
-        recorded = [r for r in recorded if r[0].get("steps") != "auto"]
-        # a model's overheads weigh differently at another size: prefer records of the planned jobs' size
-        alike = [r for r in recorded if all(r[0].get(k) == job.params.get(k) for k in SIZE_PARAMS)]
-        recorded = alike or recorded
-        ratios = [t / spec.estimate(meta, size, p, None) for p, t, _ in recorded]
-        ratios = [r for r in ratios if r > 0 and r == r]
-        if ratios:
-            factor = float(pd.Series(ratios).median())
-            seconds *= factor
-            how += (f", scaled x{factor:.2f} by {len(ratios)} records of {job.model} here "
-                    f"({', '.join(sorted({m for _, _, m in recorded}))}{'' if alike else ', of other sizes'})")
-        else:
-            how += " (uncalibrated: the reference CPU's rates)"
+        how += " (uncalibrated: the reference CPU's rates)"
     row.median_s = seconds / len(pending)
     row.same_space, row.basis = False, how
     hours = seconds / 3600

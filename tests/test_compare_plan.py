@@ -229,6 +229,19 @@ def test_plan_estimates_a_method_without_records_by_its_models_cost_model(tmp_pa
     # npt-short's own record ran on the CPU: no basis for its jobs on a GPU, which the cost model estimates
     assert short_on_gpu.basis_records == 0 and "cost model" in short_on_gpu.basis
 
+    # a record of the model on a GPU (npt-short's, as a GPU run would store it) calibrates the GPU estimate
+    from tabbench.store import Store
+
+    gpu_folder = tmp_path / "gpu-runs" / "npt-costs"
+    gpu_record = {**short, "params": {**short["params"], "device": "cuda"}, "key": "gpu-" + short["key"]}
+    Store(gpu_folder).append(gpu_record)
+    calibrated = {r.method: r for r in plan_suite(suite, paths, tmp_path / "runs" / "npt-costs", None,
+                                                  [tmp_path / "gpu-runs"], gpus=1).rows}["npt-long"]
+    gpu_factor = short["wall_seconds"] / spec.estimate(dataset.meta, largest, {**spec.default_params,
+                                                                         **spec.added_params, **gpu_record["params"]})
+    assert calibrated.gpu_hours == pytest.approx(on_gpu.gpu_hours * gpu_factor)
+    assert "scaled" in calibrated.basis and "1 GPU records of npt here (npt-short)" in calibrated.basis
+
 
 def test_plan_bounds_jobs_without_a_basis_by_their_time_budgets(tmp_path, capsys):
     """No records anywhere: nothing to estimate from, but a job is stopped at its budget, so the budgets cap
