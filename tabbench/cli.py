@@ -119,6 +119,10 @@ def build_parser() -> argparse.ArgumentParser:
     _plugin_arg(corruption)
     _data_args(corruption)
 
+    archive = sub.add_parser("archive", help="compress a results folder's live records.jsonl into its next "
+                             "records[-N].jsonl.gz (safe while a run appends; readers see the same records)")
+    archive.add_argument("folder", help="a suite's results folder, e.g. results/breadth")
+
     models = sub.add_parser("models", help="list the registered models")
     _plugin_arg(models)
 
@@ -355,6 +359,19 @@ def cmd_validate(args) -> int:
     return 0
 
 
+def cmd_archive(args) -> int:
+    from tabbench.errors import TabbenchError
+    from tabbench.store import RECORDS_DIR, Store
+
+    store = Store(args.folder)
+    if not store.path.exists():
+        raise TabbenchError(f"{store.path}: no live records file; name a suite's results folder (the one "
+                            f"holding {RECORDS_DIR}/), e.g. results/breadth")
+    written = store.archive()
+    print(f"{store.path}: nothing to archive" if written is None else f"archived {store.path} into {written}")
+    return 0
+
+
 def cmd_schema(args) -> int:
     from tabbench.suite import reference_markdown, schema_text
 
@@ -363,7 +380,7 @@ def cmd_schema(args) -> int:
 
 
 COMMANDS = {"schema": cmd_schema, "run": cmd_run, "compare": cmd_compare, "plan": cmd_plan, "leaderboard": cmd_leaderboard, "probe": cmd_probe, "models": cmd_models, "validate": cmd_validate,
-            "datasets": cmd_datasets, "fetch": cmd_fetch}
+            "datasets": cmd_datasets, "fetch": cmd_fetch, "archive": cmd_archive}
 
 
 def main(argv=None) -> int:

@@ -6,11 +6,11 @@ at most a partial last line without a newline; readers ignore it and the next wr
 before appending. Records are never rewritten: a re-run (``--force``) appends, and readers keep the
 newest record per job key.
 
-A published results folder may keep its records compressed as ``records.jsonl.gz`` (``gzip
-records.jsonl``): readers read it first, and later runs append to a new ``records.jsonl`` beside it,
-so a resumed or extended run still skips every archived job. Later batches may be archived the same way
-as ``records-2.jsonl.gz``, ``records-3.jsonl.gz``, ... (each file of a repository under 1 MB): read in that
-order after the first, before the live file.
+A published results folder keeps finished batches of records compressed (``tabbench archive DIR``,
+``Store.archive``): the first as ``records.jsonl.gz``, later ones as ``records-2.jsonl.gz``,
+``records-3.jsonl.gz``, ... (so each file of a repository stays small). Readers read the archives in that
+order, then the live ``records.jsonl`` that later runs append to, so a resumed or extended run still skips
+every archived job.
 """
 
 from __future__ import annotations
@@ -71,6 +71,29 @@ class Store:
         """The compressed record files, oldest first: records.jsonl.gz, then records-2.jsonl.gz, ..."""
         found = (self.dir / RECORDS_DIR).glob("records*.jsonl.gz")
         return sorted(found, key=lambda p: (p.name != ARCHIVE_FILE, len(p.name), p.name))
+
+    def archive(self) -> Path | None:
+        """Move the live file's complete records into the next archive (``records.jsonl.gz``, then
+        ``records-2.jsonl.gz``, ...) and empty the live file, under the writers' lock, so a run appending
+        meanwhile waits and loses nothing. Returns the archive written, or None when there was nothing to move.
+        A reader between the archive's rename and the truncation sees each moved record twice, which
+        ``latest`` (newest per key) makes harmless."""
+        with self._locked() as fd:
+            with open(self.path, "rb") as fh:
+                data = fh.read()
+            data = data[: data.rfind(b"\n") + 1]  # a partial last line from a killed writer stays out
+            if not data:
+                return None
+            taken = {p.name for p in self.archives()}
+            names = (ARCHIVE_FILE if n == 1 else f"records-{n}.jsonl.gz" for n in range(1, len(taken) + 2))
+            target = self.path.parent / next(n for n in names if n not in taken)
+            partial = target.with_name(target.name + ".partial")
+            with gzip.GzipFile(partial, "wb", mtime=0) as out:  # mtime 0: the same records give the same bytes
+                out.write(data)
+            os.replace(partial, target)
+            os.ftruncate(fd, 0)
+            os.fsync(fd)
+            return target
 
     def records(self) -> list[dict]:
         """Every complete record, newest last per key: the archives', then the live file's."""

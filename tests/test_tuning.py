@@ -1,12 +1,12 @@
 """Tuning: every trial is a job with its own record; the leaderboard uses the best validation score."""
 
-import gzip
 import itertools
 import json
 
 import pandas as pd
 import pytest
 
+from tabbench.cli import main
 from tabbench.expand import trial_configs
 from tabbench.plugins import load_models
 from tabbench.runner import RunOptions, run_suite
@@ -51,22 +51,30 @@ def test_random_search_selects_the_best_validation_config_and_resume_skips_trial
     reported = board[(board.table == "test_accuracy")]["value"].iloc[0]
     best_rows = frame.loc[frame.groupby("fold")["val_log_loss"].idxmin()]
     assert reported == best_rows["test_accuracy"].mean()  # the selected trials' test metric, not the best test
-    # a published folder keeps its records gzipped: a re-run reads them and skips every archived job
-    records_dir = tmp_path / "results" / "tuned" / "records"
-    with open(records_dir / "records.jsonl", "rb") as src, gzip.open(records_dir / "records.jsonl.gz", "wb") as dst:
-        dst.write(src.read())
-    (records_dir / "records.jsonl").unlink()
+    # a published folder archives its records (`tabbench archive`): a re-run reads them and skips every job
+    folder = tmp_path / "results" / "tuned"
+    records_dir = folder / "records"
+    assert main(["archive", str(folder)]) == 0
+    assert (records_dir / "records.jsonl").stat().st_size == 0 and (records_dir / "records.jsonl.gz").exists()
     again = run_suite(suite, options)
     assert (again.done, again.skipped) == (0, 8)
-    assert len(Store(tmp_path / "results" / "tuned").records()) == 8
-    assert pd.read_csv(tmp_path / "results" / "tuned" / "leaderboard.csv").equals(board)
+    assert len(Store(folder).records()) == 8
+    assert pd.read_csv(folder / "leaderboard.csv").equals(board)
     # a second archive (a later batch), read after the first: its newer record of a job wins
-    store = Store(tmp_path / "results" / "tuned")
+    store = Store(folder)
     newer = {**store.records()[0], "fit_seconds": -1.0}
-    with gzip.open(records_dir / "records-2.jsonl.gz", "wt") as dst:
-        dst.write(json.dumps(newer) + "\n")
+    store.append(newer)
+    with open(store.path, "ab") as fh:
+        fh.write(b'{"key": "cut off by a killed writer')
+    assert store.archive() == records_dir / "records-2.jsonl.gz"
+    assert store.archive() is None and store.path.stat().st_size == 0  # the partial line went nowhere
     assert len(store.records()) == 9 and store.latest()[newer["key"]]["fit_seconds"] == -1.0
     assert (run_suite(suite, options).done, len(store.records())) == (0, 9)
+
+
+def test_archive_names_a_folder_without_records(tmp_path, capsys):
+    assert main(["archive", str(tmp_path)]) == 2
+    assert f"{tmp_path / 'records' / 'records.jsonl'}: no live records file" in capsys.readouterr().err
 
 
 # --- named configurations (tuning: configs) ---------------------------------------------------------------
