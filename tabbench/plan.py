@@ -76,7 +76,7 @@ def suite_folders(paths) -> list[Path]:
 
 
 def _basis_frame(folders) -> pd.DataFrame:
-    columns = ["method", "model", "dataset", "subset", "dataset_fingerprint", "params", "seconds", "folder"]
+    columns = ["method", "model", "dataset", "subset", "dataset_fingerprint", "split", "params", "seconds", "folder"]
     frames = []
     for folder in folders:
         records = [r for r in Store(folder).latest().values() if r.get("status") == "ok"]
@@ -85,6 +85,7 @@ def _basis_frame(folders) -> pd.DataFrame:
             "dataset": [r["dataset"] for r in records],
             "subset": [r.get("subset") or "" for r in records],
             "dataset_fingerprint": [r["dataset_fingerprint"] for r in records],
+            "split": [(r.get("fold"), r.get("repeat") or 0) for r in records],
             "params": [json.dumps(r.get("params"), sort_keys=True, default=str) for r in records],
             "seconds": [r.get("wall_seconds", r.get("fit_seconds")) for r in records],
             "folder": str(folder)}))
@@ -142,20 +143,21 @@ def _model_estimate(row: PlanRow, pending: list, basis: pd.DataFrame, spec, meta
     same = basis[(basis["model"] == job.model) & (basis["dataset_fingerprint"] == job.dataset_fingerprint)
                  & basis["seconds"].notna()]
     same = same[same["params"].map(lambda p: (json.loads(p).get("device") == "cuda") == on_gpu).astype(bool)]
-    size = max(sizes.values(), key=lambda z: z.train)
-    recorded = [({**spec.default_params, **spec.added_params, **json.loads(p)}, t, m)
-                for p, t, m in zip(same["params"], same["seconds"], same["method"])]
+    largest = max(sizes.values(), key=lambda z: z.train)
+    # each record against its own split's sizes (a split this plan does not select: the largest planned)
+    recorded = [({**spec.default_params, **spec.added_params, **json.loads(p)}, t, m, sizes.get(split, largest))
+                for p, t, m, split in zip(same["params"], same["seconds"], same["method"], same["split"])]
     recorded = [r for r in recorded if r[0].get("steps") != "auto"]
     # a model's overheads weigh differently at another size: prefer records of the planned jobs' size
     alike = [r for r in recorded if all(r[0].get(k) == job.params.get(k) for k in SIZE_PARAMS)]
     recorded = alike or recorded
-    ratios = [t / spec.estimate(meta, size, p, None) for p, t, _ in recorded]
+    ratios = [t / spec.estimate(meta, size, p, None) for p, t, _, size in recorded]
     ratios = [r for r in ratios if r > 0 and r == r]
     if ratios:
         factor = float(pd.Series(ratios).median())
         seconds *= factor
         how += (f", scaled x{factor:.2f} by {len(ratios)} {'GPU ' if on_gpu else ''}records of {job.model} here "
-                f"({', '.join(sorted({m for _, _, m in recorded}))}{'' if alike else ', of other sizes'})")
+                f"({', '.join(sorted({r[2] for r in recorded}))}{'' if alike else ', of other sizes'})")
     elif on_gpu:
         how += " (GPU: rates measured on an H100, no GPU records)"
     else:
@@ -219,7 +221,8 @@ def format_plan(plan: Plan) -> str:
     for r in plan.rows:
         cells = [r.method, r.dataset, r.shape, f"{r.planned} = {r.configs} x {r.splits} x {r.seeds}", r.done]
         cells += [r.published] if has_published else []
-        cells += [_resources(r.resources), "–" if r.median_s is None else f"{r.median_s:.2f} ({r.basis_records})",
+        count = r.basis_records or "cost model"  # no record of the method: the model's cost model estimated it
+        cells += [_resources(r.resources), "–" if r.median_s is None else f"{r.median_s:.2f} ({count})",
                   _hours(r.cpu_hours), _hours(r.gpu_hours)]
         rows.append(cells)
     planned, done = sum(r.planned for r in plan.rows), sum(r.done for r in plan.rows)

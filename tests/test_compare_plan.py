@@ -189,7 +189,7 @@ def test_plan_estimates_a_method_without_records_by_its_models_cost_model(tmp_pa
     what the model estimates for them; with a GPU planned, the cost model's GPU rates, unscaled."""
     pytest.importorskip("torch")
     from tabbench.data.cache import DataPaths
-    from tabbench.plan import plan_suite
+    from tabbench.plan import format_plan, plan_suite
     from tabbench.plugins import load_models
     from tabbench.runner import RunOptions, run_suite
     from tabbench.spec import SplitSizes
@@ -213,12 +213,14 @@ def test_plan_estimates_a_method_without_records_by_its_models_cost_model(tmp_pa
     _, dataset, splits = __import__("tabbench.runner", fromlist=["load_data"]).load_data(suite, paths, ("wine",))["wine"]
     sizes = [SplitSizes(len(s.train), len(s.val), len(s.test)) for s in splits]
     long_params = {**spec.default_params, **size, "steps": 40, "device": "cpu"}
-    largest = max(sizes, key=lambda z: z.train)
-    factor = short["wall_seconds"] / spec.estimate(dataset.meta, largest, {**spec.default_params, **spec.added_params,
+    own = sizes[[s.fold for s in splits].index(short["fold"])]  # the record against the split it ran on
+    factor = short["wall_seconds"] / spec.estimate(dataset.meta, own, {**spec.default_params, **spec.added_params,
                                                                      **short["params"]})
     expected = sum(spec.estimate(dataset.meta, z, long_params) for z in sizes) * factor / 3600
     assert row.pending == 3 and row.cpu_hours == pytest.approx(expected) and row.gpu_hours == 0
     assert "cost model, scaled" in row.basis and "1 records of npt here (npt-short)" in row.basis
+    line = next(x for x in format_plan(plan).splitlines() if x.startswith("npt-long"))
+    assert f"{row.median_s:.2f} (cost model)" in line  # not "(0)" records
 
     gpu_rows = {r.method: r for r in plan_suite(suite, paths, tmp_path / "runs" / "npt-costs", None,
                                                 [tmp_path / "runs"], gpus=1).rows}
@@ -237,7 +239,7 @@ def test_plan_estimates_a_method_without_records_by_its_models_cost_model(tmp_pa
     Store(gpu_folder).append(gpu_record)
     calibrated = {r.method: r for r in plan_suite(suite, paths, tmp_path / "runs" / "npt-costs", None,
                                                   [tmp_path / "gpu-runs"], gpus=1).rows}["npt-long"]
-    gpu_factor = short["wall_seconds"] / spec.estimate(dataset.meta, largest, {**spec.default_params,
+    gpu_factor = short["wall_seconds"] / spec.estimate(dataset.meta, own, {**spec.default_params,
                                                                          **spec.added_params, **gpu_record["params"]})
     assert calibrated.gpu_hours == pytest.approx(on_gpu.gpu_hours * gpu_factor)
     assert "scaled" in calibrated.basis and "1 GPU records of npt here (npt-short)" in calibrated.basis
