@@ -117,7 +117,7 @@ def test_a_model_registered_twice_is_an_error_naming_both_sources(tmp_path):
         load_models([path])
 
 
-def test_help_and_models_do_not_import_torch_ray_or_boosters():
+def test_help_and_models_do_not_import_torch_ray_boosters_or_pydantic():
     code = textwrap.dedent("""
         import sys
         from tabbench.cli import main
@@ -126,7 +126,7 @@ def test_help_and_models_do_not_import_torch_ray_or_boosters():
                 main(argv)
             except SystemExit:
                 pass
-        heavy = {"torch", "ray", "xgboost", "catboost", "lightgbm", "pytorch_tabnet"} & set(sys.modules)
+        heavy = {"torch", "ray", "xgboost", "catboost", "lightgbm", "pytorch_tabnet", "pydantic"} & set(sys.modules)
         print("HEAVY", sorted(heavy))
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
