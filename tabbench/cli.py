@@ -4,6 +4,7 @@ torch, Ray or boosters."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -49,6 +50,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--results", metavar="DIR", help="results root the run writes to (default: runs/; "
                      "--results results adds jobs to the published folders, e.g. a new model's)")
     _reference_arg(run)
+    run.add_argument("--checkpoints", metavar="DIR", default=os.environ.get("TABBENCH_CHECKPOINTS"),
+                     help="keep unfinished jobs' training state in DIR/<suite> (default: $TABBENCH_CHECKPOINTS, "
+                          "else the results folder's checkpoints/), e.g. a folder that outlives a fresh checkout")
     run.add_argument("--force", action="store_true", help="re-run jobs that already have a record")
     run.add_argument("--retry-failed", action="store_true", help="re-run jobs whose record is a failure")
     _selection_args(run)
@@ -156,6 +160,7 @@ def cmd_run(args) -> int:
                          ray=not args.no_ray, force=args.force,
                          retry_failed=args.retry_failed, models=args.models, datasets=args.datasets, folds=args.folds,
                          plugin_files=tuple(args.plugin),
+                         checkpoints=Path(args.checkpoints) if args.checkpoints else None,
                          data_paths=DataPaths.from_env(args.cache, args.mirror, base=suite.path.parent),
                          progress=not args.no_progress, report=not args.tables_only and report_installed())
     summary = run_suite(suite, options)

@@ -36,6 +36,7 @@ class RunOptions:
     folds: tuple = ()  # restrict to these fold indices
     plugin_files: tuple = ()
     data_paths: DataPaths | None = None
+    checkpoints: Path | None = None  # root for unfinished jobs' training state (default: the suite folder's)
     progress: bool = True
     report: bool = False  # the leaderboard's tests, figures and LaTeX too (the `report` extra), as `tabbench leaderboard`
 
@@ -107,7 +108,7 @@ def run_suite(suite: Suite, options: RunOptions) -> RunSummary:
 
     SIGINT (Ctrl-C) at any phase stops the run: every finished job's record is kept, the message
     says how to resume, and KeyboardInterrupt is raised (see tabbench.interrupts)."""
-    store = Store(suite.results_dir(options.results))
+    store = Store(suite.results_dir(options.results), options.checkpoints)
     summary = RunSummary(results_dir=store.dir)
     with StopRequest() as stop:
         try:

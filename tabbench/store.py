@@ -30,13 +30,17 @@ CHECKPOINTS_DIR = "checkpoints"
 
 
 class Store:
-    def __init__(self, suite_dir: str | Path):
+    def __init__(self, suite_dir: str | Path, checkpoints: str | Path | None = None):
+        """``checkpoints``: a root for the jobs' training state, which then lives in its folder named as the
+        suite's (a scratch disk, or a folder that outlives a fresh checkout); by default the suite folder's
+        checkpoints/."""
         self.dir = Path(suite_dir)
         self.path = self.dir / RECORDS_DIR / RECORDS_FILE
+        self.checkpoints = Path(checkpoints) / self.dir.name if checkpoints else self.dir / CHECKPOINTS_DIR
 
     def checkpoint_dir(self, key: str) -> Path:
         """Where the job ``key`` may keep its training state until its record is ``ok``."""
-        return (self.dir / CHECKPOINTS_DIR / key).resolve()
+        return (self.checkpoints / key).resolve()
 
     def remove_checkpoint(self, key: str) -> None:
         import shutil

@@ -60,13 +60,16 @@ def test_a_failing_model_is_recorded_and_the_run_completes(tmp_path, ray_session
     board = (tmp_path / "results" / "small" / "leaderboard.md").read_text()
     assert "flaky on diabetes (1 of 1 runs failed)" in board
 
-    # a job's checkpoint goes when its record is ok; a failed job keeps its checkpoint to continue from
-    store = Store(tmp_path / "results" / "small")
-    for key in frame["key"]:
-        (store.checkpoint_dir(key) / "state").mkdir(parents=True)
-    _run(tmp_path, raw, plugin_files=(PLUGIN_FILE,), force=True)
-    kept = {key for key in frame["key"] if store.checkpoint_dir(key).exists()}
-    assert kept == {failed["key"]}
+    # a job's checkpoint goes when its record is ok; a failed job keeps its checkpoint to continue from,
+    # in the suite folder's checkpoints/ or under a root of their own (--checkpoints)
+    for root in (None, tmp_path / "scratch"):
+        store = Store(tmp_path / "results" / "small", root)
+        for key in frame["key"]:
+            (store.checkpoint_dir(key) / "state").mkdir(parents=True)
+        _run(tmp_path, raw, plugin_files=(PLUGIN_FILE,), force=True, checkpoints=root)
+        kept = {key for key in frame["key"] if store.checkpoint_dir(key).exists()}
+        assert kept == {failed["key"]}
+    assert (tmp_path / "scratch" / "small" / failed["key"] / "state").is_dir()
 
 
 def test_records_carry_fingerprints_metrics_costs_and_environment(tmp_path, ray_session):
