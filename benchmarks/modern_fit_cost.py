@@ -1,5 +1,6 @@
-"""What one fit of each post-NPT model (TabM, RealMLP, TabR, ModernNCA) costs on Concrete fold 0, with
-its defaults, beside the NPT and CatBoost fits already recorded for the same fold.
+"""What one fit of each post-NPT model (TabM, RealMLP, TabR, ModernNCA) costs on Concrete fold 0 (or
+Boston's or Yacht's, ``--dataset``), with its defaults, beside the NPT and CatBoost fits already recorded for
+Concrete's.
 
 Concrete and its fold 0 are suites/uci-small.yaml's (the paper's protocol split, ``npt_code``: 0.7 /
 0.2 / 0.1 train / val / test), loaded through tabbench's own data layer from the offline mirror. Each
@@ -13,6 +14,7 @@ The NPT and CatBoost rows are read from the committed records (results/uci-small
 CatBoost for each of its trials), not re-run.
 
     OMP_NUM_THREADS=1 python benchmarks/modern_fit_cost.py --mirror ../shared/datasets [--models tabm,realmlp]
+        [--set amp=false]   # parameters over the defaults, e.g. TabM in fp32
 """
 
 from __future__ import annotations
@@ -30,14 +32,14 @@ ROOT = Path(__file__).resolve().parent.parent
 MODELS = ("tabm", "realmlp", "tabr", "modernnca")
 
 
-def concrete_fold0(mirrors):
+def fold0(mirrors, name="concrete"):
     from tabbench.data.cache import DataPaths
     from tabbench.runner import load_data
     from tabbench.suite import load_suite
 
     suite = load_suite(ROOT / "suites" / "uci-small.yaml")
     paths = DataPaths.from_env(mirrors=mirrors, base=suite.path.parent)
-    _, dataset, splits = load_data(suite, paths, only=("concrete",))["concrete"]
+    _, dataset, splits = load_data(suite, paths, only=(name,))[name]
     split, = [s for s in splits if s.fold == 0]
     return dataset, split
 
@@ -64,27 +66,37 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mirror", action="append", default=[], help="offline dataset folder (../shared/datasets)")
     parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--dataset", default="concrete", choices=("concrete", "boston", "yacht"),
+                        help="a regression set of suites/uci-small.yaml (default concrete)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="a parameter over the defaults (YAML value), for every model listed")
     args = parser.parse_args()
+    import yaml
+
+    overrides = {key: yaml.safe_load(value) for key, value in (item.split("=", 1) for item in args.set)}
 
     from tabbench.plugins import load_models
 
     models = load_models()
-    dataset, split = concrete_fold0(args.mirror)
+    dataset, split = fold0(args.mirror, args.dataset)
     X, y = dataset.X, dataset.y
     from tabbench.measure import fingerprint, hardware_label
 
     print(f"machine: {hardware_label(fingerprint())}")
-    print(f"Concrete fold 0: {len(split.train)} train / {len(split.val)} val / {len(split.test)} test rows")
+    print(f"{args.dataset} fold 0: {len(split.train)} train / {len(split.val)} val / {len(split.test)} test rows"
+          + (f"; over the defaults: {overrides}" if overrides else ""))
     print(f"{'model':<12} {'fit CPU s':>10} {'fit wall s':>11} {'test RMSE':>10}  info")
     for name in args.models.split(","):
         spec = models[name].spec
-        model = spec.build(dataset.meta, 0, {"device": "cpu", "n_jobs": 1})
+        model = spec.build(dataset.meta, 0, {"device": "cpu", "n_jobs": 1, **overrides})
         cpu, wall = cpu_seconds(), time.perf_counter()
         model.fit(X.iloc[split.train], y[split.train], X.iloc[split.val], y[split.val])
         cpu, wall = cpu_seconds() - cpu, time.perf_counter() - wall
         rmse = float(np.sqrt(np.mean((model.predict(X.iloc[split.test]) - y[split.test]) ** 2)))
-        info = {k: v for k, v in (getattr(model, "info_", {}) or {}).items() if k in ("epochs", "best_epoch")}
+        info = {k: v for k, v in (getattr(model, "info_", {}) or {}).items() if k in ("epochs", "best_epoch", "amp")}
         print(f"{name:<12} {cpu:>10.1f} {wall:>11.1f} {rmse:>10.2f}  {info}", flush=True)
+    if args.dataset != "concrete":
+        return
     print("\nrecorded in results/uci-small (fit_seconds, wall, one CPU):")
     for method, params, seconds in recorded(ROOT / "results" / "uci-small"):
         size = {k: params[k] for k in ("steps", "e", "n_layers", "n_estimators", "max_depth") if k in params}

@@ -126,6 +126,23 @@ def torch_threads(n: int):
         torch.set_num_threads(before)
 
 
+def native_bf16(device: str) -> bool:
+    """Whether bf16 matrix products run natively on ``device``: a CUDA GPU with bf16 support, or a CPU whose
+    oneDNN has bf16 kernels (AVX-512 BF16 or AMX). Elsewhere bf16 is emulated and slower than fp32."""
+    import torch
+
+    if device == "cuda":
+        return torch.cuda.is_bf16_supported()
+    return torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported()
+
+
+def bf16_autocast(device: str, enabled: bool):
+    """Mixed precision for a forward pass: bf16 matrix products under ``torch.autocast`` when ``enabled``."""
+    import torch
+
+    return torch.autocast(device, dtype=torch.bfloat16, enabled=enabled)
+
+
 @contextlib.contextmanager
 def torch_seeded(seed: int, device: str):
     """Seed torch's global generators for a fit without disturbing the caller's random state."""

@@ -77,6 +77,25 @@ def test_learns_concrete_and_keeps_a_validated_epoch(name):
         assert 0 <= info["best_epoch"] < info["epochs"], info
 
 
+def test_tabm_mixed_precision_only_where_bf16_is_native():
+    """``amp`` (the default) trains and predicts under bf16 autocast on a CPU with native bf16 (AVX-512 BF16 or
+    AMX), keeping fp32 weights; ``amp: false``, or a CPU without it, is fp32 throughout. Where bf16 ran, the
+    two fits' predictions differ (the autocast is real); both learn Concrete (the test above)."""
+    import torch
+
+    from tabbench_plugins.baseline_utils import native_bf16
+
+    dataset, split = concrete()
+    mixed = fitted_on_concrete("tabm")
+    fp32 = fit_checked(spec("tabm"), dataset, split, params={**FAST["tabm"], "device": "cpu", "amp": False})
+    assert fp32.info_["amp"] is False
+    assert mixed.info_["amp"] is native_bf16("cpu")
+    assert all(t.dtype == torch.float32 for t in mixed.network_.parameters())
+    X = dataset.X.iloc[split.test]
+    if mixed.info_["amp"]:
+        assert not np.allclose(mixed.predict(X), fp32.predict(X), rtol=1e-6, atol=1e-6)
+
+
 @pytest.mark.parametrize("name", RETRIEVAL)
 def test_retrieval_uses_training_rows_only(name):
     """Inductive: the model is not transductive, and predicting test rows one at a time gives what predicting

@@ -17,6 +17,7 @@ import numpy as np
 
 from tabbench.estimator import Estimator
 from tabbench.spec import CATEGORICAL, ModelSpec
+from tabbench_plugins.baseline_utils import native_bf16
 
 from tabbench_plugins.npt.cost import auto_steps, check_cost, estimate_cpu_seconds, estimate_seconds, eval_chunks
 
@@ -288,8 +289,7 @@ class NPT(Estimator):
         return spread(m, self.cfg_.n_patches, self.cfg_.patch_dim)
 
     def _autocast(self, torch):
-        enabled = bool(self._param("amp")) and (self.device_.type == "cuda" or self.cpu_bf16_)
-        return torch.autocast(self.device_.type, dtype=torch.bfloat16, enabled=enabled)
+        return torch.autocast(self.device_.type, dtype=torch.bfloat16, enabled=self.amp_)
 
     def _target_outputs(self, torch, xq=None, mq=None, rows=None):
         """Target-column outputs, the table as context: for query rows appended to it (xq, mq on the
@@ -351,8 +351,7 @@ class NPT(Estimator):
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
         self.device_ = torch.device(device)
-        self.cpu_bf16_ = self.device_.type == "cpu" and torch.backends.mkldnn.is_available() and \
-            torch.ops.mkldnn._is_mkldnn_bf16_supported()
+        self.amp_ = bool(self._param("amp")) and (self.device_.type == "cuda" or native_bf16("cpu"))
         torch.manual_seed(self.seed)  # initialisation and dropout (the CUDA generators too)
 
         self._prepare_table(X, y, X_val, y_val, X_unlabelled, torch)
@@ -413,7 +412,7 @@ class NPT(Estimator):
             "batch_rows": math.ceil(len(self.x_tab_) / self.n_batches_),  # rows per training batch, at most
             "final_train_loss": float(run.last_loss) if run.last_loss is not None else None,
             "device": str(dev),
-            "amp": bool(self._param("amp")) and (dev.type == "cuda" or self.cpu_bf16_),
+            "amp": self.amp_,
             "fused_optimizer": self.opt_.base.fused,
             "threads": torch.get_num_threads() if dev.type == "cpu" else None,
             "resumed_from_step": checkpointer.resumed_from,
