@@ -236,10 +236,11 @@ def repeat_key(environment: dict | None) -> tuple | None:
     return hardware.get("id"), hardware.get("torch"), cpu.get("torch_threads"), cpu.get("torch_cpu_capability")
 
 
-def machines(environments, sources=None) -> list[dict]:
+def machines(environments, sources=None, methods=None) -> list[dict]:
     """The machines a set of records ran on: one entry per fingerprint id (None: not recorded), in order
-    of first appearance, with its ``label``, the number of ``records`` and the ``sources`` (result folders)
-    they came from when ``sources`` (one per record) is given. A record without an environment (a job
+    of first appearance, with its ``label``, the number of ``records``, the ``sources`` (result folders)
+    they came from when ``sources`` (one per record) is given, and the records per method (``methods``, in
+    order of first appearance) when ``methods`` (one per record) is. A record without an environment (a job
     that never ran: a crash or time-out recorded by its parent) is left out."""
     out: dict = {}
     for i, environment in enumerate(environments):
@@ -248,8 +249,10 @@ def machines(environments, sources=None) -> list[dict]:
         hardware = environment.get("hardware")
         hid = hardware.get("id") if hardware else None
         entry = out.setdefault(hid, {"id": hid, "label": hardware_label(hardware, torch=False), "records": 0,
-                                     "sources": []})
+                                     "sources": [], "methods": {}})
         entry["records"] += 1
         if sources is not None and sources[i] not in entry["sources"]:
             entry["sources"].append(sources[i])
+        if methods is not None:
+            entry["methods"][methods[i]] = entry["methods"].get(methods[i], 0) + 1
     return list(out.values())

@@ -93,11 +93,14 @@ def hardware_note(runs: pd.DataFrame) -> list:
     their times are then not comparable across machines. Nothing when all share one, or none recorded it."""
     if "environment" not in runs:
         return []
-    found = machines(runs["environment"], list(runs["source"]) if "source" in runs else None)
+    found = machines(runs["environment"], list(runs["source"]) if "source" in runs else None,
+                     list(runs["method"]) if "method" in runs else None)
     if len(found) < 2:
         return []
-    rows = [[m["label"], f"{m['records']:,}", ", ".join(f"`{s}`" for s in m["sources"]) or "–"] for m in found]
+    rows = [[m["label"], f"{m['records']:,}", ", ".join(f"{k} {n:,}" for k, n in m["methods"].items()) or "–",
+             ", ".join(f"`{s}`" for s in m["sources"]) or "–"] for m in found]
     return [f"These records were made on {len(found)} different machines (hardware fingerprints; records from "
             "before the fingerprint was recorded count as one, unknown): fit times and memory compare only "
-            "between methods run on the same machine.", "",
-            markdown_table(["machine", "records", "folders"], rows), ""]
+            "between methods run on the same machine, and under a time budget a method's results depend on the "
+            "machine that ran it.", "",
+            markdown_table(["machine", "records", "methods (records)", "folders"], rows), ""]
