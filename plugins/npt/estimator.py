@@ -17,7 +17,7 @@ import numpy as np
 
 from tabbench.estimator import Estimator
 from tabbench.spec import CATEGORICAL, ModelSpec
-from tabbench_plugins.baseline_utils import native_bf16
+from tabbench_plugins.baseline_utils import bf16_autocast, native_bf16
 
 from tabbench_plugins.npt.cost import auto_steps, check_cost, estimate_cpu_seconds, estimate_seconds, eval_chunks
 
@@ -289,7 +289,7 @@ class NPT(Estimator):
         return spread(m, self.cfg_.n_patches, self.cfg_.patch_dim)
 
     def _autocast(self, torch):
-        return torch.autocast(self.device_.type, dtype=torch.bfloat16, enabled=self.amp_)
+        return bf16_autocast(self.device_.type, self.amp_)
 
     def _target_outputs(self, torch, xq=None, mq=None, rows=None):
         """Target-column outputs, the table as context: for query rows appended to it (xq, mq on the
