@@ -15,7 +15,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-out}; mkdir -p "$OUT"
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "${SITE:=/tmp/site}" .whl/*.whl
+# once per machine: several steps may run at once (one command of a short lease), and must not reinstall together
+[ -e "${SITE:=/tmp/site}/.installed" ] ||
+    { python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" .whl/*.whl \
+      && touch "$SITE/.installed"; }
 export PYTHONPATH=$SITE PYTHONUNBUFFERED=1 TABBENCH_MIRROR=$PWD/.gpu-data
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}   # else every test worker and job process runs 16 torch threads
 python3 -c "from tabbench.measure import fingerprint; import json, torch; torch.cuda.is_available() and torch.cuda.init(); print(json.dumps(fingerprint()))" \
@@ -30,12 +33,14 @@ case "${1:?say which step: tests, step, small or higgs}" in
   small) # the paper's base config on a GPU, in-process; PROCS fold processes share the GPU (a small table leaves
          # it mostly idle), each stopped at LIMIT seconds (a job's record is written when it ends). At most 8
          # files come back from $OUT: the processes' logs end up in one file, the records in one archive.
-         folds=(${FOLDS:-0 1 2 3 4 5 6 7 8 9}); logs=$(mktemp -d)
+         folds=(${FOLDS:-0 1 2 3 4 5 6 7 8 9}); logs=$(mktemp -d); export DATASETS="${DATASETS:?}" OUT
          for ((i = 0; i < ${PROCS:-4}; i++)); do
            mine=$(for ((j = i; j < ${#folds[@]}; j += ${PROCS:-4})); do echo -n "${folds[j]},"; done)
-           [ -n "$mine" ] && timeout "${LIMIT:-480}" python3 -m tabbench.cli run suites/uci-small-npt-paper-gpu.yaml \
-               --no-ray --no-progress --tables-only --results "$OUT/results" --datasets "${DATASETS:?}" \
-               --folds "${mine%,}" > "$logs/folds-${mine%,}.log" 2>&1 &
+           # a process takes its folds one dataset after another, in DATASETS' order (the first completes first)
+           [ -n "$mine" ] && timeout "${LIMIT:-480}" bash -c 'for d in ${DATASETS//,/ }; do
+               python3 -m tabbench.cli run suites/uci-small-npt-paper-gpu.yaml --no-ray --no-progress --tables-only \
+                   --results "$OUT/results" --datasets "$d" --folds "$0"; done' "${mine%,}" \
+               > "$logs/folds-${mine%,}.log" 2>&1 &
          done
          wait
          tail -n 5 "$logs"/*.log > "$OUT/small.log"; cat "$OUT/small.log"
