@@ -131,8 +131,8 @@ def native_bf16(device: str) -> bool:
     oneDNN has bf16 kernels (AVX-512 BF16 or AMX). Elsewhere bf16 is emulated and slower than fp32."""
     import torch
 
-    if device == "cuda":
-        return torch.cuda.is_bf16_supported()
+    if device == "cuda":  # compute capability 8.0 on (Ampere); older GPUs emulate bf16
+        return torch.cuda.is_available() and torch.cuda.is_bf16_supported(including_emulation=False)
     return torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported()
 
 
@@ -141,6 +141,27 @@ def bf16_autocast(device: str, enabled: bool):
     import torch
 
     return torch.autocast(device, dtype=torch.bfloat16, enabled=enabled)
+
+
+@contextlib.contextmanager
+def deterministic_algorithms(device: str, enabled: bool):
+    """Bitwise-repeatable CUDA training while the block runs: torch's deterministic algorithms (among them
+    the deterministic backward of flash and memory-efficient attention, and sorted, not atomic, index
+    accumulation, as in an embedding's backward) and cuBLAS's fixed workspace, which torch asks for, set
+    before its first call; the caller's setting is restored after. An op without a deterministic kernel is
+    an error, not a silent difference. On the CPU nothing changes: its kernels repeat already."""
+    import torch
+
+    if not enabled or device != "cuda":
+        yield
+        return
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    before = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
+    torch.use_deterministic_algorithms(True)
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(before[0], warn_only=before[1])
 
 
 @contextlib.contextmanager

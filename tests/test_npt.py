@@ -6,6 +6,7 @@ models, so the file takes a few minutes; the budgets are stated where a test tra
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from dataclasses import replace
@@ -570,6 +571,35 @@ def test_a_cuda_fit_uses_the_multi_tensor_lamb(breast_cancer):
     model = NPT(ds.meta, 0, e=32, n_layers=8, steps=2, budgets=[], device="cuda")  # 51 M parameters
     model.fit(ds.X.iloc[sp.train], ds.y[sp.train], ds.X.iloc[sp.val], ds.y[sp.val])
     assert model.device_.type == "cuda" and model.opt_.base.fused is False
+
+
+def test_deterministic_algorithms_hold_for_a_cuda_fit_only_and_are_restored_after(monkeypatch):
+    """``deterministic: true`` (the default): torch's deterministic algorithms and cuBLAS's fixed workspace
+    while a CUDA fit runs, the caller's setting back afterwards, even after an error; on the CPU, or with
+    ``deterministic: false``, nothing is touched. The flags are torch's own and need no GPU to set; that a
+    CUDA fit then repeats bit for bit is test_conformance.py's same-seed check, run on a GPU."""
+    from tabbench_plugins.baseline_utils import deterministic_algorithms
+
+    monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG", raising=False)
+    before = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
+    torch.use_deterministic_algorithms(False)  # a library an earlier test ran (Lightning) may have left it on
+    try:
+        for device, enabled in (("cpu", True), ("cuda", False)):
+            with deterministic_algorithms(device, enabled):
+                assert not torch.are_deterministic_algorithms_enabled()
+        assert "CUBLAS_WORKSPACE_CONFIG" not in os.environ
+        with pytest.raises(RuntimeError, match="inside"), deterministic_algorithms("cuda", True):
+            assert torch.are_deterministic_algorithms_enabled()
+            assert not torch.is_deterministic_algorithms_warn_only_enabled()
+            assert os.environ["CUBLAS_WORKSPACE_CONFIG"] == ":4096:8"
+            raise RuntimeError("inside")
+        assert not torch.are_deterministic_algorithms_enabled()
+        torch.use_deterministic_algorithms(True, warn_only=True)  # a caller's own setting survives
+        with deterministic_algorithms("cuda", True):
+            assert not torch.is_deterministic_algorithms_warn_only_enabled()
+        assert torch.are_deterministic_algorithms_enabled() and torch.is_deterministic_algorithms_warn_only_enabled()
+    finally:
+        torch.use_deterministic_algorithms(before[0], warn_only=before[1])
 
 
 def test_schedules():

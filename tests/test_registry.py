@@ -11,7 +11,7 @@ import pytest
 
 import tabbench.plugins
 from tabbench.plugins import PLUGINS_ENV, PluginError, load_models
-from tests.conftest import ROOT
+from tests.conftest import ROOT, pythonpath
 
 BUILTINS = {"knn", "random_forest", "gradient_boosting"}
 #: The models each built-in entry point registers.
@@ -104,7 +104,7 @@ def test_readme_plugin_example_installs_as_an_entry_point_package(tmp_path):
         m = load_models()
         print(m["prior"].source, sorted(m))
     """)
-    out = subprocess.run([sys.executable, "-c", code], env={"PYTHONPATH": str(site), "PATH": ""},
+    out = subprocess.run([sys.executable, "-c", code], env={"PYTHONPATH": pythonpath(site), "PATH": ""},
                          capture_output=True, text=True, check=True).stdout
     assert out.startswith("tabbench-prior==1.0")
     assert "knn" in out  # the built-ins still load beside it
@@ -139,7 +139,7 @@ def test_a_broken_plugin_package_is_reported_and_does_not_hide_the_others(tmp_pa
     (site / "tabbench_broken.py").write_text("import no_such_dependency_xyz\n")
     (site / "tabbench_broken-1.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: tabbench-broken\nVersion: 1.0\n")
     (site / "tabbench_broken-1.0.dist-info" / "entry_points.txt").write_text("[tabbench]\nbroken = tabbench_broken\n")
-    out = subprocess.run([sys.executable, "-m", "tabbench.cli", "models"], env={"PYTHONPATH": str(site), "PATH": ""},
+    out = subprocess.run([sys.executable, "-m", "tabbench.cli", "models"], env={"PYTHONPATH": pythonpath(site), "PATH": ""},
                          capture_output=True, text=True)
     assert out.returncode == 1
     assert "knn" in out.stdout and "gradient_boosting" in out.stdout
@@ -147,21 +147,22 @@ def test_a_broken_plugin_package_is_reported_and_does_not_hide_the_others(tmp_pa
 
 
 def test_run_params_are_left_out_of_the_job_key_and_published_keys_are_unchanged():
-    """A job's key holds a model's run params (NPT: cpus, checkpoint_minutes) at their defaults: the same
-    job run with more threads is found done; any other param is a new job; committed records keep their keys."""
+    """A job's key holds a model's run params (NPT: cpus, checkpoint_minutes, deterministic) at their defaults:
+    the same job run with more threads, or without CUDA's deterministic algorithms, is found done; any other
+    param is a new job; committed records keep their keys."""
     from tabbench.expand import resolve_params
     from tabbench.jobs import job_key
     from tabbench.spec import ModelSpec
     from tabbench.store import Store
 
     spec = load_models()["npt"].spec
-    assert spec.run_params == {"cpus", "checkpoint_minutes"}
+    assert spec.run_params == {"cpus", "checkpoint_minutes", "deterministic"}
     base = resolve_params(spec, {}, gpu_available=False)
 
     def key(params):
         return job_key("npt", "npt", spec.key_params(params), "data", "split", 0, 0, 0)
 
-    assert key({**base, "cpus": 4, "checkpoint_minutes": 1.0}) == key(base)
+    assert key({**base, "cpus": 4, "checkpoint_minutes": 1.0, "deterministic": False}) == key(base)
     assert key({**base, "lr": 5e-4}) != key(base)
     folder = ROOT / "results" / "uci-small-npt-paper"
     if not (folder / "records").is_dir():

@@ -17,7 +17,7 @@ import numpy as np
 
 from tabbench.estimator import Estimator
 from tabbench.spec import CATEGORICAL, ModelSpec
-from tabbench_plugins.baseline_utils import bf16_autocast, native_bf16
+from tabbench_plugins.baseline_utils import bf16_autocast, deterministic_algorithms, native_bf16
 
 from tabbench_plugins.npt.cost import auto_steps, check_cost, estimate_cpu_seconds, estimate_seconds, eval_chunks
 
@@ -71,9 +71,10 @@ class NPT(Estimator):
         # execution: cpus = torch threads (and the CPUs the job asks Ray for); a checkpoint every
         # checkpoint_minutes when the harness gives the job a checkpoint folder; fused_optimizer: one
         # compiled LAMB kernel per parameter ("auto": on the CPU, for models of FUSED_MIN_PARAMS parameters
-        # or more; on CUDA never)
+        # or more; on CUDA never); deterministic: on CUDA, torch's deterministic algorithms while fitting, so
+        # that a seed repeats a fit bit for bit there as it does on the CPU (benchmarks/README.md: its cost)
         "device": "auto", "amp": True, "checkpointing": False, "attention": "fused", "cpus": 1,
-        "checkpoint_minutes": 5.0, "fused_optimizer": "auto",
+        "checkpoint_minutes": 5.0, "fused_optimizer": "auto", "deterministic": True,
     }
 
     # --- params -------------------------------------------------------------------------------------
@@ -351,13 +352,14 @@ class NPT(Estimator):
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
         self.device_ = torch.device(device)
-        self.amp_ = bool(self._param("amp")) and (self.device_.type == "cuda" or native_bf16("cpu"))
+        self.amp_ = bool(self._param("amp")) and native_bf16(self.device_.type)
         torch.manual_seed(self.seed)  # initialisation and dropout (the CUDA generators too)
 
-        self._prepare_table(X, y, X_val, y_val, X_unlabelled, torch)
-        self._build_model_and_optimiser(torch)
-        self.steps_ = self._resolve_steps(len(X_unlabelled) if X_unlabelled is not None else 0, torch)
-        self.run_, checkpointer = training.train(self, torch)
+        with deterministic_algorithms(self.device_.type, bool(self._param("deterministic"))):
+            self._prepare_table(X, y, X_val, y_val, X_unlabelled, torch)
+            self._build_model_and_optimiser(torch)
+            self.steps_ = self._resolve_steps(len(X_unlabelled) if X_unlabelled is not None else 0, torch)
+            self.run_, checkpointer = training.train(self, torch)
         self.resumed_fit_seconds_ = self.run_.earlier_seconds
         self._fill_info(checkpointer, torch)
         return self
@@ -413,6 +415,7 @@ class NPT(Estimator):
             "final_train_loss": float(run.last_loss) if run.last_loss is not None else None,
             "device": str(dev),
             "amp": self.amp_,
+            "deterministic": dev.type == "cpu" or (dev.type == "cuda" and bool(self._param("deterministic"))),
             "fused_optimizer": self.opt_.base.fused,
             "threads": torch.get_num_threads() if dev.type == "cpu" else None,
             "resumed_from_step": checkpointer.resumed_from,
@@ -524,12 +527,12 @@ class NPT(Estimator):
 
 #: How a job runs, not what it computes: left at their defaults in the job key and the checkpoint's
 #: fingerprint, so that a run resumed or repeated with more threads continues the same job.
-RUN_PARAMS = frozenset({"cpus", "checkpoint_minutes"})
+RUN_PARAMS = frozenset({"cpus", "checkpoint_minutes", "deterministic"})
 
 #: Params added after NPT jobs were recorded and checkpointed, with the value that does what the code
 #: did before them: at that value a job's key and its checkpoint fingerprint leave them out, so that
 #: recorded jobs are still found done and a killed run still resumes from its checkpoint.
-ADDED_PARAMS = {"lr_schedule": "flat_anneal", "warmup_fraction": 0.2}
+ADDED_PARAMS = {"lr_schedule": "flat_anneal", "warmup_fraction": 0.2, "deterministic": True}
 
 
 SPEC = ModelSpec(
