@@ -41,12 +41,24 @@ import pandas as pd
 
 import tabbench
 from tabbench.spec import ModelSpec
-from tabbench_plugins.baseline_utils import gpus_for
+from tabbench_plugins.baseline_utils import gpus_for, resolve_device
 from tabbench_plugins.pytabkit_wrapper import PytabkitEstimator
 
 # skorch and faiss: imported inside pytabkit's TabR (its test-set Dataset class, its neighbour search)
 REQUIRES = ("pytabkit", "faiss", "skorch")
 INSTALL_HINT = "pip install 'tabbench-harness[modern]'"
+
+
+def faiss_gpu_problem() -> str | None:
+    """Why TabR cannot run on a GPU here, or None: pytabkit's TabR on CUDA searches the neighbours with faiss's
+    GPU index, which the faiss-cpu build (the modern extra's) lacks."""
+    import faiss
+
+    if hasattr(faiss, "GpuIndexFlatConfig"):
+        return None
+    return (f"tabr on cuda: pytabkit's TabR searches its neighbours with faiss's GPU index, and the installed faiss "
+            f"({faiss.__version__}, the modern extra's faiss-cpu) has none: install a GPU build of faiss in its place "
+            "(e.g. pip install faiss-gpu-cu12), or give tabr device: cpu")
 
 
 class TabR(PytabkitEstimator):
@@ -61,6 +73,12 @@ class TabR(PytabkitEstimator):
     }
 
     time_limited = True
+
+    def fit(self, X, y, X_val=None, y_val=None):
+        problem = faiss_gpu_problem() if resolve_device(self.params["device"]) == "cuda" else None
+        if problem:
+            raise ValueError(problem)
+        return super().fit(X, y, X_val, y_val)
 
     @contextlib.contextmanager
     def time_limit(self, clock):

@@ -30,7 +30,8 @@ FAST = {
     # the models that came after NPT (tests/test_modern_models.py), far below their defaults
     "realmlp": {"n_epochs": 60},
     "tabm": {"k": 8, "d_block": 128, "max_epochs": 30, "patience": 5},
-    "tabr": {"n_epochs": 12, "patience": 4, "d_main": 96, "context_size": 32},
+    # on the CPU on a GPU machine too: TabR on CUDA needs a GPU build of faiss, the extra installs faiss-cpu
+    "tabr": {"n_epochs": 12, "patience": 4, "d_main": 96, "context_size": 32, "device": "cpu"},
     "modernnca": {"max_epochs": 30, "patience": 5},
 }
 
@@ -118,11 +119,22 @@ def skip_unless_models_run(suite) -> None:
             pytest.skip(f"{suite.name}: {reason}")
 
 
+def require_module(name: str, why: str) -> None:
+    """Skip the calling test (in a fixture: the tests that use it) where package ``name`` is not installed
+    (``why`` says where that happens), unless TABBENCH_REQUIRE_PACKAGES=1."""
+    if importlib.util.find_spec(name) is None and os.environ.get(REQUIRE_PACKAGES_ENV) != "1":
+        pytest.skip(f"{name} is not installed ({why})")
+
+
 def require_ray() -> None:
-    """Skip the calling test (in a fixture: the tests that use it) where Ray is not installed (a machine run
-    with --no-ray), unless TABBENCH_REQUIRE_PACKAGES=1."""
-    if importlib.util.find_spec("ray") is None and os.environ.get(REQUIRE_PACKAGES_ENV) != "1":
-        pytest.skip("Ray is not installed (e.g. a GPU machine run with --no-ray)")
+    """Skip where Ray is not installed (a machine run with --no-ray), unless TABBENCH_REQUIRE_PACKAGES=1."""
+    require_module("ray", "e.g. a GPU machine run with --no-ray")
+
+
+def pythonpath(*folders) -> str:
+    """PYTHONPATH for a child interpreter: ``folders`` first, then this one's PYTHONPATH (where the project
+    itself may live, as on a GPU machine that installs it with pip --target)."""
+    return os.pathsep.join([str(f) for f in folders] + [p for p in [os.environ.get("PYTHONPATH")] if p])
 
 
 def registered_spec(name: str):

@@ -131,6 +131,20 @@ def test_cuda_without_a_cuda_device_is_a_clear_error(name):
         model.fit(dataset.X.iloc[split.train], dataset.y[split.train], dataset.X.iloc[split.val], dataset.y[split.val])
 
 
+def test_tabr_names_the_faiss_build_it_needs_on_a_gpu():
+    """pytabkit's TabR on CUDA uses faiss's GPU index; with the extra's faiss-cpu a CUDA fit is refused with the
+    fix (found on an H200: AttributeError: module 'faiss' has no attribute 'GpuIndexFlatConfig')."""
+    registered_spec("tabr")
+    import faiss
+
+    from tabbench_plugins.tabr import faiss_gpu_problem
+
+    if hasattr(faiss, "GpuIndexFlatConfig"):
+        assert faiss_gpu_problem() is None
+    else:
+        assert "faiss-gpu" in faiss_gpu_problem() and "device: cpu" in faiss_gpu_problem()
+
+
 @pytest.mark.parametrize("name, model", [("tabm", "TabM"), ("modernnca", "ModernNCA")])
 def test_early_stopping_without_validation_rows_is_a_clear_error(name, model):
     """Our own training loops stop on the validation split: without one, or with none of its rows scorable,
