@@ -183,7 +183,7 @@ def test_plan_selects_jobs_as_run_does_folds_included(tmp_path, capsys):
     assert "3 jobs planned" in out and "wine" not in out  # knn 2 configs + mlp 1, fold 1 of diabetes only
 
 
-def test_plan_estimates_a_method_without_records_by_its_models_cost_model(tmp_path):
+def test_plan_estimates_a_method_without_records_by_its_models_cost_model(tmp_path, monkeypatch):
     """No record of `npt-long` yet: the plan takes NPT's cost model (ModelSpec.estimate) for each pending job,
     scaled by how the records of `npt-short` (the same model, the same size, on the same data) compare with
     what the model estimates for them; with a GPU planned, the cost model's GPU rates, unscaled."""
@@ -195,6 +195,7 @@ def test_plan_estimates_a_method_without_records_by_its_models_cost_model(tmp_pa
     from tabbench.spec import SplitSizes
     from tabbench.suite import load_suite
 
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # the record must be a CPU one, on a GPU machine too
     size = {"e": 8, "n_layers": 2, "n_heads": 2, "eval_every": 5, "device": "auto"}
     raw = {"name": "npt-costs", "seeds": [0],
            "datasets": [{"name": "wine", "source": "sklearn", "id": "wine", "split": {"protocol": "kfold", "k": 3}}],

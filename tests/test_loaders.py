@@ -76,7 +76,11 @@ OFFLINE = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(OFFLINE))
+IMAGES = {"mnist", "cifar10"}  # read from ../shared/datasets/image (copied to a GPU machine without it)
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.real_data("image") if n in IMAGES else ())
+                                  for n in sorted(OFFLINE)])
 def test_offline_copy_parses_as_sources_md_states(name, loaded, suite_cfgs, mpaths):
     rows, columns, task, target, n_test, subset_mentions = OFFLINE[name]
     ds = loaded(name)
@@ -120,6 +124,7 @@ def test_class_labels_match_the_originals(loaded):
     assert loaded("higgs").meta.classes == ("0", "1")
 
 
+@pytest.mark.real_data("image")
 def test_image_tables_are_channel_major_pixels(loaded):
     mnist = loaded("mnist")
     assert list(mnist.X.columns[:2]) == ["pixel1", "pixel2"] and mnist.X.columns[-1] == "pixel784"
@@ -142,6 +147,7 @@ def test_image_tables_are_channel_major_pixels(loaded):
     np.testing.assert_array_equal(row.transpose(1, 2, 0), pixels)
 
 
+@pytest.mark.real_data("image")
 def test_idx_reader_checks_the_header(tmp_path):
     images_ = images.read_idx(SHARED / "image" / "mnist" / "t10k-images-idx3-ubyte.gz")
     assert images_.shape == (10000, 28, 28) and images_.dtype == np.uint8
@@ -319,6 +325,7 @@ def test_openml_task_1882_loads_offline_with_its_own_folds(mpaths):
 # --- the mapping itself --------------------------------------------------------------------------------
 
 
+@pytest.mark.real_data("image")
 def test_packaged_mapping_covers_every_paper_dataset_with_an_offline_copy(suite_cfgs, mpaths):
     entries = mirror.load_mapping(mirror.PACKAGED_MAPPING)
     keys = {mirror.source_key(cfg) for cfg in suite_cfgs.values()}

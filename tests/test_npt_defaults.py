@@ -66,7 +66,8 @@ def cover(shared, tmp_path_factory):
 
 
 def test_defaults_over_the_suites_budget_are_refused_before_any_job(tmp_path, shared):
-    suite = own_table_suite(tmp_path, shared, budget="budget: {time_s: 1800}")
+    # on the CPU (device auto would take a GPU where there is one, and its cost is within the budget)
+    suite = own_table_suite(tmp_path, shared, npt="{params: {device: cpu}}", budget="budget: {time_s: 1800}")
     message = refusal(tmp_path, suite)
     assert str(suite.path) in message and "models.npt" in message and "'cover'" in message
     assert "budget.time_s of 1,800 s" in message
@@ -76,7 +77,7 @@ def test_defaults_over_the_suites_budget_are_refused_before_any_job(tmp_path, sh
 
 def test_a_configuration_far_beyond_reason_is_refused_without_a_budget(tmp_path, shared):
     # the whole 10,584-row training table per step, 2,000 steps: over 100 CPU-hours
-    suite = own_table_suite(tmp_path, shared, npt="{params: {batch_size: null, steps: 2000}}")
+    suite = own_table_suite(tmp_path, shared, npt="{params: {batch_size: null, steps: 2000, device: cpu}}")
     message = refusal(tmp_path, suite)
     assert "the whole table" in message and "without a budget" in message and "set budget.time_s" in message
     assert f'batch_size (e.g. "auto": minibatches of at most {AUTO_BATCH_ROWS:,} rows' in message
@@ -107,8 +108,8 @@ def test_auto_trains_on_the_whole_table_below_the_threshold(cover):
 
 def _class_counts(model, batches):
     """(batches, classes) rows of each class in each training batch of the model's table."""
-    labels = model.x_tab_[:, -1].long().numpy()
-    return np.array([np.bincount(labels[b.numpy()], minlength=model.meta.n_classes) for b in batches])
+    labels = model.x_tab_[:, -1].long().cpu().numpy()
+    return np.array([np.bincount(labels[b.cpu().numpy()], minlength=model.meta.n_classes) for b in batches])
 
 
 def test_auto_trains_on_class_stratified_minibatches_above_the_threshold(cover):

@@ -9,7 +9,7 @@ import textwrap
 import pytest
 
 from tabbench.testing import ContractError, check_model
-from tests.conftest import ROOT
+from tests.conftest import ROOT, pythonpath
 
 # A plain linear model, as a plugin author writes it from the README: pandas for the categorical
 # columns and missing values, scikit-learn's linear models.
@@ -202,7 +202,7 @@ def test_conformance_tests_pass_with_a_third_party_plugin_installed(tmp_path, sh
     site = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
                     "--no-index", "--target", str(site), str(package)], check=True, capture_output=True)
-    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(site), "TABBENCH_PLUGINS": "sklearn_models,linear",
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": pythonpath(site), "TABBENCH_PLUGINS": "sklearn_models,linear",
            "HOME": str(tmp_path)}
     out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider",
                           "tests/test_conformance.py"], cwd=ROOT, env=env, capture_output=True, text=True,

@@ -125,7 +125,7 @@ def test_the_leaderboard_counts_the_jobs_the_budget_stopped_and_the_ones_it_kill
 
     raw = {"name": "budgeted", "seeds": [0], "budget": {"time_s": 6},
            "datasets": [{"name": "wine", "source": "sklearn", "id": "wine", "split": {"protocol": "kfold", "k": 2}}],
-           "models": {"knn": {}, "mlp": {"params": {"max_epochs": 10**6, "patience": 10**6}},
+           "models": {"knn": {}, "mlp": {"params": {"max_epochs": 10**6, "patience": 10**6, "device": "cpu"}},
                       "random_forest": {"params": {"n_estimators": 100000}}}}
     (tmp_path / "budgeted.yaml").write_text(yaml.safe_dump(raw))
     run_suite(load_suite(tmp_path / "budgeted.yaml"), RunOptions(results=tmp_path / "runs", progress=False, ray=False))
