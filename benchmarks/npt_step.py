@@ -9,6 +9,8 @@ Paths (same model, same maths):
   fused-fp32      F.scaled_dot_product_attention, fp32
   fused-bf16      F.scaled_dot_product_attention under bf16 autocast (the default on CUDA)
   fused-bf16-ckpt the same with activation checkpointing per block
+  fused-bf16-det  fused-bf16 under torch's deterministic algorithms (the plugin's deterministic: true on CUDA;
+                  the same as fused-bf16 on the CPU)
 
 Configs: the paper's batch shapes, rows x columns (target included) and embedding size e, 8 layers,
 8 heads: higgs 4096 x 29 e=64, protein 2048 x 10 e=128, boston 506 x 14 e=128. ``--rows`` caps the
@@ -46,7 +48,7 @@ CONFIGS = {  # name: (rows, numeric features, categorical feature cardinalities,
     "yacht-e32": (308, 0, (5, 10, 8, 17, 10, 14), 0, 32),  # the authors' encoding (all six categorical), e 32
     "concrete-e32": (1030, 8, (), 0, 32),  # e 32, as uci-small-npt-paper's npt-e32 runs it
 }
-PATHS = ("explicit-fp32", "fused-fp32", "fused-bf16", "fused-bf16-ckpt")
+PATHS = ("explicit-fp32", "fused-fp32", "fused-bf16", "fused-bf16-ckpt", "fused-bf16-det")
 
 
 def load_model_module(folder):
@@ -83,6 +85,10 @@ def worker(name, path, rows, steps, warmup, device, threads, layers, heads, opti
                        attention="explicit" if path.startswith("explicit") else "fused",
                        checkpointing=path.endswith("ckpt"))
     bf16 = "bf16" in path
+    if path.endswith("-det"):  # as the plugin's fit does; this process measures one path, so never restored
+        from tabbench_plugins.baseline_utils import deterministic_algorithms
+
+        deterministic_algorithms(dev.type, True).__enter__()
     model = nm.NPT(cfg).to(dev)
     params = list(model.parameters())
     opt = no.Lookahead(no.Lamb(params, lr=1e-3, grad_clamp=1.0, fused=optimizer == "fused"))

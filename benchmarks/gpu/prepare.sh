@@ -11,12 +11,15 @@ cd "$(dirname "$0")/../.."
 SHARED=${1:-../shared/datasets}
 # what the device lacks, at the versions installed here (pydantic and pydantic-core must match each other)
 NEEDED="pydantic|pydantic.core|annotated.types|typing.inspection|platformdirs|xlrd|jsonschema|jsonschema.specifications"
-NEEDED="$NEEDED|referencing|rpds.py|scikit.posthocs|bencheval|pytabkit|tabm|rtdl.num.embeddings|faiss.cpu"
+NEEDED="$NEEDED|referencing|rpds.py|scikit.posthocs|bencheval|pytabkit|tabm|rtdl.num.embeddings|faiss.cpu|skorch"
+NEEDED="$NEEDED|openml|xmltodict|minio|argon2.cffi|argon2.cffi.bindings|cffi|pycparser|pycryptodome"  # openml, a core need
+SDIST_ONLY="liac.arff"  # pure Python, published without a wheel: built here
 rm -rf .whl .gpu-data && mkdir -p .whl .gpu-data
 python3 -m pip wheel -q --no-deps --no-build-isolation . -w .whl          # tabbench itself, pure Python
 python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
     --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d .whl \
     $(python3 -m pip freeze | grep -i -E "^($NEEDED)==")        # the versions this environment runs
+python3 -m pip wheel -q --no-deps -w .whl $(python3 -m pip freeze | grep -i -E "^($SDIST_ONLY)==")
 # every offline dataset but the images (18 MB: the image tests skip there), so the tests that read them run too
 cp -r "$SHARED/uci" "$SHARED/openml-cache" "$SHARED/SOURCES.md" .gpu-data/
 du -sh .whl .gpu-data
