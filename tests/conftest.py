@@ -119,16 +119,11 @@ def skip_unless_models_run(suite) -> None:
             pytest.skip(f"{suite.name}: {reason}")
 
 
-def require_module(name: str, why: str) -> None:
-    """Skip the calling test (in a fixture: the tests that use it) where package ``name`` is not installed
-    (``why`` says where that happens), unless TABBENCH_REQUIRE_PACKAGES=1."""
-    if importlib.util.find_spec(name) is None and os.environ.get(REQUIRE_PACKAGES_ENV) != "1":
-        pytest.skip(f"{name} is not installed ({why})")
-
-
 def require_ray() -> None:
-    """Skip where Ray is not installed (a machine run with --no-ray), unless TABBENCH_REQUIRE_PACKAGES=1."""
-    require_module("ray", "e.g. a GPU machine run with --no-ray")
+    """Skip the calling test (in a fixture: the tests that use it) where Ray is not installed (a machine run
+    with --no-ray), unless TABBENCH_REQUIRE_PACKAGES=1."""
+    if importlib.util.find_spec("ray") is None and os.environ.get(REQUIRE_PACKAGES_ENV) != "1":
+        pytest.skip("Ray is not installed (e.g. a GPU machine run with --no-ray)")
 
 
 def pythonpath(*folders) -> str:
