@@ -59,7 +59,10 @@ def _selected(folder: Path) -> pd.DataFrame:
         return frame
     frame = select_trials(frame)
     environments = frame["environment"] if "environment" in frame else pd.Series(None, index=frame.index)
-    return frame.assign(value=_metric_column(frame), repeat_key=environments.map(repeat_key))
+    info = frame["info"] if "info" in frame else pd.Series(None, index=frame.index)
+    # a GPU fit with deterministic: false (NPT) does not repeat to the bit even on the same machine
+    repeatable = info.map(lambda i: not (isinstance(i, dict) and i.get("deterministic") is False))
+    return frame.assign(value=_metric_column(frame), repeat_key=environments.map(repeat_key), repeatable=repeatable)
 
 
 def _se(values: pd.Series) -> float:
@@ -69,6 +72,8 @@ def _se(values: pd.Series) -> float:
 def _same_kernels(runs: pd.DataFrame) -> tuple[bool, str]:
     """Whether every pair of runs ran on the same hardware, torch version, threads and kernel level (so a
     seeded model must repeat exactly), and if not, a note saying why."""
+    if not (runs["repeatable_ours"].astype(bool) & runs["repeatable_theirs"].astype(bool)).all():
+        return False, "runs without deterministic kernels (deterministic: false): repeatable only to the band"
     ours, theirs = runs["repeat_key_ours"], runs["repeat_key_theirs"]
     if ours.isna().any() or theirs.isna().any():
         where = " and ".join(side for side, keys in (("ours", ours), ("theirs", theirs)) if keys.isna().any())
@@ -141,7 +146,7 @@ def compare(ours: str | Path, theirs: str | Path) -> pd.DataFrame:
     if a.empty:
         return pd.DataFrame(columns=COLUMNS)
     keys = RUN_KEYS + ["dataset_fingerprint", "split_fingerprint"]
-    fields = ["task", "model", "value", "status", "trial", "deterministic", "repeat_key"]
+    fields = ["task", "model", "value", "status", "trial", "deterministic", "repeat_key", "repeatable"]
     a, b = (frame if "deterministic" in frame else frame.assign(deterministic=None) for frame in (a, b))
     if b.empty:
         b = pd.DataFrame(columns=keys + fields)

@@ -114,9 +114,9 @@ def test_a_torch_jobs_record_carries_the_fingerprint():
 QUICKSTART = ROOT / "results" / "quickstart"
 
 
-def _folder(tmp_path: Path, name: str, hardware: dict | None, shift: float = 0.0) -> Path:
-    """A copy of the published quickstart records with the given fingerprint in every record's environment
-    and the seeded MLP's test metrics moved by ``shift``."""
+def _folder(tmp_path: Path, name: str, hardware: dict | None, shift: float = 0.0, info: dict | None = None) -> Path:
+    """A copy of the published quickstart records with the given fingerprint in every record's environment,
+    ``info`` added to every record's info, and the seeded MLP's test metrics moved by ``shift``."""
     if not (QUICKSTART / "records").is_dir():
         pytest.skip("results/quickstart has no records")
     folder = tmp_path / name
@@ -125,6 +125,8 @@ def _folder(tmp_path: Path, name: str, hardware: dict | None, shift: float = 0.0
         record = copy.deepcopy(record)
         if hardware is not None:
             record["environment"]["hardware"] = hardware
+        if info:
+            record["info"] = {**(record.get("info") or {}), **info}
         if record["method"] == "mlp" and shift:
             record["metrics"]["test"] = {k: v + shift for k, v in record["metrics"]["test"].items()}
         store.append(record)
@@ -146,6 +148,17 @@ def test_compare_expects_a_seeded_model_to_repeat_exactly_on_the_same_hardware(t
     assert (table.drop(index="mlp")["verdict"] == "identical").all()
     text = report(compare(ours, theirs), ours, theirs)
     assert here["id"] in text and "different hardware" not in text
+
+
+def test_compare_holds_runs_without_deterministic_kernels_to_the_band_on_the_same_hardware(tmp_path):
+    """A GPU suite may set NPT's deterministic: false (its records say so in info): two runs on the same GPU then
+    differ in the last digits, so the band judges them, not float noise."""
+    here = fingerprint()
+    ours = _folder(tmp_path, "ours", here, shift=1e-4, info={"deterministic": False})
+    theirs = _folder(tmp_path, "theirs", here)
+    mlp = compare(ours, theirs).set_index(["method", "dataset"]).loc["mlp"]
+    assert (mlp["kind"] == "seeded").all() and FLAGGED not in set(mlp["verdict"])
+    assert mlp["note"].str.contains("deterministic: false").all()
 
 
 def test_compare_holds_a_seeded_model_to_the_band_on_other_hardware(tmp_path):
