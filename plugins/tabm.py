@@ -15,9 +15,10 @@ exp/tabm/*/0-evaluation/*.toml in yandex-research/tabm): AdamW, batch 256, gradi
 one of the k members sees the same batch (the example's recommended default, ``share_training_batches =
 True``), regression targets standardised, bf16 mixed precision (the configs' ``amp = true``; see below);
 after every epoch the ensemble's loss on OUR validation split is measured, training stops after ``patience``
-(16) epochs without a better one and the best epoch's weights are restored. ``max_epochs`` (None: no cap, as in the paper) bounds it,
-and so does a job's time budget: training stops when one more epoch would pass the training deadline
-(tabbench/estimator.py, ``TrainingClock``), keeping the best epoch so far (``info_["stopped_by_time_budget"]``).
+(16) epochs without a better one and the best epoch's weights are restored. ``max_epochs`` (None: no cap, as
+in the paper) bounds it, and so does a job's time budget: training stops when one more epoch would pass the
+training deadline (tabbench/estimator.py, ``TrainingClock``), keeping the best epoch so far
+(``info_["stopped_by_time_budget"]``).
 
 Defaults: the paper's / package's (``TabM.make``'s defaults with embeddings: k 32, 2 blocks of 512,
 dropout 0.1; lr 2e-3, weight decay 3e-4, 48 bins, embedding size 16; clipping 1.0).

@@ -289,7 +289,7 @@ class NPT(Estimator):
 
         return spread(m, self.cfg_.n_patches, self.cfg_.patch_dim)
 
-    def _autocast(self, torch):
+    def _autocast(self):
         return bf16_autocast(self.device_.type, self.amp_)
 
     def _target_outputs(self, torch, xq=None, mq=None, rows=None):
@@ -310,7 +310,7 @@ class NPT(Estimator):
             if not self.context_labels_:
                 m[:, t] = True
             x = torch.where(self._spread(m), torch.zeros_like(x), x)
-            with self._autocast(torch):
+            with self._autocast():
                 y = self.model_(x, m, columns=[t])[t].float()
             y = y.reshape(len(x), -1)
             if table_out is None:

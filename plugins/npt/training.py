@@ -52,7 +52,7 @@ def measured_slowdown(est, torch, rows: int, model_pass_s: float) -> float:
         model.train()
         for _ in range(2):
             start = time.perf_counter()
-            with est._autocast(torch):
+            with est._autocast():
                 out = model(xb, mb)
             entry_losses(out, xb, est.cards_, cfg.n_patches, cfg.patch_dim).mean().backward()
             if cuda:
@@ -94,7 +94,7 @@ def train(est, torch):
         xb, mb, cb = (x_tab, m_tab, cand) if idx is None else (x_tab[idx], m_tab[idx], cand[idx])
         c = corrupt(xb, mb, cb, p_col, cards_t, run.gen, P["p_random"], cfg.n_patches, cfg.patch_dim)
         lam = cosine_tradeoff(step, steps, P["lambda_init"])
-        with est._autocast(torch):
+        with est._autocast():
             out = model(c.x, c.m)
         losses = entry_losses(out, xb, est.cards_, cfg.n_patches, cfg.patch_dim)
         loss = (1 - lam) * masked_mean(losses[:, t], c.scored[:, t])
