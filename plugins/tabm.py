@@ -14,8 +14,13 @@ Training follows the paper's recipe (the package's example.ipynb and the paper's
 exp/tabm/*/0-evaluation/*.toml in yandex-research/tabm): AdamW, batch 256, gradient norm clipped at 1.0, every
 one of the k members sees the same batch (the example's recommended default, ``share_training_batches =
 True``), regression targets standardised, bf16 mixed precision (the configs' ``amp = true``; see below);
-after every epoch the ensemble's loss on OUR validation split is measured, training stops after ``patience``
-(16) epochs without a better one and the best epoch's weights are restored. ``max_epochs`` (None: no cap, as
+after every epoch the ensemble is scored on OUR validation split, training stops after ``patience`` (16) epochs
+without a better score and the best epoch's weights are restored. The score is a metric, not the loss, as in
+the authors' bin/model.py (early stopping on ``metrics['val']['score']``, their per-dataset metric): here the
+leaderboard's metric for the task (tabbench.metrics.PRIMARY: AUROC for binary, accuracy for multi-class, RMSE
+for regression), minimised as an error (1 - AUROC, 1 - accuracy, RMSE in standardised units). A binary
+validation part with one class has no AUROC: that fit stops on the ensemble's log loss, and
+``info_["stopped_on"]`` records which criterion a fit used. ``max_epochs`` (None: no cap, as
 in the paper) bounds it, and so does a job's time budget: training stops when one more epoch would pass the
 training deadline (tabbench/estimator.py, ``TrainingClock``), keeping the best epoch so far
 (``info_["stopped_by_time_budget"]``).
@@ -137,6 +142,17 @@ def task_loss(meta, out, target):
     return F.mse_loss(out.squeeze(-1), target)
 
 
+def stopping_criterion(meta, t_val) -> str:
+    """The leaderboard's metric for the task, or "log_loss" where it is undefined on these validation rows
+    (AUROC needs both classes, and a fit whose training rows hold one class has one output)."""
+    from tabbench.metrics import PRIMARY
+
+    metric = PRIMARY[meta.task][0]
+    if metric == "auroc" and len(t_val.unique()) < 2:
+        return "log_loss"
+    return metric
+
+
 class TabM(Estimator):
     defaults = {
         "k": 32, "n_blocks": 2, "d_block": 512, "dropout": 0.1, "arch_type": "tabm",
@@ -154,6 +170,7 @@ class TabM(Estimator):
         self.amp_ = bool(p["amp"]) and native_bf16(self.device_)
         self.seen_, X_val, t_train, t_val, self.target_ = training_targets("TabM", self.meta, y, X_val, y_val,
                                                                            self.device_)
+        self.stopped_on_ = stopping_criterion(self.meta, t_val)
         n_out = len(self.seen_) if self.seen_ is not None else 1
         self.inputs_ = TabularTensors(self.meta, self.seed).fit(X)
         x_train, x_val = self.inputs_.transform(X, self.device_), self.inputs_.transform(X_val, self.device_)
@@ -179,11 +196,11 @@ class TabM(Estimator):
                     if p["gradient_clipping_norm"]:
                         torch.nn.utils.clip_grad_norm_(self.network_.parameters(), p["gradient_clipping_norm"])
                     optimizer.step()
-                stopping.update(self._ensemble_loss(x_val, t_val))
+                stopping.update(self._validation_error(x_val, t_val))
             stopping.restore()
         self.network_.eval()
         self.info_ = {"device": self.device_, "amp": self.amp_, "n_params": int(sum(t.numel() for t in self.network_.parameters())),
-                      **stopping.info()}
+                      "stopped_on": self.stopped_on_, **stopping.info()}
         return self
 
     def _network(self, x_num, n_out: int):
@@ -215,14 +232,21 @@ class TabM(Estimator):
                 parts.append(torch.softmax(out.double(), dim=-1) if self.meta.is_classification else out)
         return torch.cat(parts)
 
-    def _ensemble_loss(self, x_val, t_val) -> float:
+    def _validation_error(self, x_val, t_val) -> float:
+        """What early stopping minimises (``stopping_criterion``), from the ensemble's mean output."""
         import torch
         import torch.nn.functional as F
 
         mean = self._outputs(*x_val).mean(dim=1)
-        if self.meta.is_classification:
+        if self.stopped_on_ == "auroc":
+            from sklearn.metrics import roc_auc_score
+
+            return 1.0 - float(roc_auc_score(t_val.cpu().numpy(), mean[:, 1].cpu().numpy()))
+        if self.stopped_on_ == "accuracy":
+            return 1.0 - float((mean.argmax(dim=1) == t_val).double().mean())
+        if self.stopped_on_ == "log_loss":
             return float(F.nll_loss(torch.log(mean.clamp_min(1e-12)), t_val))
-        return float(F.mse_loss(mean.squeeze(-1), t_val))
+        return float(torch.sqrt(F.mse_loss(mean.squeeze(-1), t_val)))  # rmse, standardised units
 
     def predict_proba(self, X):
         with torch_threads(self.params["n_jobs"]):
@@ -247,5 +271,5 @@ def register_models(register):
         },
         gpus=gpus_for,
         description="TabM (Gorishniy et al., ICLR 2025; tabm + piecewise-linear embeddings): k = 32 weight-sharing "
-                    "MLPs, early stopping on validation; not in the NPT paper",
+                    "MLPs, early stopping on the validation metric; not in the NPT paper",
     ))

@@ -39,10 +39,14 @@ def spec(name):
     return registered_spec(name)
 
 
-@functools.lru_cache(maxsize=None)
 def concrete():
-    """suites/uci-small.yaml's Concrete and its fold 0, through the offline mirror."""
-    require_shared("uci/concrete")
+    return uci_small_fold0("concrete")
+
+
+@functools.lru_cache(maxsize=None)
+def uci_small_fold0(name):
+    """suites/uci-small.yaml's dataset ``name`` and its fold 0, through the offline mirror."""
+    require_shared(f"uci/{name}")
     import tempfile
 
     from tabbench.data.cache import DataPaths
@@ -52,7 +56,7 @@ def concrete():
     suite = load_suite(REPO / "suites" / "uci-small.yaml")
     paths = DataPaths.from_env(cache=tempfile.mkdtemp(prefix="tabbench-test-"), mirrors=[SHARED.resolve()],
                                base=suite.path.parent)
-    _, dataset, splits = load_data(suite, paths, only=("concrete",))["concrete"]
+    _, dataset, splits = load_data(suite, paths, only=(name,))[name]
     return dataset, next(s for s in splits if s.fold == 0)
 
 
@@ -75,6 +79,19 @@ def test_learns_concrete_and_keeps_a_validated_epoch(name):
     info = model.info_
     if "best_epoch" in info:  # our own training loops: the restored epoch is one that ran
         assert 0 <= info["best_epoch"] < info["epochs"], info
+
+
+def test_tabm_stops_on_the_leaderboard_metric_not_the_loss():
+    """As the authors' training loop, TabM keeps the epoch with the best validation metric (here the
+    leaderboard's: AUROC on Breast Cancer), not the best loss: the error it recorded for its best epoch is
+    1 - AUROC of the restored model on the validation rows (the ensemble's log loss would be another number)."""
+    from sklearn.metrics import roc_auc_score
+
+    dataset, split = uci_small_fold0("breast_cancer")
+    model = fit_checked(spec("tabm"), dataset, split, params={**FAST["tabm"], "device": "cpu"})
+    assert model.info_["stopped_on"] == "auroc", model.info_
+    auroc = roc_auc_score(dataset.y[split.val], model.predict_proba(dataset.X.iloc[split.val])[:, 1])
+    assert model.info_["best_val_loss"] == pytest.approx(1.0 - auroc, abs=1e-9), (model.info_, auroc)
 
 
 def test_tabm_mixed_precision_only_where_bf16_is_native():
