@@ -83,12 +83,16 @@ class PytabkitEstimator(Estimator):
             X[name] = X[name].fillna(mean)
         return X
 
+    def resolve_device(self, asked: str) -> str:
+        """The device the fit runs on (baseline_utils.resolve_device; a model may narrow it)."""
+        return resolve_device(asked)
+
     def fit(self, X, y, X_val=None, y_val=None):
         from pytabkit.models.sklearn import sklearn_interfaces
 
         p = self.params
         clock = self.training_clock()
-        self.device_ = resolve_device(p["device"])
+        self.device_ = self.resolve_device(p["device"])
         means = X[[c.name for c in self.meta.numeric]].mean()
         self.numeric_means_ = means.fillna(0.0).to_dict()  # an all-missing column: 0
         self.seen_ = SeenClasses(y, self.meta.n_classes) if self.meta.is_classification else None

@@ -13,6 +13,10 @@ inputs, AdamW lr 3.1e-4; training stops after ``patience`` (16) epochs without a
 score (accuracy, or loss for regression) on OUR validation split, and the best epoch's weights are
 kept. A param left at None takes that default.
 
+Device: on CUDA, pytabkit's TabR searches the neighbours with faiss's GPU index, which the modern extra's
+faiss-cpu lacks. So ``device: auto`` means CUDA only where faiss has that index (else the CPU, and the job asks
+Ray for no GPU), and ``device: cuda`` without it is refused with the fix named.
+
 Predicting from other rows (``predict_with_context``, the corruption probe): pytabkit's
 ``TabR_S_D_*`` estimator holds a ``SingleSplitWrapperAlgInterface`` whose one ``TabRSubSplitInterface`` holds
 the Lightning module ``TabrLightning``; its ``dataset`` (a ``TabrDataset``, built in that interface's ``fit``)
@@ -41,7 +45,7 @@ import pandas as pd
 
 import tabbench
 from tabbench.spec import ModelSpec
-from tabbench_plugins.baseline_utils import gpus_for, resolve_device
+from tabbench_plugins.baseline_utils import cuda_available, gpus_for, resolve_device
 from tabbench_plugins.pytabkit_wrapper import PytabkitEstimator
 
 # skorch and faiss: imported inside pytabkit's TabR (its test-set Dataset class, its neighbour search)
@@ -74,11 +78,16 @@ class TabR(PytabkitEstimator):
 
     time_limited = True
 
-    def fit(self, X, y, X_val=None, y_val=None):
-        problem = faiss_gpu_problem() if resolve_device(self.params["device"]) == "cuda" else None
+    def resolve_device(self, asked: str) -> str:
+        """``auto`` means CUDA only where faiss can search there too (else the CPU); ``cuda`` without a GPU
+        build of faiss is refused with the fix named (``faiss_gpu_problem``)."""
+        if asked == "auto" and cuda_available() and faiss_gpu_problem():
+            return "cpu"
+        device = resolve_device(asked)
+        problem = faiss_gpu_problem() if device == "cuda" else None
         if problem:
             raise ValueError(problem)
-        return super().fit(X, y, X_val, y_val)
+        return device
 
     @contextlib.contextmanager
     def time_limit(self, clock):
@@ -208,6 +217,15 @@ class TabR(PytabkitEstimator):
         return {**out, "optimizer": optimizer}
 
 
+def tabr_gpus(params) -> int:
+    """Ray GPUs for one TabR job: as every model's (``gpus_for``), except that ``auto`` asks for none where
+    faiss has no GPU index, since the fit will run on the CPU (``TabR.resolve_device``)."""
+    gpus = gpus_for(params)
+    if gpus and params.get("device", "auto") == "auto" and faiss_gpu_problem():
+        return 0
+    return gpus
+
+
 @tabbench.hookimpl
 def register_models(register):
     register(ModelSpec(
@@ -219,7 +237,7 @@ def register_models(register):
             "encoder_n_blocks": [0, 1], "predictor_n_blocks": [1, 2], "lr": [3e-5, 1e-4, 3e-4, 1e-3],
             "weight_decay": [0.0, 1e-6, 1e-5, 1e-4],
         },
-        gpus=gpus_for,
+        gpus=tabr_gpus,
         description="TabR-S-D (Gorishniy et al., ICLR 2024; pytabkit): attention over the nearest TRAINING rows "
                     "(inductive retrieval), early stopping on validation; not in the NPT paper",
     ))

@@ -162,6 +162,28 @@ def test_tabr_names_the_faiss_build_it_needs_on_a_gpu():
         assert "faiss-gpu" in faiss_gpu_problem() and "device: cpu" in faiss_gpu_problem()
 
 
+def test_tabr_auto_device_stays_on_the_cpu_where_faiss_cannot_search_on_the_gpu(monkeypatch):
+    """On a CUDA machine with the extra's faiss-cpu, ``device: auto`` runs TabR on the CPU and asks Ray for no
+    GPU, where it used to pick CUDA and fail inside pytabkit. A CUDA device is simulated (the one thing this
+    CPU machine cannot provide); faiss is the installed one."""
+    registered_spec("tabr")
+    import faiss
+
+    from tabbench_plugins import baseline_utils, tabr
+
+    if hasattr(faiss, "GpuIndexFlatConfig"):
+        pytest.skip("this faiss searches on the GPU: auto may pick CUDA")
+    for module in (baseline_utils, tabr):
+        monkeypatch.setattr(module, "cuda_available", lambda: True)
+    dataset, _ = concrete()
+    estimator = spec("tabr").build(dataset.meta, 0, {"device": "auto"})
+    assert estimator.resolve_device("auto") == "cpu"
+    assert tabr.tabr_gpus({"device": "auto"}) == 0
+    assert baseline_utils.gpus_for({"device": "auto"}) == 1  # every other model takes the GPU
+    with pytest.raises(ValueError, match="faiss-gpu"):
+        estimator.resolve_device("cuda")
+
+
 @pytest.mark.parametrize("name, model", [("tabm", "TabM"), ("modernnca", "ModernNCA")])
 def test_early_stopping_without_validation_rows_is_a_clear_error(name, model):
     """Our own training loops stop on the validation split: without one, or with none of its rows scorable,
