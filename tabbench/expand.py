@@ -56,18 +56,22 @@ def expand(suite, registry, loaded, gpu_available=False) -> list[Job]:
             if dataset.meta.task not in spec.tasks:
                 continue
             dataset_params = (cfg.model_params or {}).get(entry.label, {})
-            for trial, config, params in dataset_trials(entry, spec, name, dataset_params):
-                params = resolve_params(spec, params, gpu_available)
-                key_params = spec.key_params(params)
-                for split in splits:
-                    for seed in suite.seeds:
+            trials = [(trial, config, params, spec.key_params(params)) for trial, config, params in
+                      ((t, c, resolve_params(spec, p, gpu_available))
+                       for t, c, p in dataset_trials(entry, spec, name, dataset_params))]
+            # split-major: a split's trials are consecutive, so a run stopped part-way leaves splits whose
+            # search is complete (and at most the few in flight part-searched), not every split part-searched
+            for split in splits:
+                for seed in suite.seeds:
+                    for trial, config, params, key_params in trials:
                         key = job_key(entry.label, entry.model, key_params, dataset.fingerprint,
                                       split.fingerprint, split.fold, split.repeat, seed)
                         jobs.append(Job(key, suite.name, entry.label, entry.model, params, trial, name,
                                         dataset.meta.task, split.fold, split.repeat, seed, dataset.fingerprint,
                                         split.fingerprint, dataset.subset, spec.resources(params),
                                         suite.budget.time_s, suite.budget.memory_mb,
-                                        spec.is_transductive(params), key_params, spec.deterministic, config))
+                                        spec.is_transductive(params), key_params, spec.deterministic, config,
+                                        n_trials=len(trials)))
     return jobs
 
 

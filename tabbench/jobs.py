@@ -43,6 +43,7 @@ class Job:
     key_params: dict | None = None  # params as the job's key sees them (spec.key_params: run params at defaults)
     deterministic: bool = True  # spec.deterministic: a seeded fit repeats to float rounding on any machine
     config: str | None = None  # the named configuration (tuning: configs) this trial runs
+    n_trials: int | None = None  # the method's trials on this dataset (expand sets it; None: not known)
 
     def record(self) -> dict:
         out = asdict(self)

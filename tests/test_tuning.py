@@ -9,6 +9,7 @@ import pytest
 from tabbench.cli import main
 from tabbench.expand import trial_configs
 from tabbench.plugins import load_models
+from tabbench.report.leaderboard import write_leaderboard
 from tabbench.runner import RunOptions, run_suite
 from tabbench.store import Store, load_records
 from tabbench.suite import SuiteError, check_models, parse_suite
@@ -47,6 +48,16 @@ def test_random_search_selects_the_best_validation_config_and_resume_skips_trial
         chosen = selected[selected["fold"] == fold].iloc[0]
         assert chosen["trial"] == best["trial"]
         assert json.loads(chosen["params"]) == best["params"]  # the full configuration, as JSON
+    assert set(frame["n_trials"]) == {4}  # each record says how many trials its split's search has
+    assert "Search incomplete" not in (tmp_path / "results" / "tuned" / "leaderboard.md").read_text()
+    # the same records less one trial of fold 1, as a run stopped part-way leaves them: the table names it
+    partial = Store(tmp_path / "partial")
+    for record in Store(tmp_path / "results" / "tuned").records():
+        if (record["fold"], record["trial"]) != (1, 2):
+            partial.append(record)
+    md = write_leaderboard(partial.dir, report=False).read_text()
+    assert "Search incomplete" in md and "knn on wine, fold 1 (3 of 4 trials)" in md
+    assert "fold 0" not in md
     board = pd.read_csv(tmp_path / "results" / "tuned" / "leaderboard.csv")
     reported = board[(board.table == "test_accuracy")]["value"].iloc[0]
     best_rows = frame.loc[frame.groupby("fold")["val_log_loss"].idxmin()]
@@ -70,6 +81,17 @@ def test_random_search_selects_the_best_validation_config_and_resume_skips_trial
     assert store.archive() is None and store.path.stat().st_size == 0  # the partial line went nowhere
     assert len(store.records()) == 9 and store.latest()[newer["key"]]["fit_seconds"] == -1.0
     assert (run_suite(suite, options).done, len(store.records())) == (0, 9)
+
+
+def test_a_splits_trials_are_consecutive_jobs_so_a_stopped_run_leaves_whole_searches(tmp_path):
+    from tabbench.data.cache import DataPaths
+    from tabbench.expand import expand
+    from tabbench.runner import load_data
+
+    suite = parse_suite(SUITE, tmp_path / "tuned.yaml")
+    jobs = expand(suite, load_models(), load_data(suite, DataPaths(cache=tmp_path / "cache")))
+    assert [(j.fold, j.trial) for j in jobs] == [(fold, trial) for fold in (0, 1) for trial in range(4)]
+    assert {j.n_trials for j in jobs} == {4}
 
 
 def test_archive_names_a_folder_without_records(tmp_path, capsys):

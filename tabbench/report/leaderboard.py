@@ -61,6 +61,33 @@ def select_trials(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.groupby(RUN_KEYS, sort=False, dropna=False).head(1).drop(columns=["_selection", "_failed"])
 
 
+def part_searched(records: pd.DataFrame) -> list[tuple[str, str, str, int, int]]:
+    """Tuned runs whose search is incomplete: (method, dataset, folds, trials run, trials declared), one per
+    method, dataset and trial count, for records that say how many trials their method has there
+    (``n_trials``; records written before it existed say nothing and are not checked). A run's trials count
+    whether they succeeded or failed; its selected trial is the best of those run."""
+    if records.empty or "n_trials" not in records or records["trial"].isna().all():
+        return []
+    tuned = records[records["trial"].notna() & records["n_trials"].notna()]
+    runs = tuned.groupby(RUN_KEYS, dropna=False).agg(ran=("trial", "nunique"), of=("n_trials", "max")).reset_index()
+    short = runs[runs["ran"] < runs["of"]]
+    out = []
+    for (method, dataset, ran, of), group in short.groupby(["method", "dataset", "ran", "of"], sort=True):
+        folds = ", ".join(str(f) for f in sorted(group["fold"].unique()))
+        out.append((method, dataset, folds, int(ran), int(of)))
+    return out
+
+
+def part_searched_note(searches, show) -> list[str]:
+    """The Markdown line under a task's tables that names its incomplete searches (``part_searched``)."""
+    if not searches:
+        return []
+    return ["Search incomplete (the run stopped before every trial of these splits ran; each rests on the best of "
+            "the trials that did, so the cell is provisional): " + "; ".join(
+                f"{show.get(m, m)} on {d}, fold{'s' if ',' in folds else ''} {folds} ({ran} of {of} trials)"
+                for m, d, folds, ran, of in searches) + ".", ""]
+
+
 def _dataset_label(frame: pd.DataFrame, dataset: str) -> str:
     subset = frame.loc[frame["dataset"] == dataset, "subset"].dropna() if "subset" in frame else []
     return f"{dataset} [subset: {subset.iloc[0]}]" if len(subset) else dataset
@@ -428,6 +455,7 @@ def write_leaderboard(suite_dir: str | Path, published_path: str | Path | None =
         rows = [[show[m]] + [metric_cell(t, m, d) for d in t["mean"].columns] for m in ranks.index]
         md += [markdown_table(["method"] + [labels[d] for d in t["mean"].columns], rows), "", *mark_note]
         md += [FOLDS_NOTE, ""] if t["partial"] else []
+        md += part_searched_note(part_searched(all_runs[all_runs["task"] == task]), show)
         if published is not None:
             md += _published_section(t, labels, published, show) + mark_note
         if report:
