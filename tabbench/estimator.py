@@ -26,17 +26,19 @@ TRAINING_SHARE = 0.8
 class TrainingClock:
     """Whether an iterative model has time for one more epoch (or tree) before its training deadline.
 
-    The deadline is ``TRAINING_SHARE`` of ``budget_s`` after the clock is made (at the start of ``fit``);
-    ``budget_s`` None means no limit: the clock then never stops a fit. Call ``out_of_time()`` after each
+    The deadline is ``TRAINING_SHARE`` of ``budget_s`` after ``started`` (a ``time.monotonic()`` reading: the
+    job's start, as the harness counts its budget, so that what the job did before ``fit`` is spent from the
+    same budget; None: when the clock is made, at the start of ``fit``). ``budget_s`` None means no limit: the clock then never stops a fit. Call ``out_of_time()`` after each
     epoch, where another would otherwise follow: it is True when one more epoch as long as the longest so far
     (the first one counted from the clock's start, setup included) would end past the deadline, and from then
     on ``stopped`` is True (recorded as ``info_["stopped_by_time_budget"]``). The model then keeps what it
     has: the weights of its best validation epoch, or the trees up to its best iteration.
     """
 
-    def __init__(self, budget_s: float | None, share: float = TRAINING_SHARE):
+    def __init__(self, budget_s: float | None, share: float = TRAINING_SHARE, started: float | None = None):
         self._last = time.monotonic()
-        self.deadline = None if budget_s is None else self._last + share * float(budget_s)
+        start = self._last if started is None else started
+        self.deadline = None if budget_s is None else start + share * float(budget_s)
         self.longest = 0.0  # seconds, the longest epoch so far
         self.stopped = False
 
@@ -69,8 +71,9 @@ class Estimator:
 
     def training_clock(self) -> TrainingClock:
         """A clock for this fit's training loop, from the job's time budget (``time_budget_s``, set by the
-        harness before ``fit``; None, or unset outside the harness: no limit)."""
-        return TrainingClock(getattr(self, "time_budget_s", None))
+        harness before ``fit``; None, or unset outside the harness: no limit), counted from the job's start
+        (``job_started``, set with it; unset: from now)."""
+        return TrainingClock(getattr(self, "time_budget_s", None), started=getattr(self, "job_started", None))
 
     def predict(self, X):
         """Class indices (the argmax of ``predict_proba``) for classification, else ``predict_values``."""

@@ -65,9 +65,11 @@ def _budget_curve(estimator, meta, X, y, split) -> list:
     return curve
 
 
-def execute(job: Job, factory, meta, X, y, split, checkpoint_dir=None) -> dict:
+def execute(job: Job, factory, meta, X, y, split, checkpoint_dir=None, started: float | None = None) -> dict:
     """Fit and evaluate one job; never raises for a model's own failure (it is recorded instead).
-    ``checkpoint_dir``: a folder the model may keep its training state in (see tabbench/spec.py)."""
+    ``checkpoint_dir``: a folder the model may keep its training state in (see tabbench/spec.py).
+    ``started``: the ``time.monotonic()`` reading the job's time budget counts from (default: now)."""
+    started = time.monotonic() if started is None else started
     record = job.record()
     record["started_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
     estimator = None
@@ -76,7 +78,7 @@ def execute(job: Job, factory, meta, X, y, split, checkpoint_dir=None) -> dict:
     try:
         with memory:
             estimator = factory(meta, job.seed, **job.params)
-            estimator.time_budget_s = job.time_budget_s
+            estimator.time_budget_s, estimator.job_started = job.time_budget_s, started
             if checkpoint_dir is not None:
                 estimator.checkpoint_dir = str(checkpoint_dir)
             t0 = time.perf_counter()

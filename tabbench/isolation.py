@@ -68,6 +68,7 @@ def execute_isolated(job: Job, factory, meta, X, y, split, poll_s: float = 0.05,
     if not hasattr(os, "fork"):
         return execute(job, factory, meta, X, y, split, checkpoint_dir)
     read_fd, write_fd = os.pipe()
+    started = time.monotonic()  # the time budget counts from here, in the child's training clock as below
     pid = os.fork()
     if pid == 0:  # the child: run, send the record, leave without running the parent's exit handlers
         code = 0
@@ -75,7 +76,7 @@ def execute_isolated(job: Job, factory, meta, X, y, split, poll_s: float = 0.05,
             os.close(read_fd)
             _die_with_parent()
             _limit_threads(max(1, int(job.resources.get("num_cpus") or 1)))
-            payload = pickle.dumps(execute(job, factory, meta, X, y, split, checkpoint_dir))
+            payload = pickle.dumps(execute(job, factory, meta, X, y, split, checkpoint_dir, started))
             view = memoryview(payload)
             while view:
                 view = view[os.write(write_fd, view):]
@@ -84,7 +85,6 @@ def execute_isolated(job: Job, factory, meta, X, y, split, poll_s: float = 0.05,
         finally:
             os._exit(code)
     os.close(write_fd)
-    started = time.monotonic()
     chunks, status = [], None
     memory = _MemoryWatch(pid, job.memory_budget_mb) if job.memory_budget_mb is not None else None
     try:

@@ -16,8 +16,8 @@ The estimator contract, shared by every model (scikit-learn conventions):
 * The job's time budget (the suite's ``budget.time_s``, or None) is set as ``estimator.time_budget_s``
   before ``fit``, for a model that sizes its training to it (NPT's ``steps: "auto"``). A model that trains
   iteratively stops in time instead: ``Estimator.training_clock()`` (tabbench/estimator.py) gives it
-  ``TRAINING_SHARE`` (80%) of the budget for training, the rest is for loading data before ``fit`` and
-  predicting after; it keeps its best validation epoch (or iteration) and records
+  ``TRAINING_SHARE`` (80%) of the budget for training, counted from the job's start (``estimator.job_started``,
+  set with ``time_budget_s``), the rest is for loading data before ``fit`` and predicting after; it keeps its best validation epoch (or iteration) and records
   ``info_["stopped_by_time_budget"]`` (True when the budget, not convergence or its epoch cap, ended
   training). Without a budget training is exactly as it would be without the clock.
 * Optionally resumable: when the harness gives a job a checkpoint folder it sets

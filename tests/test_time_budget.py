@@ -71,14 +71,16 @@ def spec(name):
     return registered_spec(name)
 
 
-def fit(name, budget_s):
-    """(fitted model, fit seconds) on breast cancer's default holdout split, with ``time_budget_s`` as the harness
-    sets it."""
+def fit(name, budget_s, job_started=None):
+    """(fitted model, fit seconds) on breast cancer's default holdout split, with ``time_budget_s`` (and the job's
+    start, ``job_started``, a ``time.monotonic()`` reading; None: fit's start) as the harness sets them."""
     model_spec = spec(name)
     dataset, split = contract_data("binary")
     params = {**LONG[name], **({"device": "cpu"} if "device" in model_spec.default_params else {})}
     model = model_spec.build(dataset.meta, 0, params)
     model.time_budget_s = budget_s
+    if job_started is not None:
+        model.job_started = job_started
     start = time.perf_counter()
     model.fit(dataset.X.iloc[split.train], dataset.y[split.train], dataset.X.iloc[split.val], dataset.y[split.val])
     return model, time.perf_counter() - start
@@ -100,6 +102,16 @@ def test_an_iterative_model_stops_within_its_time_budget_and_keeps_a_usable_mode
     assert proba.shape == (len(split.test), dataset.meta.n_classes)
     assert np.isfinite(proba).all() and (proba >= 0).all()
     np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-9)
+
+
+def test_time_a_job_spent_before_fit_comes_out_of_its_training_share():
+    """The harness kills a job at its budget counted from the job's start, so the training deadline counts from
+    there too: an MLP whose job began 1.9 s before its fit, under a 2 s budget (1.6 s of training), is past its
+    deadline at once and stops after one epoch; the same budget counted from the fit lets it train on."""
+    late, _ = fit("mlp", 2.0, job_started=time.monotonic() - 1.9)
+    assert late.info_["stopped_by_time_budget"] is True and late.info_["epochs"] == 1, late.info_
+    on_time, _ = fit("mlp", 2.0, job_started=time.monotonic())
+    assert on_time.info_["epochs"] > 1, on_time.info_
 
 
 def test_a_clock_without_a_budget_never_stops_and_one_past_its_deadline_stops_at_once():
