@@ -23,7 +23,10 @@ Inductive: the candidates are the training split's rows, at training and at pred
 validation rows only score epochs (early stopping on the validation loss, patience 16 epochs, the
 best epoch's weights restored; under a job's time budget also stopped when one more epoch would pass the
 training deadline, tabbench/estimator.py ``TrainingClock``, ``info_["stopped_by_time_budget"]``) and the
-test rows are never seen in fit.
+test rows are never seen in fit. The authors' toolbox stops otherwise (TALENT/model/methods/modernNCA.py,
+``validate``: on validation accuracy for classification and MAE for regression, after 20 epochs without a
+result at least as good); this module keeps the loss criterion every record of it was made with (a switch
+would rerun every ModernNCA job: about one CPU-hour on the committed suites).
 
 Defaults. The paper tunes every dataset and publishes no single default configuration; ours lie inside
 its search space and keep a CPU fit short: dim 128, one block of 256, dropout 0.1, temperature 1,
