@@ -14,8 +14,9 @@ score (accuracy, or loss for regression) on OUR validation split, and the best e
 kept. A param left at None takes that default.
 
 Device: on CUDA, pytabkit's TabR searches the neighbours with faiss's GPU index, which the modern extra's
-faiss-cpu lacks. So ``device: auto`` means CUDA only where faiss has that index (else the CPU, and the job asks
-Ray for no GPU), and ``device: cuda`` without it is refused with the fix named.
+faiss-cpu lacks. So ``device: auto`` means CUDA only where faiss has that index (else the CPU: the spec's
+``cuda_problem``, which the harness asks when it resolves ``auto``), and ``device: cuda`` without it is refused
+with the fix named.
 
 Predicting from other rows (``predict_with_context``, the corruption probe): pytabkit's
 ``TabR_S_D_*`` estimator holds a ``SingleSplitWrapperAlgInterface`` whose one ``TabRSubSplitInterface`` holds
@@ -79,10 +80,10 @@ class TabR(PytabkitEstimator):
     time_limited = True
 
     def resolve_device(self, asked: str) -> str:
-        """``auto`` means CUDA only where faiss can search there too (else the CPU); ``cuda`` without a GPU
-        build of faiss is refused with the fix named (``faiss_gpu_problem``)."""
-        if asked == "auto" and cuda_available() and faiss_gpu_problem():
-            return "cpu"
+        """``auto`` means CUDA only where faiss can search there too (else the CPU), as the harness resolves it
+        (``ModelSpec.auto_device``); ``cuda`` without a GPU build of faiss is refused with the fix named."""
+        if asked == "auto":
+            asked = "cuda" if cuda_available() and faiss_gpu_problem() is None else "cpu"
         device = resolve_device(asked)
         problem = faiss_gpu_problem() if device == "cuda" else None
         if problem:
@@ -217,15 +218,6 @@ class TabR(PytabkitEstimator):
         return {**out, "optimizer": optimizer}
 
 
-def tabr_gpus(params) -> int:
-    """Ray GPUs for one TabR job: as every model's (``gpus_for``), except that ``auto`` asks for none where
-    faiss has no GPU index, since the fit will run on the CPU (``TabR.resolve_device``)."""
-    gpus = gpus_for(params)
-    if gpus and params.get("device", "auto") == "auto" and faiss_gpu_problem():
-        return 0
-    return gpus
-
-
 @tabbench.hookimpl
 def register_models(register):
     register(ModelSpec(
@@ -237,7 +229,7 @@ def register_models(register):
             "encoder_n_blocks": [0, 1], "predictor_n_blocks": [1, 2], "lr": [3e-5, 1e-4, 3e-4, 1e-3],
             "weight_decay": [0.0, 1e-6, 1e-5, 1e-4],
         },
-        gpus=tabr_gpus,
+        gpus=gpus_for, cuda_problem=faiss_gpu_problem,
         description="TabR-S-D (Gorishniy et al., ICLR 2024; pytabkit): attention over the nearest TRAINING rows "
                     "(inductive retrieval), early stopping on validation; not in the NPT paper",
     ))

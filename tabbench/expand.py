@@ -43,7 +43,7 @@ def dataset_trials(entry, spec, dataset: str, dataset_params: dict) -> list[tupl
 def resolve_params(spec, params: dict, gpu_available: bool) -> dict:
     resolved = {**spec.default_params, **params}
     if resolved.get("device") == "auto":
-        resolved["device"] = "cuda" if gpu_available else "cpu"
+        resolved["device"] = spec.auto_device(gpu_available)
     return resolved
 
 

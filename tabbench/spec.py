@@ -138,6 +138,9 @@ class ModelSpec:
     # epochs: `tabbench compare` then allows a band instead of an exact match.
     deterministic: bool = True
     check: Callable[..., str | None] | None = None
+    # Why the model cannot run on CUDA in this environment (a message), or None: ``device: auto`` then means
+    # the CPU for it even where there is a GPU (TabR with a faiss that has no GPU index).
+    cuda_problem: Callable[[], str | None] | None = None
     # ``estimate(meta, sizes, params, budget_s)``: the seconds one fit takes on the device its params name (one
     # CPU core, or a GPU), by the model's own cost model; ``tabbench plan`` uses it where no record of the
     # method on the dataset gives a time, calibrated on records of the same model there when there are some.
@@ -175,6 +178,11 @@ class ModelSpec:
         import importlib.util
 
         return [module for module in self.requires if importlib.util.find_spec(module) is None]
+
+    def auto_device(self, gpu_available: bool) -> str:
+        """What ``device: auto`` means for this model: ``cuda`` where a GPU is available and the model can
+        use it here (``cuda_problem``), else ``cpu``."""
+        return "cuda" if gpu_available and not (self.cuda_problem and self.cuda_problem()) else "cpu"
 
     def resources(self, params: Mapping) -> dict:
         """Ray resources for one job of this model with these (resolved) params."""

@@ -163,23 +163,25 @@ def test_tabr_names_the_faiss_build_it_needs_on_a_gpu():
 
 
 def test_tabr_auto_device_stays_on_the_cpu_where_faiss_cannot_search_on_the_gpu(monkeypatch):
-    """On a CUDA machine with the extra's faiss-cpu, ``device: auto`` runs TabR on the CPU and asks Ray for no
-    GPU, where it used to pick CUDA and fail inside pytabkit. A CUDA device is simulated (the one thing this
-    CPU machine cannot provide); faiss is the installed one."""
+    """With the extra's faiss-cpu, ``device: auto`` on a GPU machine runs TabR on the CPU (and its job asks Ray
+    for no GPU), where it used to resolve to CUDA and be refused; every other model takes the GPU. The
+    harness's resolution is given the GPU as an argument; the estimator's own (outside the harness) reads the
+    machine, so a CUDA device is simulated there, the one thing this CPU machine cannot provide."""
     registered_spec("tabr")
     import faiss
 
+    from tabbench.expand import resolve_params
     from tabbench_plugins import baseline_utils, tabr
 
     if hasattr(faiss, "GpuIndexFlatConfig"):
         pytest.skip("this faiss searches on the GPU: auto may pick CUDA")
+    params = resolve_params(spec("tabr"), {"device": "auto"}, gpu_available=True)
+    assert params["device"] == "cpu" and spec("tabr").resources(params)["num_gpus"] == 0
+    assert resolve_params(spec("mlp"), {"device": "auto"}, gpu_available=True)["device"] == "cuda"
     for module in (baseline_utils, tabr):
         monkeypatch.setattr(module, "cuda_available", lambda: True)
-    dataset, _ = concrete()
-    estimator = spec("tabr").build(dataset.meta, 0, {"device": "auto"})
+    estimator = spec("tabr").build(concrete()[0].meta, 0, {"device": "auto"})
     assert estimator.resolve_device("auto") == "cpu"
-    assert tabr.tabr_gpus({"device": "auto"}) == 0
-    assert baseline_utils.gpus_for({"device": "auto"}) == 1  # every other model takes the GPU
     with pytest.raises(ValueError, match="faiss-gpu"):
         estimator.resolve_device("cuda")
 
