@@ -28,10 +28,10 @@ class TrainingClock:
 
     The deadline is ``TRAINING_SHARE`` of ``budget_s`` after ``started`` (a ``time.monotonic()`` reading: the
     job's start, as the harness counts its budget, so that what the job did before ``fit`` is spent from the
-    same budget; None: when the clock is made, at the start of ``fit``). ``budget_s`` None means no limit: the clock then never stops a fit. Call ``out_of_time()`` after each
-    epoch, where another would otherwise follow: it is True when one more epoch as long as the longest so far
-    (the first one counted from the clock's start, setup included) would end past the deadline, and from then
-    on ``stopped`` is True (recorded as ``info_["stopped_by_time_budget"]``). The model then keeps what it
+    same budget; None: when the clock is made, at the start of ``fit``). ``budget_s`` None means no limit: the
+    clock then never stops a fit. Call ``out_of_time()`` after each epoch, where another would otherwise follow:
+    it is True when one more epoch as long as the longest so far (the first one counted from the clock's
+    creation, setup included) would end past the deadline, and from then on ``stopped`` is True (recorded as ``info_["stopped_by_time_budget"]``). The model then keeps what it
     has: the weights of its best validation epoch, or the trees up to its best iteration.
     """
 
