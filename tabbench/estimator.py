@@ -31,8 +31,9 @@ class TrainingClock:
     same budget; None: when the clock is made, at the start of ``fit``). ``budget_s`` None means no limit: the
     clock then never stops a fit. Call ``out_of_time()`` after each epoch, where another would otherwise follow:
     it is True when one more epoch as long as the longest so far (the first one counted from the clock's
-    creation, setup included) would end past the deadline, and from then on ``stopped`` is True (recorded as ``info_["stopped_by_time_budget"]``). The model then keeps what it
-    has: the weights of its best validation epoch, or the trees up to its best iteration.
+    creation, setup included) would end past the deadline, and from then on ``stopped`` is True (recorded as
+    ``info_["stopped_by_time_budget"]``). The model then keeps what it has: the weights of its best validation
+    epoch, or the trees up to its best iteration.
     """
 
     def __init__(self, budget_s: float | None, share: float = TRAINING_SHARE, started: float | None = None):
