@@ -58,6 +58,13 @@ def test_random_search_selects_the_best_validation_config_and_resume_skips_trial
     md = write_leaderboard(partial.dir, report=False).read_text()
     assert "Search incomplete" in md and "knn on wine, fold 1 (3 of 4 trials)" in md
     assert "fold 0" not in md
+    # records from before n_trials existed count among a split's trials when a later record declares them
+    resumed = Store(tmp_path / "resumed")
+    for record in Store(tmp_path / "results" / "tuned").records():
+        if record["trial"] != 3:
+            record = {k: v for k, v in record.items() if k != "n_trials"}
+        resumed.append(record)
+    assert "Search incomplete" not in write_leaderboard(resumed.dir, report=False).read_text()
     board = pd.read_csv(tmp_path / "results" / "tuned" / "leaderboard.csv")
     reported = board[(board.table == "test_accuracy")]["value"].iloc[0]
     best_rows = frame.loc[frame.groupby("fold")["val_log_loss"].idxmin()]

@@ -63,14 +63,16 @@ def select_trials(frame: pd.DataFrame) -> pd.DataFrame:
 
 def part_searched(records: pd.DataFrame) -> list[tuple[str, str, str, int, int]]:
     """Tuned runs whose search is incomplete: (method, dataset, folds, trials run, trials declared), one per
-    method, dataset and trial count, for records that say how many trials their method has there
-    (``n_trials``; records written before it existed say nothing and are not checked). A run's trials count
-    whether they succeeded or failed; its selected trial is the best of those run."""
+    method, dataset and trial count, for splits where a record says how many trials its method has there
+    (``n_trials``). Records written before ``n_trials`` existed say nothing, so a split none of whose records
+    says is not checked, but they count among the trials run of a split that a later record declares (a run
+    resumed after the field came). A run's trials count whether they succeeded or failed; its selected trial
+    is the best of those run."""
     if records.empty or "n_trials" not in records or records["trial"].isna().all():
         return []
-    tuned = records[records["trial"].notna() & records["n_trials"].notna()]
+    tuned = records[records["trial"].notna()]
     runs = tuned.groupby(RUN_KEYS, dropna=False).agg(ran=("trial", "nunique"), of=("n_trials", "max")).reset_index()
-    short = runs[runs["ran"] < runs["of"]]
+    short = runs[runs["of"].notna() & (runs["ran"] < runs["of"])]
     out = []
     for (method, dataset, ran, of), group in short.groupby(["method", "dataset", "ran", "of"], sort=True):
         folds = ", ".join(str(f) for f in sorted(group["fold"].unique()))
