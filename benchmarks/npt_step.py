@@ -11,6 +11,10 @@ Paths (same model, same maths):
   fused-bf16-ckpt the same with activation checkpointing per block
   fused-bf16-det  fused-bf16 under torch's deterministic algorithms (the plugin's deterministic: true on CUDA;
                   the same as fused-bf16 on the CPU)
+  fused-bf16-graph fused-bf16 with the step captured once as a CUDA graph and replayed (the plugin's
+                  cuda_graph: auto on CUDA over whole-table batches; plugins/npt/graphs.py); CUDA only
+
+Every path times the plugin's own step (``training.TrainStep``), as ``NPT.fit`` runs it.
 
 Configs: the paper's batch shapes, rows x columns (target included) and embedding size e, 8 layers,
 8 heads: higgs 4096 x 29 e=64, protein 2048 x 10 e=128, boston 506 x 14 e=128. ``--rows`` caps the
@@ -26,6 +30,7 @@ optimiser state and Lookahead's slow weights), i.e. the step's working memory.
     python benchmarks/npt_step.py --device cpu --rows 256 --steps 3 --threads 2
     git worktree add ../before HEAD~1 && python benchmarks/npt_step.py --against ../before/plugins ...
                                                         # before/after a change, steps interleaved
+                                                        # (the other tree's model, under this tree's step)
 """
 
 from __future__ import annotations
@@ -45,10 +50,12 @@ CONFIGS = {  # name: (rows, numeric features, categorical feature cardinalities,
     "protein": (2048, 9, (), 0, 128),  # regression target
     "boston": (506, 11, (2, 9), 0, 128),  # CHAS and RAD categorical, as in the paper
     "breast-cancer": (569, 30, (), 2, 32),  # the paper's config for it (e 32)
-    "yacht-e32": (308, 0, (5, 10, 8, 17, 10, 14), 0, 32),  # the authors' encoding (all six categorical), e 32
-    "concrete-e32": (1030, 8, (), 0, 32),  # e 32, as uci-small-npt-paper's npt-e32 runs it
+    "yacht": (308, 0, (5, 10, 8, 17, 10, 14), 0, 128),  # the authors' encoding (all six categorical), e 128
+    "concrete": (1030, 8, (), 0, 128),  # the paper's config for it (e 128)
+    "yacht-e32": (308, 0, (5, 10, 8, 17, 10, 14), 0, 32),  # e 32, as uci-small-npt-paper's npt-e32 runs it
+    "concrete-e32": (1030, 8, (), 0, 32),
 }
-PATHS = ("explicit-fp32", "fused-fp32", "fused-bf16", "fused-bf16-ckpt", "fused-bf16-det")
+PATHS = ("explicit-fp32", "fused-fp32", "fused-bf16", "fused-bf16-ckpt", "fused-bf16-det", "fused-bf16-graph")
 
 
 def load_model_module(folder):
@@ -72,6 +79,7 @@ def worker(name, path, rows, steps, warmup, device, threads, layers, heads, opti
 
     from tabbench_plugins.npt import model as nm
     from tabbench_plugins.npt import optimiser as no
+    from tabbench_plugins.npt.training import TrainStep
 
     if threads:
         torch.set_num_threads(threads)
@@ -106,25 +114,16 @@ def worker(name, path, rows, steps, warmup, device, threads, layers, heads, opti
             x[:, j] = torch.randint(0, c, (n,), device=dev).float()
     missing = torch.zeros(n, d, dtype=torch.bool, device=dev)
     p = torch.tensor([0.15] * (d - 1) + [1.0], device=dev)
-    cards_t = torch.tensor(cards, dtype=torch.float32, device=dev)
-    gen = torch.Generator(device=dev).manual_seed(0)
+    # the masks' generator as fit's: on CUDA the default one (a graph can replay only it)
+    gen = torch.cuda.default_generators[0] if dev.type == "cuda" else torch.Generator(device=dev).manual_seed(0)
 
-    from torch.profiler import record_function as phase  # a no-op unless --profile is on
+    def train_step(model, opt):
+        return TrainStep(model, opt, x, missing, p, cards, gen, amp=bf16, graphed=path.endswith("graph"))
 
-    def step(nm=nm, model=model, opt=opt):
-        with phase("masking"):
-            c = nm.corrupt(x, missing, ~missing, p, cards_t, gen)
-        with phase("forward"), torch.autocast(dev.type, dtype=torch.bfloat16, enabled=bf16):
-            out = model(c.x, c.m)
-        with phase("loss"):
-            losses = nm.entry_losses(out, x, cards)
-            loss = 0.5 * nm.masked_mean(losses[:, :-1], c.scored[:, :-1]) + \
-                0.5 * nm.masked_mean(losses[:, -1], c.scored[:, -1])
-        opt.zero_grad(set_to_none=True)
-        with phase("backward"):
-            loss.backward()
-        with phase("clip + LAMB + Lookahead"):  # the element-wise gradient clamp is fused into LAMB
-            opt.step()
+    step_this = train_step(model, opt)
+
+    def step(step_this=step_this):  # half the loss on the features, half on the target, as mid-run
+        step_this(1e-3, 0.5)
 
     def sync():
         if dev.type == "cuda":
@@ -133,8 +132,8 @@ def worker(name, path, rows, steps, warmup, device, threads, layers, heads, opti
     times, times_against = [], []
     sides = [(step, times)]  # with --against, the two trees' steps alternate: both see the same machine load
     if against:
-        sides.append((lambda: step(other, model_b, opt_b), times_against))
-    for _ in range(warmup):
+        sides.append((lambda step_b=train_step(model_b, opt_b): step_b(1e-3, 0.5), times_against))
+    for _ in range(warmup + path.endswith("graph")):  # a graphed step's capture is a warm-up step of its own
         for fn, _out in sides:
             fn()
     sync()
@@ -267,7 +266,9 @@ def main(argv=None):
     results = []
     for name in args.configs.split(","):
         for path in args.paths.split(","):
-            if path.endswith("bf16") or "bf16" in path:
+            if path.endswith("graph") and device != "cuda":
+                continue
+            if "bf16" in path:
                 if device == "cpu":
                     import torch
 

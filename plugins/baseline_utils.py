@@ -136,11 +136,12 @@ def native_bf16(device: str) -> bool:
     return torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported()
 
 
-def bf16_autocast(device: str, enabled: bool):
-    """Mixed precision for a forward pass: bf16 matrix products under ``torch.autocast`` when ``enabled``."""
+def bf16_autocast(device: str, enabled: bool, cache: bool = True):
+    """Mixed precision for a forward pass: bf16 matrix products under ``torch.autocast`` when ``enabled``.
+    ``cache=False``: no cache of the weights' bf16 copies (a CUDA graph must cast the current weights)."""
     import torch
 
-    return torch.autocast(device, dtype=torch.bfloat16, enabled=enabled)
+    return torch.autocast(device, dtype=torch.bfloat16, enabled=enabled, cache_enabled=cache)
 
 
 @contextlib.contextmanager

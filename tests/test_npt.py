@@ -573,6 +573,85 @@ def test_a_cuda_fit_uses_the_multi_tensor_lamb(breast_cancer):
     assert model.device_.type == "cuda" and model.opt_.base.fused is False
 
 
+def test_cuda_graphs_are_chosen_on_cuda_over_whole_tables_and_refused_where_they_cannot_run(breast_cancer):
+    from tabbench_plugins.npt.training import use_cuda_graph
+
+    assert use_cuda_graph("auto", "cuda", 1) and use_cuda_graph(True, "cuda", 1)
+    assert not use_cuda_graph("auto", "cuda", 4) and not use_cuda_graph("auto", "cpu", 1)
+    assert not use_cuda_graph(False, "cuda", 1)
+    ds, sp = breast_cancer
+    with pytest.raises(ValueError, match="cuda_graph: true needs device cuda.*device cpu"):
+        NPT(ds.meta, 0, **SMALL, steps=2, budgets=[], device="cpu", cuda_graph=True).fit(
+            ds.X.iloc[sp.train], ds.y[sp.train])
+    with pytest.raises(ValueError, match="cuda_graph must be 'auto', true or false, got 'yes'"):
+        NPT(ds.meta, 0, **SMALL, steps=2, device="cpu", cuda_graph="yes").fit(ds.X.iloc[sp.train], ds.y[sp.train])
+    model = NPT(ds.meta, 0, **SMALL, steps=2, budgets=[], device="cpu").fit(ds.X.iloc[sp.train], ds.y[sp.train])
+    assert model.info_["cuda_graph"] == "off"
+
+
+def test_observe_keeps_the_best_weights_in_the_same_tensors_as_a_replayed_graph_needs():
+    """A CUDA graph replays the validation's bookkeeping on the tensors it was captured with: ``observe``
+    must update the best loss, step and weights in place, with the step given as an int or a tensor."""
+    from tabbench_plugins.npt.checkpoints import Run
+
+    model = torch.nn.Linear(3, 1)
+    run = Run(model, None, None, steps=10)
+    where = [run.best_loss.data_ptr(), run.best_step.data_ptr()] + [b.data_ptr() for b in run.best]
+    with torch.no_grad():
+        run.observe(torch.tensor(0.5), torch.tensor(3))
+        kept = [p.detach().clone() for p in model.parameters()]
+        model.weight.add_(1.0)
+        run.observe(torch.tensor(0.7), 6)  # worse: nothing kept
+        assert [torch.equal(b, k) for b, k in zip(run.best, kept)] == [True, True]
+        assert (float(run.best_loss), int(run.best_step)) == (0.5, 3)
+        run.observe(torch.tensor(0.2), torch.tensor(9))  # better: these weights
+    assert [torch.equal(b, p) for b, p in zip(run.best, model.parameters())] == [True, True]
+    assert (float(run.best_loss), int(run.best_step)) == pytest.approx((0.2, 9))
+    assert [run.best_loss.data_ptr(), run.best_step.data_ptr()] + [b.data_ptr() for b in run.best] == where
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_replayed_captures_once_then_replays_with_inputs_refreshed_in_place():
+    from tabbench_plugins.npt.graphs import Replayed
+
+    total, increment = torch.zeros(4, device="cuda"), torch.zeros((), device="cuda")
+    replayed = Replayed(lambda: total.add_(increment), enabled=True, warmup=1)
+    for k in range(1, 6):  # 1 eager, 1 captured (and run), 3 replayed
+        increment.fill_(k)
+        out = replayed()
+    assert replayed.status == "replayed" and out is total
+    assert total.tolist() == [15.0] * 4
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_a_step_that_cannot_be_captured_runs_eagerly_and_says_why():
+    from tabbench_plugins.npt.graphs import Replayed
+
+    x = torch.zeros((), device="cuda")
+
+    def fn():
+        x.add_(1)
+        return float(x)  # a read back to the host: not capturable
+
+    replayed = Replayed(fn, enabled=True, warmup=1)
+    with pytest.warns(RuntimeWarning, match="CUDA graph capture failed"):
+        got = [replayed() for _ in range(3)]
+    assert got == [1.0, 2.0, 3.0] and replayed.status.startswith("failed: ")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_a_graphed_cuda_fit_replays_the_eager_fit(breast_cancer):
+    """The whole-table step and the validation captured as CUDA graphs compute what the eager fit does:
+    the same masks (the default generator's stream, replayed), the same kernels (deterministic: true)."""
+    ds, sp = breast_cancer
+    fits = {graph: NPT(ds.meta, 0, **SMALL, steps=40, budgets=[], device="cuda", cuda_graph=graph).fit(
+        ds.X.iloc[sp.train], ds.y[sp.train], ds.X.iloc[sp.val], ds.y[sp.val]) for graph in (False, True)}
+    assert fits[True].info_["cuda_graph"] == "replayed" and fits[False].info_["cuda_graph"] == "off"
+    assert fits[True].info_["best_step"] == fits[False].info_["best_step"]
+    graphed, eager = (fits[g].predict_proba(ds.X.iloc[sp.test]) for g in (True, False))
+    np.testing.assert_allclose(graphed, eager, atol=1e-5)
+
+
 def test_deterministic_algorithms_hold_for_a_cuda_fit_only_and_are_restored_after(monkeypatch):
     """``deterministic: true`` (the default): torch's deterministic algorithms and cuBLAS's fixed workspace
     while a CUDA fit runs, the caller's setting back afterwards, even after an error; on the CPU, or with
@@ -638,13 +717,13 @@ def test_cosine_cyclic_schedule_values():
 def test_fit_steps_with_the_learning_rate_of_its_schedule(breast_cancer, monkeypatch, schedule):
     ds, sp = breast_cancer
     used = []
-    step = no.Lookahead.step
+    step = no.Lamb.step
 
     def spy(self, closure=None):
         used.append(self.param_groups[0]["lr"])
         return step(self, closure)
 
-    monkeypatch.setattr(no.Lookahead, "step", spy)
+    monkeypatch.setattr(no.Lamb, "step", spy)
     NPT(ds.meta, 0, **SMALL, steps=10, lr=2e-3, lr_schedule=schedule, budgets=[], device="cpu").fit(
         ds.X.iloc[sp.train], ds.y[sp.train])
     if schedule == "cosine_cyclic":  # W = 2 steps: 1e-7, then the peak at step 2, cycle 0 over steps 2-5

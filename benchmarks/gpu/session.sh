@@ -3,7 +3,8 @@
 # here), each writing its figures under $OUT:
 #   device run: bash benchmarks/gpu/session.sh tests|step|small|higgs      carry: [".whl", ".gpu-data"]
 #   tests  the test suite on the GPU (Ray, the boosters and TabNet are absent there: those tests skip)
-#   step   benchmarks/npt_step.py: fused vs explicit attention, bf16 vs fp32, Boston / Breast Cancer / Higgs shapes
+#   step   benchmarks/npt_step.py: fused vs explicit attention, bf16 vs fp32, eager vs CUDA graph; CONFIGS
+#          (default boston,breast-cancer,higgs), PATHS (default all)
 #   small  the paper's base NPT config on DATASETS (comma-separated), FOLDS, in-process (--no-ray), cuda
 #   higgs  300 minibatch steps of the real Higgs subset at the paper's batch size and e 64 (uci-higgs-npt-gpu.yaml)
 # Learned on the first lent machine (an H100, 30 device-minutes; benchmarks/README.md has its figures): a
@@ -29,7 +30,8 @@ case "${1:?say which step: tests, step, small or higgs}" in
          # still prints its summary (failures with their tracebacks) when the suite outlasts the call
          timeout -s INT -k 30 "${LIMIT:-480}" python3 -m pytest -q -n "${WORKERS:-14}" --timeout 150 -rfEs \
              --tb=short -p no:cacheprovider --durations=15 2>&1 | tee "$OUT/tests.log" ;;
-  step)  python3 benchmarks/npt_step.py --device cuda --configs boston,breast-cancer,higgs 2>&1 | tee "$OUT/npt_step.log" ;;
+  step)  python3 benchmarks/npt_step.py --device cuda --configs "${CONFIGS:-boston,breast-cancer,higgs}" \
+             ${PATHS:+--paths "$PATHS"} 2>&1 | tee "$OUT/npt_step.log" ;;
   small) # the paper's base config on a GPU, in-process; PROCS fold processes share the GPU (a small table leaves
          # it mostly idle), each stopped at LIMIT seconds (a job's record is written when it ends). At most 8
          # files come back from $OUT: the processes' logs end up in one file, the records in one archive.

@@ -4,6 +4,7 @@ docs/npt.md says what NPT is, how it trains and where each piece lives:
 
     estimator.py    NPT: the tabbench estimator (params, the table, fit, predict)
     training.py     the training loop: masking, loss, optimiser step, validation
+    graphs.py       a step captured once as a CUDA graph and replayed (whole tables on a GPU)
     model.py        the model, its masking and its loss (nanoGPT-style, torch only)
     optimiser.py    LAMB in Lookahead; the learning-rate and loss-weight schedules
     checkpoints.py  one run's state, saved and resumed; the budget-curve snapshots

@@ -65,11 +65,12 @@ class Run:
 
     # --- best-so-far and budget snapshots -------------------------------------------------------
 
-    def observe(self, val_loss):
-        """Keep the weights if this validation loss is the best so far (no host sync: torch.where)."""
+    def observe(self, val_loss, step):
+        """Keep the weights if this validation loss, taken after ``step`` (an int or a device tensor), is the
+        best so far: no host sync (torch.where), and every tensor updated in place (a CUDA graph replays it)."""
         improved = val_loss < self.best_loss
-        self.best_loss = torch.where(improved, val_loss, self.best_loss)
-        self.best_step = torch.where(improved, self.step, self.best_step)
+        self.best_loss.copy_(torch.where(improved, val_loss, self.best_loss))
+        self.best_step.copy_(torch.where(improved, step, self.best_step))
         with torch.no_grad():
             for b, p in zip(self.best, self.params):
                 b.copy_(torch.where(improved, p.detach(), b))
@@ -107,7 +108,8 @@ class Run:
         with torch.no_grad():
             for b, saved in zip(self.best, state["best"]):
                 b.copy_(saved)
-        self.best_loss, self.best_step = state["best_loss"], state["best_step"]
+            self.best_loss.copy_(state["best_loss"])
+            self.best_step.copy_(state["best_step"])
         self.snapshots, self.last_loss = state["snapshots"], state["last_loss"]
         self.earlier_seconds = state.get("seconds", 0.0)  # checkpoints written before it was kept: unknown
 

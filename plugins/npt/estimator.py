@@ -72,9 +72,11 @@ class NPT(Estimator):
         # checkpoint_minutes when the harness gives the job a checkpoint folder; fused_optimizer: one
         # compiled LAMB kernel per parameter ("auto": on the CPU, for models of FUSED_MIN_PARAMS parameters
         # or more; on CUDA never); deterministic: on CUDA, torch's deterministic algorithms while fitting, so
-        # that a seed repeats a fit bit for bit there as it does on the CPU (benchmarks/README.md: its cost)
+        # that a seed repeats a fit bit for bit there as it does on the CPU (benchmarks/README.md: its cost);
+        # cuda_graph: each training step and validation replayed as a CUDA graph ("auto": on CUDA with
+        # whole-table batches, where launches, not arithmetic, bound a step; graphs.py)
         "device": "auto", "amp": True, "checkpointing": False, "attention": "fused", "cpus": 1,
-        "checkpoint_minutes": 5.0, "fused_optimizer": "auto", "deterministic": True,
+        "checkpoint_minutes": 5.0, "fused_optimizer": "auto", "deterministic": True, "cuda_graph": "auto",
     }
 
     # --- params -------------------------------------------------------------------------------------
@@ -99,8 +101,9 @@ class NPT(Estimator):
         for name in ("p_feature", "p_target", "p_random", "lambda_init", "dropout", "att_dropout"):
             if not 0 <= P(name) <= 1:
                 raise ValueError(f"npt: {name} must be in [0, 1], got {P(name)}")
-        if P("fused_optimizer") not in ("auto", True, False):
-            raise ValueError("npt: fused_optimizer must be 'auto', true or false")
+        for name in ("fused_optimizer", "cuda_graph"):
+            if P(name) not in ("auto", True, False):
+                raise ValueError(f"npt: {name} must be 'auto', true or false, got {P(name)!r}")
         size = P("batch_size")
         if not (size is None or size == "auto" or (isinstance(size, int) and not isinstance(size, bool) and size > 0)):
             raise ValueError(f"npt: batch_size must be 'auto', null (the whole table) or a row count, got {size!r}")
@@ -417,6 +420,7 @@ class NPT(Estimator):
             "amp": self.amp_,
             "deterministic": dev.type == "cpu" or (dev.type == "cuda" and bool(self._param("deterministic"))),
             "fused_optimizer": self.opt_.base.fused,
+            "cuda_graph": self.cuda_graph_,  # "off", "replayed", "eager" (too few steps) or "failed: <why>"
             "threads": torch.get_num_threads() if dev.type == "cpu" else None,
             "resumed_from_step": checkpointer.resumed_from,
             "checkpoint_ignored": checkpointer.ignored,
@@ -527,12 +531,12 @@ class NPT(Estimator):
 
 #: How a job runs, not what it computes: left at their defaults in the job key and the checkpoint's
 #: fingerprint, so that a run resumed or repeated with more threads continues the same job.
-RUN_PARAMS = frozenset({"cpus", "checkpoint_minutes", "deterministic"})
+RUN_PARAMS = frozenset({"cpus", "checkpoint_minutes", "deterministic", "cuda_graph"})
 
 #: Params added after NPT jobs were recorded and checkpointed, with the value that does what the code
 #: did before them: at that value a job's key and its checkpoint fingerprint leave them out, so that
 #: recorded jobs are still found done and a killed run still resumes from its checkpoint.
-ADDED_PARAMS = {"lr_schedule": "flat_anneal", "warmup_fraction": 0.2, "deterministic": True}
+ADDED_PARAMS = {"lr_schedule": "flat_anneal", "warmup_fraction": 0.2, "deterministic": True, "cuda_graph": "auto"}
 
 
 SPEC = ModelSpec(

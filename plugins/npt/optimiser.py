@@ -175,16 +175,21 @@ class Lookahead(torch.optim.Optimizer):
     def zero_grad(self, set_to_none: bool = True):
         self.base.zero_grad(set_to_none=set_to_none)
 
-    @torch.no_grad()
     def step(self, closure=None):
         loss = self.base.step(closure)
+        self.advance()
+        return loss
+
+    @torch.no_grad()
+    def advance(self):
+        """Count a step of the base optimiser taken (``step`` does, or a caller that stepped it itself, as a
+        CUDA graph does); on every k-th, pull the weights towards the slow ones."""
         self.steps += 1
         if self.steps % self.k == 0:
             for group, slow in zip(self.param_groups, self.slow):
                 fast = list(group["params"])
                 torch._foreach_lerp_(slow, fast, self.alpha)
                 torch._foreach_copy_(fast, slow)
-        return loss
 
     def state_dict(self):
         return {"base": self.base.state_dict(), "slow": self.slow, "steps": self.steps}

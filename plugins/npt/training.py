@@ -16,14 +16,16 @@ One step (docs/npt.md, "Training"):
                stopped at is validated, and the best validation weights are kept as at the end
 
 The state the loop changes lives in a ``checkpoints.Run``, saved every few minutes and resumed bit for
-bit (on the CPU) when a killed job runs again.
+bit (on the CPU) when a killed job runs again. On a GPU over the whole table, a step and a validation are
+each captured once as a CUDA graph and replayed (``cuda_graph``, ``TrainStep``, graphs.py).
 """
 
 from __future__ import annotations
 
 import time
 
-from tabbench_plugins.npt import checkpoints
+from tabbench_plugins.baseline_utils import bf16_autocast
+from tabbench_plugins.npt import checkpoints, graphs
 from tabbench_plugins.npt.cost import n_batches
 from tabbench_plugins.npt.model import corrupt, entry_losses, masked_mean
 from tabbench_plugins.npt.optimiser import cosine_cyclic, cosine_tradeoff, flat_then_anneal
@@ -64,64 +66,141 @@ def measured_slowdown(est, torch, rows: int, model_pass_s: float) -> float:
     return seconds / model_pass_s
 
 
+class TrainStep:
+    """One training step: corrupt, forward, the masked loss, backward, clip, LAMB; then Lookahead.
+
+    Eager by default. ``graphed`` (CUDA, whole-table batches): captured once as a CUDA graph and replayed
+    (``graphs.Replayed``): the table and every tensor the step touches keep their addresses, and the learning
+    rate and loss weight are device tensors refreshed in place before each replay. Lookahead's pull, every
+    k-th step, runs eagerly after the step (the graph cannot count steps).
+
+    ``gen`` draws the masks: on CUDA the device's default generator, the one a graph can replay (dropout draws
+    from it too), elsewhere the run's own. ``amp``: bf16 autocast of the forward pass (its cast cache off when
+    graphed, so each replay casts the current weights)."""
+
+    def __init__(self, model, opt, x, m, p_col, cards, gen, *, p_random=0.1, n_patches=0, patch_dim=0,
+                 amp=False, clip_norm=None, graphed=False):
+        import torch
+
+        from torch.profiler import record_function  # a no-op unless a profiler runs
+
+        self.torch, self.phase, self.model, self.opt, self.gen = torch, record_function, model, opt, gen
+        self.x, self.m, self.cand = x, m, ~m  # masking may select every observed entry (never a missing one)
+        self.p_col, self.cards = p_col, list(cards)
+        self.cards_t = torch.tensor(self.cards, dtype=torch.float32, device=x.device)
+        self.p_random, self.n_patches, self.patch_dim = p_random, n_patches, patch_dim
+        self.amp, self.clip_norm, self.graphed = amp, clip_norm, graphed
+        self.params = list(model.parameters())
+        self.lr_t, self.lam_t = (torch.zeros((), device=x.device) for _ in range(2))
+        self.replayed = graphs.Replayed(lambda: self._step(self.lr_t, self.lam_t, self.x, self.m, self.cand),
+                                        enabled=graphed)
+
+    @property
+    def status(self) -> str:
+        return self.replayed.status
+
+    def __call__(self, lr: float, lam: float, idx=None):
+        """Step at learning rate ``lr`` and feature-loss weight ``lam`` over the rows ``idx`` (None: the whole
+        table); returns the loss (a device tensor: reading it waits for the step)."""
+        if self.graphed:
+            assert idx is None, "a graphed step trains on the whole table"
+            self.lr_t.fill_(lr)
+            self.lam_t.fill_(lam)
+            loss = self.replayed()
+        elif idx is None:
+            loss = self._step(lr, lam, self.x, self.m, self.cand)
+        else:
+            loss = self._step(lr, lam, self.x[idx], self.m[idx], self.cand[idx])
+        self.opt.advance()
+        return loss
+
+    def _step(self, lr, lam, xb, mb, cb):
+        torch, phase, t = self.torch, self.phase, len(self.cards) - 1  # t: the target column
+
+        with phase("masking"):
+            c = corrupt(xb, mb, cb, self.p_col, self.cards_t, self.gen, self.p_random, self.n_patches,
+                        self.patch_dim)
+        with phase("forward"), bf16_autocast(xb.device.type, self.amp, cache=not self.graphed):
+            out = self.model(c.x, c.m)
+        with phase("loss"):
+            losses = entry_losses(out, xb, self.cards, self.n_patches, self.patch_dim)
+            loss = (1 - lam) * masked_mean(losses[:, t], c.scored[:, t])
+            if torch.is_tensor(lam) or lam > 0:  # a tensor (graphed): kept, its weight goes to 0 by itself
+                loss = loss + lam * masked_mean(losses[:, :t], c.scored[:, :t])
+        self.opt.zero_grad(set_to_none=True)
+        with phase("backward"):
+            loss.backward()
+        with phase("clip + LAMB + Lookahead"):  # an element-wise clamp is fused into LAMB
+            if self.clip_norm:
+                torch.nn.utils.clip_grad_norm_(self.params, self.clip_norm)
+            for group in self.opt.param_groups:
+                group["lr"] = lr
+            self.opt.base.step()
+        return loss.detach()
+
+
+def use_cuda_graph(setting, device_type: str, n_batches: int) -> bool:
+    """Whether to capture the training step (param ``cuda_graph``): "auto" on CUDA with whole-table batches;
+    true where that is impossible is an error."""
+    possible = device_type == "cuda" and n_batches == 1
+    if setting is True and not possible:
+        raise ValueError(f"npt: cuda_graph: true needs device cuda and whole-table batches (here: device "
+                         f"{device_type}, {n_batches} batches a pass); set cuda_graph to auto or false")
+    return possible and setting in ("auto", True)
+
+
 def train(est, torch):
     """Train ``est.model_`` with ``est.opt_`` on the table ``est`` prepared; returns the finished
     ``checkpoints.Run`` (best-validation weights loaded when there are validation rows) and the
-    ``checkpoints.Checkpointer`` that saved and resumed it."""
+    ``checkpoints.Checkpointer`` that saved and resumed it. ``est.cuda_graph_``: how the steps ran."""
     P, dev, cfg, model, opt = est.params, est.device_, est.cfg_, est.model_, est.opt_
     t = cfg.d - 1  # the target column
     x_tab, m_tab = est.x_tab_, est.m_tab_
-    cand = ~m_tab  # entries the masking may select: everything observed (never a missing target)
     p_col = torch.tensor([P["p_feature"]] * t + [P["p_target"]], device=dev)
-    cards_t = torch.tensor(est.cards_, dtype=torch.float32, device=dev)
-    params = list(model.parameters())
     steps = est.steps_
     est.n_batches_ = n_b = n_batches(len(x_tab), P["batch_size"])
     eval_every = max(1, int(P["eval_every"]))
     budgets = checkpoints.BUDGET_LADDER if P["budgets"] is None else tuple(P["budgets"])
+    graphed = use_cuda_graph(P["cuda_graph"], dev.type, n_b)
 
-    run = checkpoints.Run(model, opt, torch.Generator(device=dev).manual_seed(est.seed), steps, budgets)
+    gen = (torch.cuda.default_generators[dev.index if dev.index is not None else torch.cuda.current_device()]
+           if dev.type == "cuda" else torch.Generator(device=dev).manual_seed(est.seed))  # see TrainStep
+    run = checkpoints.Run(model, opt, gen, steps, budgets)
     ckpt = checkpoints.Checkpointer(getattr(est, "checkpoint_dir", None), P["checkpoint_minutes"],
                                     checkpoints.fingerprint(x_tab.cpu().numpy(), params=est.job_identity(),
                                                             model=model))
     ckpt.resume(run)
+    train_step = TrainStep(model, opt, x_tab, m_tab, p_col, est.cards_, run.gen, p_random=P["p_random"],
+                           n_patches=cfg.n_patches, patch_dim=cfg.patch_dim, amp=est.amp_,
+                           clip_norm=P["clip"] if P["clip"] and P["clip_mode"] == "norm" else None,
+                           graphed=graphed)
+    at_step = torch.zeros((), dtype=torch.int64, device=dev)  # the step a validation is taken after
+    validate = graphs.Replayed(lambda: run.observe(est._validation_loss(torch), at_step), enabled=graphed)
+
+    def observe():
+        model.eval()
+        at_step.fill_(run.step)
+        with torch.no_grad():
+            validate()
+
     while run.step < steps:
         step = run.step
         model.train()
         if not run.batches:  # a new epoch
             run.batches = est._epoch(n_b, run.gen, torch)
         idx = run.batches.pop(0)
-        xb, mb, cb = (x_tab, m_tab, cand) if idx is None else (x_tab[idx], m_tab[idx], cand[idx])
-        c = corrupt(xb, mb, cb, p_col, cards_t, run.gen, P["p_random"], cfg.n_patches, cfg.patch_dim)
-        lam = cosine_tradeoff(step, steps, P["lambda_init"])
-        with est._autocast():
-            out = model(c.x, c.m)
-        losses = entry_losses(out, xb, est.cards_, cfg.n_patches, cfg.patch_dim)
-        loss = (1 - lam) * masked_mean(losses[:, t], c.scored[:, t])
-        if lam > 0:
-            loss = loss + lam * masked_mean(losses[:, :t], c.scored[:, :t])
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        if P["clip"] and P["clip_mode"] == "norm":
-            torch.nn.utils.clip_grad_norm_(params, P["clip"])
-        for group in opt.param_groups:
-            group["lr"] = lr_at(P, step, steps, n_b == 1)
-        opt.step()
+        run.last_loss = train_step(lr_at(P, step, steps, n_b == 1), cosine_tradeoff(step, steps, P["lambda_init"]),
+                                   idx)
         run.step = step + 1
-        run.last_loss = loss.detach()
-
         if est.has_val_ and (run.step % eval_every == 0 or run.step == steps):
-            model.eval()
-            with torch.no_grad():
-                run.observe(est._validation_loss(torch))
+            observe()
         run.snapshot_if_budget(est.has_val_)
         ckpt.maybe_save(run)
         if run.step < steps and est.clock_.out_of_time():
             if est.has_val_ and run.step % eval_every:  # the last steps count too
-                model.eval()
-                with torch.no_grad():
-                    run.observe(est._validation_loss(torch))
+                observe()
             break
+    est.cuda_graph_ = train_step.status if graphed else "off"
     if est.has_val_:
         run.use_best()
     model.eval()
