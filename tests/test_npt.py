@@ -630,13 +630,35 @@ def test_a_step_that_cannot_be_captured_runs_eagerly_and_says_why():
     x = torch.zeros((), device="cuda")
 
     def fn():
-        x.add_(1)
-        return float(x)  # a read back to the host: not capturable
+        torch.Generator(device="cuda")  # a generator of its own: refused during capture
+        return x.add_(torch.rand((), device="cuda") + 1).clone()
 
     replayed = Replayed(fn, enabled=True, warmup=1)
     with pytest.warns(RuntimeWarning, match="CUDA graph capture failed"):
-        got = [replayed() for _ in range(3)]
-    assert got == [1.0, 2.0, 3.0] and replayed.status.startswith("failed: ")
+        got = [float(replayed()) for _ in range(3)]
+    assert got == sorted(got) and 3 < got[-1] < 6 and replayed.status.startswith("failed: ")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_a_capture_that_breaks_the_random_generator_stops_the_run_with_the_remedy():
+    """A host read during capture invalidates it, and torch then leaves the device's default generator unusable
+    for the process: Replayed says so (with cuda_graph: false as the remedy) instead of training on. In a
+    process of its own, since the generator stays broken."""
+    script = (
+        "import torch, warnings\n"
+        "from tabbench_plugins.npt.graphs import Replayed\n"
+        "x = torch.zeros((), device='cuda')\n"
+        "replayed = Replayed(lambda: float(x.add_(torch.rand((), device='cuda'))), enabled=True, warmup=1)\n"
+        "warnings.simplefilter('ignore')\n"
+        "try:\n"
+        "    [replayed() for _ in range(3)]\n"
+        "    print('eager:', replayed.status)\n"
+        "except RuntimeError as exc:\n"
+        "    print('stopped:', exc)\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    # either torch recovered its generator (the run goes on eagerly) or the remedy is named
+    assert out.stdout.startswith("eager: failed: ") or "run it with cuda_graph: false" in out.stdout, out.stdout
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")

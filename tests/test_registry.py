@@ -147,8 +147,9 @@ def test_a_broken_plugin_package_is_reported_and_does_not_hide_the_others(tmp_pa
 
 
 def test_run_params_are_left_out_of_the_job_key_and_published_keys_are_unchanged():
-    """A job's key holds a model's run params (NPT: cpus, checkpoint_minutes, deterministic) at their defaults:
-    the same job run with more threads, or without CUDA's deterministic algorithms, is found done; any other
+    """A job's key holds a model's run params (NPT: cpus, checkpoint_minutes, deterministic, cuda_graph) at their
+    defaults: the same job run with more threads, or without CUDA's deterministic algorithms or graphs, is found
+    done; any other
     param is a new job; committed records keep their keys."""
     from tabbench.expand import resolve_params
     from tabbench.jobs import job_key
@@ -156,13 +157,13 @@ def test_run_params_are_left_out_of_the_job_key_and_published_keys_are_unchanged
     from tabbench.store import Store
 
     spec = load_models()["npt"].spec
-    assert spec.run_params == {"cpus", "checkpoint_minutes", "deterministic"}
+    assert spec.run_params == {"cpus", "checkpoint_minutes", "deterministic", "cuda_graph"}
     base = resolve_params(spec, {}, gpu_available=False)
 
     def key(params):
         return job_key("npt", "npt", spec.key_params(params), "data", "split", 0, 0, 0)
 
-    assert key({**base, "cpus": 4, "checkpoint_minutes": 1.0, "deterministic": False}) == key(base)
+    assert key({**base, "cpus": 4, "checkpoint_minutes": 1.0, "deterministic": False, "cuda_graph": False}) == key(base)
     assert key({**base, "lr": 5e-4}) != key(base)
     folder = ROOT / "results" / "uci-small-npt-paper"
     if not (folder / "records").is_dir():

@@ -2,7 +2,8 @@
 # The GPU steps of issue 26, run on the lent machine from the repository root (after benchmarks/gpu/prepare.sh
 # here), each writing its figures under $OUT:
 #   device run: bash benchmarks/gpu/session.sh tests|step|small|higgs      carry: [".whl", ".gpu-data"]
-#   tests  the test suite on the GPU (Ray, the boosters and TabNet are absent there: those tests skip)
+#   tests  the test suite on the GPU (Ray, the boosters and TabNet are absent there: those tests skip); TESTS:
+#          pytest's selection instead of the whole suite
 #   step   benchmarks/npt_step.py: fused vs explicit attention, bf16 vs fp32, eager vs CUDA graph; CONFIGS
 #          (default boston,breast-cancer,higgs), PATHS (default all)
 #   small  the paper's base NPT config on DATASETS (comma-separated), FOLDS, in-process (--no-ray), cuda
@@ -29,7 +30,7 @@ case "${1:?say which step: tests, step, small or higgs}" in
          # xdist workers (in the device image), a per-test limit, and a SIGINT at LIMIT seconds so pytest
          # still prints its summary (failures with their tracebacks) when the suite outlasts the call
          timeout -s INT -k 30 "${LIMIT:-480}" python3 -m pytest -q -n "${WORKERS:-14}" --timeout 150 -rfEs \
-             --tb=short -p no:cacheprovider --durations=15 2>&1 | tee "$OUT/tests.log" ;;
+             --tb=short -p no:cacheprovider --durations=15 ${TESTS:-} 2>&1 | tee "$OUT/tests.log" ;;
   step)  python3 benchmarks/npt_step.py --device cuda --configs "${CONFIGS:-boston,breast-cancer,higgs}" \
              ${PATHS:+--paths "$PATHS"} 2>&1 | tee "$OUT/npt_step.log" ;;
   small) # the paper's base config on a GPU, in-process; PROCS fold processes share the GPU (a small table leaves

@@ -10,7 +10,9 @@ What may be captured: work whose tensors keep their addresses from one call to t
 parameters, gradients, optimiser state, values the caller refreshes in place such as the learning rate),
 that never reads a value back to the host (no ``.item()``, no branch on a device value, no boolean
 indexing), and that draws random numbers from the device's default generator only (NPT's masking and
-dropout do, on CUDA). A capture that fails anyway is reported once and the work runs eagerly from then on.
+dropout do, on CUDA). A capture that fails anyway is reported once and the work runs eagerly from then on,
+unless the failure left the default generator unusable (torch 2.11 does, when a host sync invalidated the
+capture): then the run stops with an error that says so, rather than train on with a broken generator.
 """
 
 from __future__ import annotations
@@ -62,6 +64,11 @@ class Replayed:
             warnings.warn(f"CUDA graph capture failed ({self.failure}); running eagerly", RuntimeWarning,
                           stacklevel=2)
             torch.cuda.synchronize()
+            try:
+                torch.rand(1, device="cuda")
+            except RuntimeError as broken:
+                raise RuntimeError(f"CUDA graph capture failed ({self.failure}) and left the device's random "
+                                   "generator unusable in this process; run it with cuda_graph: false") from broken
             return self.fn()
         self.graph, self.out = graph, out
         graph.replay()  # capture recorded the work without running it

@@ -175,7 +175,10 @@ def train(est, torch):
                            clip_norm=P["clip"] if P["clip"] and P["clip_mode"] == "norm" else None,
                            graphed=graphed)
     at_step = torch.zeros((), dtype=torch.int64, device=dev)  # the step a validation is taken after
-    validate = graphs.Replayed(lambda: run.observe(est._validation_loss(torch), at_step), enabled=graphed)
+    # a validation over several chunks draws their rows from a generator of its own: not capturable
+    one_chunk = est.has_val_ and len(est._batches(0 if est.transductive_ else len(est.x_val_), torch)) == 1
+    validate = graphs.Replayed(lambda: run.observe(est._validation_loss(torch), at_step),
+                               enabled=graphed and one_chunk)
 
     def observe():
         model.eval()
