@@ -91,9 +91,9 @@ class TrainStep:
         self.p_random, self.n_patches, self.patch_dim = p_random, n_patches, patch_dim
         self.amp, self.clip_norm, self.graphed = amp, clip_norm, graphed
         self.params = list(model.parameters())
-        self.lr_t, self.lam_t = (torch.zeros((), device=x.device) for _ in range(2))
-        self.replayed = graphs.Replayed(lambda: self._step(self.lr_t, self.lam_t, self.x, self.m, self.cand),
-                                        enabled=graphed)
+        self.lr_t, self.w_target_t, self.w_feature_t = (torch.zeros((), device=x.device) for _ in range(3))
+        self.replayed = graphs.Replayed(lambda: self._step(self.lr_t, self.w_target_t, self.w_feature_t, self.x,
+                                                           self.m, self.cand), enabled=graphed)
 
     @property
     def status(self) -> str:
@@ -102,19 +102,19 @@ class TrainStep:
     def __call__(self, lr: float, lam: float, idx=None):
         """Step at learning rate ``lr`` and feature-loss weight ``lam`` over the rows ``idx`` (None: the whole
         table); returns the loss (a device tensor: reading it waits for the step)."""
-        if self.graphed:
+        if self.graphed:  # the loss weights as the eager step's: 1 - lam rounded once, from the double
             assert idx is None, "a graphed step trains on the whole table"
-            self.lr_t.fill_(lr)
-            self.lam_t.fill_(lam)
+            for value, t in ((lr, self.lr_t), (1 - lam, self.w_target_t), (lam, self.w_feature_t)):
+                t.fill_(value)
             loss = self.replayed()
         elif idx is None:
-            loss = self._step(lr, lam, self.x, self.m, self.cand)
+            loss = self._step(lr, 1 - lam, lam, self.x, self.m, self.cand)
         else:
-            loss = self._step(lr, lam, self.x[idx], self.m[idx], self.cand[idx])
+            loss = self._step(lr, 1 - lam, lam, self.x[idx], self.m[idx], self.cand[idx])
         self.opt.advance()
         return loss
 
-    def _step(self, lr, lam, xb, mb, cb):
+    def _step(self, lr, w_target, w_feature, xb, mb, cb):
         torch, phase, t = self.torch, self.phase, len(self.cards) - 1  # t: the target column
 
         with phase("masking"):
@@ -124,9 +124,9 @@ class TrainStep:
             out = self.model(c.x, c.m)
         with phase("loss"):
             losses = entry_losses(out, xb, self.cards, self.n_patches, self.patch_dim)
-            loss = (1 - lam) * masked_mean(losses[:, t], c.scored[:, t])
-            if torch.is_tensor(lam) or lam > 0:  # a tensor (graphed): kept, its weight goes to 0 by itself
-                loss = loss + lam * masked_mean(losses[:, :t], c.scored[:, :t])
+            loss = w_target * masked_mean(losses[:, t], c.scored[:, t])
+            if torch.is_tensor(w_feature) or w_feature > 0:  # a tensor (graphed): kept, its weight goes to 0
+                loss = loss + w_feature * masked_mean(losses[:, :t], c.scored[:, :t])
         self.opt.zero_grad(set_to_none=True)
         with phase("backward"):
             loss.backward()
