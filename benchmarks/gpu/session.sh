@@ -8,12 +8,14 @@
 #          (default boston,breast-cancer,higgs), PATHS (default all)
 #   small  the paper's base NPT config on DATASETS (comma-separated), FOLDS, in-process (--no-ray), cuda
 #   higgs  300 minibatch steps of the real Higgs subset at the paper's batch size and e 64 (uci-higgs-npt-gpu.yaml)
-# Learned on the first lent machine (an H100, 30 device-minutes; benchmarks/README.md has its figures): a
-# machine starts in ~35 s and stays warm only 30 s after a call; at most 8 files come back from $OUT (the
-# steps write 2-3); the whole suite did not finish in 340 s on 8-14 workers before OMP_NUM_THREADS was set;
-# a command that waits on its own steps must not `pgrep -f` a string its own command line holds.
-# Suggested next lease: `tests` (LIMIT=420) | `small` with DATASETS=boston,breast_cancer PROCS=5 LIMIT=420
-# | `small` with DATASETS=yacht | `higgs`; commit what comes back after each.
+# Learned on the lent machines (an H100, then H200s; benchmarks/README.md has their figures): a machine starts
+# in ~35-90 s and stays warm only 30 s after a call; at most 8 files come back from $OUT (the steps write 2-3);
+# a lease is 15 device-minutes, starts included, so one command of ~8 minutes is the most a lease holds; the
+# whole suite takes ~200 s on 8 workers with OMP_NUM_THREADS=1; with the step as a CUDA graph, one fold process
+# keeps the GPU busy (sharing it adds little); a command that waits on its own steps must not `pgrep -f` a
+# string its own command line holds.
+# Suggested next lease (results/uci-small-npt-paper-gpu/README.md): `small` with DATASETS=yacht
+# FOLDS="2 3 4 5 6 7 8 9" PROCS=1 LIMIT=560 beside `tests`; then Concrete the same way over two leases.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-out}; mkdir -p "$OUT"
@@ -33,8 +35,9 @@ case "${1:?say which step: tests, step, small or higgs}" in
              --tb=short -p no:cacheprovider --durations=15 ${TESTS:-} 2>&1 | tee "$OUT/tests.log" ;;
   step)  python3 benchmarks/npt_step.py --device cuda --configs "${CONFIGS:-boston,breast-cancer,higgs}" \
              ${PATHS:+--paths "$PATHS"} 2>&1 | tee "$OUT/npt_step.log" ;;
-  small) # the paper's base config on a GPU, in-process; PROCS fold processes share the GPU (a small table leaves
-         # it mostly idle), each stopped at LIMIT seconds (a job's record is written when it ends). At most 8
+  small) # the paper's base config on a GPU, in-process; PROCS fold processes share the GPU (eager steps leave it
+         # idle between launches; graphed ones do not), each stopped at LIMIT seconds (a record is written when a
+         # job ends). At most 8
          # files come back from $OUT: the processes' logs end up in one file, the records in one archive.
          folds=(${FOLDS:-0 1 2 3 4 5 6 7 8 9}); logs=$(mktemp -d); export DATASETS="${DATASETS:?}" OUT
          for ((i = 0; i < ${PROCS:-4}; i++)); do
