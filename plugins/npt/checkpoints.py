@@ -5,7 +5,8 @@ after a few hours; cloud machines are pre-empted), so everything the training lo
 in one place and is written to a checkpoint every few minutes:
 
     the model's weights, LAMB's moments, Lookahead's slow weights and counter, the generator that
-    draws masks and batches, torch's global generator (dropout), the next step, the batches left in
+    draws masks and batches (on CUDA the device's default one, which dropout shares), torch's global
+    generator (dropout on the CPU), the next step, the batches left in
     the current epoch, the best-validation weights so far, their snapshots at each step budget, and
     the fit time spent so far (so that a resumed job's recorded fit time is the whole fit's).
 

@@ -71,8 +71,8 @@ class TrainStep:
 
     Eager by default. ``graphed`` (CUDA, whole-table batches): captured once as a CUDA graph and replayed
     (``graphs.Replayed``): the table and every tensor the step touches keep their addresses, and the learning
-    rate and loss weight are device tensors refreshed in place before each replay. Lookahead's pull, every
-    k-th step, runs eagerly after the step (the graph cannot count steps).
+    rate and the two loss weights are device tensors refreshed in place before each replay. Lookahead's pull,
+    every k-th step, runs eagerly after the step (the graph cannot count steps).
 
     ``gen`` draws the masks: on CUDA the device's default generator, the one a graph can replay (dropout draws
     from it too), elsewhere the run's own. ``amp``: bf16 autocast of the forward pass (its cast cache off when
@@ -203,7 +203,8 @@ def train(est, torch):
             if est.has_val_ and run.step % eval_every:  # the last steps count too
                 observe()
             break
-    est.cuda_graph_ = train_step.status if graphed else "off"
+    est.cuda_graph_ = ("off" if not graphed else train_step.status if validate.failure is None
+                       else f"{train_step.status}; validation {validate.status}")
     if est.has_val_:
         run.use_best()
     model.eval()
