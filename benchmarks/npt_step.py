@@ -79,7 +79,7 @@ def worker(name, path, rows, steps, warmup, device, threads, layers, heads, opti
 
     from tabbench_plugins.npt import model as nm
     from tabbench_plugins.npt import optimiser as no
-    from tabbench_plugins.npt.training import TrainStep
+    from tabbench_plugins.npt.training import TrainStep, masks_generator
 
     if threads:
         torch.set_num_threads(threads)
@@ -114,8 +114,7 @@ def worker(name, path, rows, steps, warmup, device, threads, layers, heads, opti
             x[:, j] = torch.randint(0, c, (n,), device=dev).float()
     missing = torch.zeros(n, d, dtype=torch.bool, device=dev)
     p = torch.tensor([0.15] * (d - 1) + [1.0], device=dev)
-    # the masks' generator as fit's: on CUDA the default one (a graph can replay only it)
-    gen = torch.cuda.default_generators[0] if dev.type == "cuda" else torch.Generator(device=dev).manual_seed(0)
+    gen = masks_generator(torch, dev, 0)  # as fit's: on CUDA the default one (a graph can replay only it)
 
     def train_step(model, opt):
         return TrainStep(model, opt, x, missing, p, cards, gen, amp=bf16, graphed=path.endswith("graph"))

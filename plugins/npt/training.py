@@ -139,6 +139,14 @@ class TrainStep:
         return loss.detach()
 
 
+def masks_generator(torch, dev, seed: int):
+    """The generator the masks draw from (see TrainStep): on CUDA the device's default one, which a graph can
+    replay (``torch.manual_seed`` seeds it), elsewhere one of the run's own, seeded with ``seed``."""
+    if dev.type == "cuda":
+        return torch.cuda.default_generators[dev.index if dev.index is not None else torch.cuda.current_device()]
+    return torch.Generator(device=dev).manual_seed(seed)
+
+
 def use_cuda_graph(setting, device_type: str, n_batches: int) -> bool:
     """Whether to capture the training step (param ``cuda_graph``): "auto" on CUDA with whole-table batches;
     true where that is impossible is an error."""
@@ -163,9 +171,7 @@ def train(est, torch):
     budgets = checkpoints.BUDGET_LADDER if P["budgets"] is None else tuple(P["budgets"])
     graphed = use_cuda_graph(P["cuda_graph"], dev.type, n_b)
 
-    gen = (torch.cuda.default_generators[dev.index if dev.index is not None else torch.cuda.current_device()]
-           if dev.type == "cuda" else torch.Generator(device=dev).manual_seed(est.seed))  # see TrainStep
-    run = checkpoints.Run(model, opt, gen, steps, budgets)
+    run = checkpoints.Run(model, opt, masks_generator(torch, dev, est.seed), steps, budgets)
     ckpt = checkpoints.Checkpointer(getattr(est, "checkpoint_dir", None), P["checkpoint_minutes"],
                                     checkpoints.fingerprint(x_tab.cpu().numpy(), params=est.job_identity(),
                                                             model=model))
