@@ -275,10 +275,14 @@ class NPT(Estimator):
         """The training batches of one epoch: index tensors, or [None] for the whole table."""
         return [b[0] for b in self._chunks(n_b, g, torch)] if n_b > 1 else [None]
 
+    def _eval_chunks(self, n_q):
+        """How many chunks a forward pass over the table plus ``n_q`` query rows is split into."""
+        return eval_chunks(len(self.x_tab_) + n_q, self._param("eval_batch_size"), self._param("batch_size"))
+
     def _batches(self, n_q, torch):
         """(context rows, query rows) index batches for prediction; fixed, so predict is deterministic."""
         n_ctx = len(self.x_tab_)
-        chunks = eval_chunks(n_ctx + n_q, self._param("eval_batch_size"), self._param("batch_size"))
+        chunks = self._eval_chunks(n_q)
         q = torch.arange(n_q, device=self.device_)
         if chunks == 1:
             return [(torch.arange(n_ctx, device=self.device_), q)]

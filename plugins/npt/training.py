@@ -182,7 +182,7 @@ def train(est, torch):
                            graphed=graphed)
     at_step = torch.zeros((), dtype=torch.int64, device=dev)  # the step a validation is taken after
     # a validation over several chunks draws their rows from a generator of its own: not capturable
-    one_chunk = est.has_val_ and len(est._batches(0 if est.transductive_ else len(est.x_val_), torch)) == 1
+    one_chunk = est.has_val_ and est._eval_chunks(0 if est.transductive_ else len(est.x_val_)) == 1
     validate = graphs.Replayed(lambda: run.observe(est._validation_loss(torch), at_step),
                                enabled=graphed and one_chunk)
 
