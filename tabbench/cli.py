@@ -19,6 +19,12 @@ def _data_args(p):
                    help="read-only folder searched for data files before any download (repeatable; also $TABBENCH_MIRROR)")
 
 
+def _checkpoints_arg(parser) -> None:
+    parser.add_argument("--checkpoints", metavar="DIR", default=os.environ.get("TABBENCH_CHECKPOINTS"),
+                        help="keep unfinished jobs' training state in DIR/<suite> (default: $TABBENCH_CHECKPOINTS, "
+                             "else the results folder's checkpoints/), e.g. a folder that outlives a fresh checkout")
+
+
 def _plugin_arg(p):
     p.add_argument("--plugin", metavar="PATH", action="append", default=[], help="load a plugin file (repeatable)")
 
@@ -50,9 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--results", metavar="DIR", help="results root the run writes to (default: runs/; "
                      "--results results adds jobs to the published folders, e.g. a new model's)")
     _reference_arg(run)
-    run.add_argument("--checkpoints", metavar="DIR", default=os.environ.get("TABBENCH_CHECKPOINTS"),
-                     help="keep unfinished jobs' training state in DIR/<suite> (default: $TABBENCH_CHECKPOINTS, "
-                          "else the results folder's checkpoints/), e.g. a folder that outlives a fresh checkout")
+    _checkpoints_arg(run)
     run.add_argument("--force", action="store_true", help="re-run jobs that already have a record")
     run.add_argument("--retry-failed", action="store_true", help="re-run jobs whose record is a failure")
     _selection_args(run)
@@ -120,6 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
                             help="probe a fixed random sample of N test rows of each job (drawn from its seed, fold "
                                  "and repeat; the same rows before and after), for large test parts (default: all)")
     _selection_args(corruption)
+    _checkpoints_arg(corruption)
     _plugin_arg(corruption)
     _data_args(corruption)
 
@@ -211,7 +216,8 @@ def cmd_probe(args) -> int:
 
     suite, paths = _suite_and_paths(args)
     table, out = probe_suite(suite, Selection(args.models, args.datasets, args.folds), Path(args.results), paths,
-                             tuple(args.plugin), args.batch_rows or BATCH_ROWS, args.test_rows)
+                             tuple(args.plugin), args.batch_rows or BATCH_ROWS, args.test_rows,
+                             checkpoints=Path(args.checkpoints) if args.checkpoints else None)
     print(f"{len(table)} jobs probed, merged into {out / 'corruption.csv'}. Written: {out / 'corruption.md'}")
     return 0
 
@@ -389,13 +395,12 @@ COMMANDS = {"schema": cmd_schema, "run": cmd_run, "compare": cmd_compare, "plan"
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
-    if args.command == "run":
-        import signal
+    import signal
 
-        # A shell starts a background job with SIGINT ignored; a run must still stop on Ctrl-C or kill -INT.
-        # This covers the imports and suite loading; run_suite then installs its own handler.
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+    args = build_parser().parse_args(argv)
+    # A shell starts a background job with SIGINT ignored; every command must still stop on Ctrl-C or kill -INT
+    # (a run's or a probe's long fits most of all). run_suite then installs its own handler.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     from tabbench.errors import TabbenchError
 
     try:

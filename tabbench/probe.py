@@ -209,15 +209,18 @@ def merge(stored: pd.DataFrame | None, table: pd.DataFrame) -> pd.DataFrame:
 
 
 def probe_suite(suite, selection, results_root, paths, plugin_files=(), batch_rows: int = BATCH_ROWS,
-                test_rows: int | None = None, log=print) -> tuple[pd.DataFrame, Path]:
+                test_rows: int | None = None, log=print, checkpoints: Path | None = None) -> tuple[pd.DataFrame, Path]:
     """Fit and probe the selected jobs of a suite; merge their rows into corruption.csv, write corruption.md from
-    it; return this invocation's rows and the folder."""
+    it; return this invocation's rows and the folder. A model that checkpoints keeps its training state where
+    ``tabbench run`` keeps the job's (the suite folder's checkpoints/, or ``checkpoints``/<suite>), so an
+    interrupted probe continues its fit; the state is removed once the fit is done."""
     from tabbench.executors import _cuda_in_a_subprocess
     from tabbench.expand import expand
     from tabbench.plugins import load_models
     from tabbench.published import load_published
     from tabbench.report.probe_tables import markdown
     from tabbench.runner import _device_auto, load_data, model_refusals
+    from tabbench.store import Store
     from tabbench.suite import check_models
 
     if test_rows is not None and test_rows < 1:
@@ -233,6 +236,7 @@ def probe_suite(suite, selection, results_root, paths, plugin_files=(), batch_ro
     if refusals:
         raise ProbeError("\n".join(refusals))
     out = suite.results_dir(results_root) / "probe-corruption"
+    store = Store(suite.results_dir(results_root), checkpoints)
     stored = read_stored(out / "corruption.csv")
     gpu = _device_auto(suite, registry) and _cuda_in_a_subprocess()
     jobs = first_trials(selection.select(expand(suite, registry, loaded, gpu)))
@@ -244,9 +248,14 @@ def probe_suite(suite, selection, results_root, paths, plugin_files=(), batch_ro
         spec = registry[job.model].spec
         estimator = spec.factory(dataset.meta, job.seed, **job.params)
         estimator.time_budget_s = job.time_budget_s
+        estimator.checkpoint_dir = str(store.checkpoint_dir(job.key))
         t0 = time.perf_counter()
         _fit(estimator, job, dataset.X, dataset.y, split)
-        fit_seconds = time.perf_counter() - t0
+        fit_seconds = time.perf_counter() - t0 + getattr(estimator, "resumed_fit_seconds_", 0.0)
+        store.remove_checkpoint(job.key)
+        resumed = (getattr(estimator, "info_", None) or {}).get("resumed_from_step")
+        if resumed is not None:
+            log(f"{job.method} on {job.dataset} fold {job.fold}: fit resumed from its checkpoint at step {resumed}")
         result = probe(estimator, spec, job, dataset.meta, dataset.X, dataset.y, split, batch_rows, test_rows)
         rows.append({"method": job.method, "model": job.model, "dataset": job.dataset, "fold": job.fold,
                      "repeat": job.repeat, "seed": job.seed, "config": job.config,

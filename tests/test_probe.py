@@ -354,3 +354,46 @@ def test_the_published_file_holds_the_papers_corruption_changes_and_rejects_a_ma
     bad.write_text("name: p\ncorruption: [-52]\n")
     with pytest.raises(PublishedError, match=rf"^{bad}: corruption: expected a mapping"):
         load_published(bad)
+
+
+RESUMABLE_SUITE = """
+name: tiny
+datasets:
+  - {name: breast_cancer, source: sklearn, id: breast_cancer,
+     split: {protocol: kfold, k: 5, seed: 42, val_fraction: 0.125}}
+models:
+  npt:
+    params: {e: 16, n_layers: 2, n_heads: 4, steps: 400, lambda_init: 0.5, amp: false, eval_every: 20,
+             checkpoint_minutes: 0}
+"""
+
+
+def test_a_probe_stopped_mid_fit_by_sigint_continues_its_fit_from_the_checkpoint(tmp_path, capsys):
+    """The probe's fit keeps its training state where `tabbench run` keeps the job's: a probe started with SIGINT
+    ignored (as a shell starts a background job) still stops on kill -INT once its fit has checkpointed, and the
+    next probe of the job continues that fit (it says from which step), writes its row and removes the state."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tabbench_plugins.npt.checkpoints import CHECKPOINT_FILE
+
+    (tmp_path / "tiny.yaml").write_text(RESUMABLE_SUITE)
+    args = ["probe", "corruption", str(tmp_path / "tiny.yaml"), "--results", str(tmp_path / "runs"), "--folds", "0",
+            "--test-rows", "5"]
+    proc = subprocess.Popen([sys.executable, "-m", "tabbench.cli", *args], cwd=tmp_path,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    deadline = time.time() + 300
+    while not list((tmp_path / "runs" / "tiny" / "checkpoints").glob(f"*/{CHECKPOINT_FILE}")) \
+            and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=60) != 0, "the probe ended normally: its fit finished before it was interrupted"
+    [state] = (tmp_path / "runs" / "tiny" / "checkpoints").glob(f"*/{CHECKPOINT_FILE}")
+
+    capsys.readouterr()
+    table = _probe_command(tmp_path, *args[3:])
+    assert "npt on breast_cancer fold 0: fit resumed from its checkpoint at step" in capsys.readouterr().out
+    assert len(table) == 1 and table.loc[0, "n_test"] == 5
+    assert not state.parent.exists(), "the finished fit's training state was left behind"
