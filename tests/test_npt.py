@@ -398,24 +398,27 @@ from tabbench_plugins.npt import NPT
 cfg = SplitConfig("kfold", k=10, val_fraction=2 / 9)
 ds = load_dataset(DatasetConfig("bc", "sklearn", id="breast_cancer", split=cfg), DataPaths.from_env(cache=sys.argv[2]))
 sp = make_splits(ds, cfg)[0]
-model = NPT(ds.meta, 0, **{params}, device="cpu")
+model = NPT(ds.meta, 0, **{params})
 model.checkpoint_dir = sys.argv[1]
 model.fit(ds.X.iloc[sp.train], ds.y[sp.train], ds.X.iloc[sp.val], ds.y[sp.val])
 """
 
 
-def test_a_killed_fit_resumes_from_its_checkpoint_to_the_same_result(breast_cancer, tmp_path):
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="needs a CUDA device"))])
+def test_a_killed_fit_resumes_from_its_checkpoint_to_the_same_result(breast_cancer, tmp_path, device):
     """A fit killed (SIGKILL) mid-training continues from its last checkpoint when run again, and ends
-    with exactly the weights, predictions and budget snapshots of a run that was never interrupted."""
+    with exactly the weights, predictions and budget snapshots of a run that was never interrupted (on CUDA:
+    the checkpoint is loaded onto the GPU, and the generators' states go back to the CPU tensors torch wants)."""
     import signal
     import time
 
     from tabbench_plugins.npt.checkpoints import CHECKPOINT_FILE
 
     ds, sp = breast_cancer
-    params = dict(SMALL, steps=40, eval_every=3, dropout=0.1, budgets=[10, 20], checkpoint_minutes=0)
+    params = dict(SMALL, steps=40, eval_every=3, dropout=0.1, budgets=[10, 20], checkpoint_minutes=0, device=device)
     fit_args = (ds.X.iloc[sp.train], ds.y[sp.train], ds.X.iloc[sp.val], ds.y[sp.val])
-    whole = NPT(ds.meta, 0, **params, device="cpu").fit(*fit_args)
+    whole = NPT(ds.meta, 0, **params).fit(*fit_args)
 
     folder = tmp_path / "ckpt"
     script = tmp_path / "fit.py"
@@ -428,7 +431,7 @@ def test_a_killed_fit_resumes_from_its_checkpoint_to_the_same_result(breast_canc
     proc.wait()
     assert (folder / CHECKPOINT_FILE).exists(), "the fit wrote no checkpoint before it was killed"
 
-    resumed = NPT(ds.meta, 0, **params, device="cpu")
+    resumed = NPT(ds.meta, 0, **params)
     resumed.checkpoint_dir = str(folder)
     resumed.fit(*fit_args)
     assert 1 <= resumed.info_["resumed_from_step"] < 40
@@ -444,7 +447,7 @@ def test_a_killed_fit_resumes_from_its_checkpoint_to_the_same_result(breast_canc
     assert resumed.info_["checkpoint_ignored"] is None
 
     # the same job with other run params (threads, checkpoint interval) continues the same checkpoint
-    again = NPT(ds.meta, 0, **{**params, "cpus": 2, "checkpoint_minutes": 30}, device="cpu")
+    again = NPT(ds.meta, 0, **{**params, "cpus": 2, "checkpoint_minutes": 30})
     again.checkpoint_dir = str(folder)
     again.fit(*fit_args)
     assert again.info_["resumed_from_step"] is not None and again.info_["checkpoint_ignored"] is None
@@ -456,7 +459,7 @@ def test_a_killed_fit_resumes_from_its_checkpoint_to_the_same_result(breast_canc
     assert whole.resumed_fit_seconds_ == 0.0
     earlier = torch.load(folder / CHECKPOINT_FILE, weights_only=False)["run"]["seconds"]
     assert earlier > 0 and resumed.resumed_fit_seconds_ > 0
-    job = Job("k", "s", "npt", "npt", {**params, "device": "cpu"}, None, "bc", "binary", 0, 0, 0, ds.fingerprint, sp.fingerprint)
+    job = Job("k", "s", "npt", "npt", params, None, "bc", "binary", 0, 0, 0, ds.fingerprint, sp.fingerprint)
     record = execute(job, NPT, ds.meta, ds.X, ds.y, sp, checkpoint_dir=folder)
     assert record["status"] == "ok", record.get("traceback")
     assert record["fit_seconds_before_resume"] == earlier
@@ -464,7 +467,7 @@ def test_a_killed_fit_resumes_from_its_checkpoint_to_the_same_result(breast_canc
     assert record["wall_seconds"] > record["fit_seconds"]  # the whole job's too (tabbench plan's basis)
 
     # a checkpoint of another run (here: another learning rate) is never loaded, and the fit says why
-    other = NPT(ds.meta, 0, **{**params, "lr": 5e-4}, device="cpu")
+    other = NPT(ds.meta, 0, **{**params, "lr": 5e-4})
     other.checkpoint_dir = str(folder)
     with pytest.warns(UserWarning, match="not resumed"):
         other.fit(*fit_args)

@@ -103,8 +103,10 @@ class Run:
     def load_state_dict(self, state: dict):
         self.model.load_state_dict(state["model"])
         self.opt.load_state_dict(state["opt"])
-        self.gen.set_state(state["gen"])
-        torch.set_rng_state(state["torch_rng"])
+        # generator states are CPU byte tensors wherever the generator lives; the checkpoint was loaded onto the
+        # run's device
+        self.gen.set_state(state["gen"].cpu())
+        torch.set_rng_state(state["torch_rng"].cpu())
         self.step, self.batches = state["step"], state["batches"]
         with torch.no_grad():
             for b, saved in zip(self.best, state["best"]):
