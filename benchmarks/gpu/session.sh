@@ -14,8 +14,9 @@
 # whole suite takes ~200 s on 8 workers with OMP_NUM_THREADS=1; with the step as a CUDA graph, one fold process
 # keeps the GPU busy (sharing it adds little); a command that waits on its own steps must not `pgrep -f` a
 # string its own command line holds.
-# Suggested next lease (results/uci-small-npt-paper-gpu/README.md): `small` with DATASETS=yacht
-# FOLDS="2 3 4 5 6 7 8 9" PROCS=1 LIMIT=560 beside `tests`; then Concrete the same way over two leases.
+# TESTS is split on spaces: name node ids, not a `-k` expression. A machine goes back 30 s after a call: have the
+# next command ready. Suggested next leases (results/uci-small-npt-paper-gpu/README.md): `small` with
+# DATASETS=concrete, FOLDS="0 1 2 3" LIMIT=550 and then at once FOLDS="4 5" LIMIT=230; the other four the same.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-out}; mkdir -p "$OUT"
