@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # The GPU steps of issue 26, run on the lent machine from the repository root (after benchmarks/gpu/prepare.sh
 # here), each writing its figures under $OUT:
-#   device run: bash benchmarks/gpu/session.sh tests|step|small|higgs      carry: [".whl", ".gpu-data"]
+#   device run: bash benchmarks/gpu/session.sh STEP      carry: [".whl", ".gpu-data"]
+#   install  only the install and machine.json: run it first where several steps then run side by side
 #   tests  the test suite on the GPU (Ray, the boosters and TabNet are absent there: those tests skip); TESTS:
 #          pytest's selection instead of the whole suite
 #   step   benchmarks/npt_step.py: fused vs explicit attention, bf16 vs fp32, eager vs CUDA graph; CONFIGS
 #          (default boston,breast-cancer,higgs), PATHS (default all)
 #   small  the paper's base NPT config on DATASETS (comma-separated), FOLDS, in-process (--no-ray), cuda
+#   probe  the corruption probe of the paper's base NPT config on DATASETS, FOLDS (comma-separated; default 0)
 #   higgs  300 minibatch steps of the real Higgs subset at the paper's batch size and e 64 (uci-higgs-npt-gpu.yaml)
 # Learned on the lent machines (an H100, then H200s; benchmarks/README.md has their figures): a machine starts
 # in ~35-90 s and stays warm only 30 s after a call; at most 8 files come back from $OUT (the steps write 2-3);
@@ -28,7 +30,8 @@ export PYTHONPATH=$SITE PYTHONUNBUFFERED=1 TABBENCH_MIRROR=$PWD/.gpu-data
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}   # else every test worker and job process runs 16 torch threads
 python3 -c "from tabbench.measure import fingerprint; import json, torch; torch.cuda.is_available() and torch.cuda.init(); print(json.dumps(fingerprint()))" \
     | tee "$OUT/machine.json"
-case "${1:?say which step: tests, step, small or higgs}" in
+case "${1:?say which step: install, tests, step, small, probe or higgs}" in
+  install) ;;
   tests) mkdir -p ../shared && ln -sfn "$PWD/.gpu-data" ../shared/datasets
          # xdist workers (in the device image), a per-test limit, and a SIGINT at LIMIT seconds so pytest
          # still prints its summary (failures with their tracebacks) when the suite outlasts the call
@@ -52,6 +55,11 @@ case "${1:?say which step: tests, step, small or higgs}" in
          wait
          tail -n 5 "$logs"/*.log > "$OUT/small.log"; cat "$OUT/small.log"
          tar -C "$OUT" -czf "$OUT/small-records.tgz" results && rm -rf "$OUT/results" ;;
+  probe) # the corruption probe (docs/probe.md) of the paper's base config on DATASETS, FOLDS (default 0): each job
+         # is fitted again, in-process, then every test row predicted against corrupted other rows
+         python3 -m tabbench.cli probe corruption suites/uci-small-npt-paper-gpu.yaml --results "$OUT/results" \
+             --datasets "${DATASETS:?}" --folds "${FOLDS:-0}" 2>&1 | tail -20 | tee "$OUT/probe.log"
+         tar -C "$OUT" -czf "$OUT/probe-results.tgz" results && rm -rf "$OUT/results" ;;
   higgs) # 300 steps of the paper's Higgs config on the real rows through the harness: the record calibrates
          # `tabbench plan suites/uci.yaml --gpus 1` (commit it into results/uci-higgs-npt-gpu/records)
          python3 -m tabbench.cli run suites/uci-higgs-npt-gpu.yaml --no-ray --no-progress --tables-only \
