@@ -17,8 +17,8 @@
 # keeps the GPU busy (sharing it adds little); a command that waits on its own steps must not `pgrep -f` a
 # string its own command line holds.
 # TESTS is split on spaces: name node ids, not a `-k` expression. A machine goes back 30 s after a call: have the
-# next command ready. Suggested next leases (results/uci-small-npt-paper-gpu/README.md): `small` with
-# DATASETS=concrete, FOLDS="0 1 2 3" LIMIT=550 and then at once FOLDS="4 5" LIMIT=230; the other four the same.
+# next command ready. Suggested next lease (results/uci-small-npt-paper-gpu/README.md): `small` with
+# DATASETS=concrete PROCS=1 FOLDS="6 7 8 9" LIMIT=545 (a fold takes ~123 s), then at once `probe`.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-out}; mkdir -p "$OUT"
