@@ -32,11 +32,13 @@ rows before and after.
 ``tabbench probe corruption SUITE`` (``probe_suite``) fits each selected job as ``tabbench run`` would
 (tabbench.execute), in this process, probes it and merges its rows into ``RESULTS/<suite>/probe-corruption/``
 corruption.csv (a row replaces the one with the same ``KEY``), then writes corruption.md from the whole CSV
-(tabbench/report/probe_tables.py). docs/probe.md says how to read them.
+(tabbench/report/probe_tables.py), after each job: an interrupted probe keeps the jobs it finished.
+docs/probe.md says how to read them.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -218,7 +220,6 @@ def probe_suite(suite, selection, results_root, paths, plugin_files=(), batch_ro
     from tabbench.expand import expand
     from tabbench.plugins import load_models
     from tabbench.published import load_published
-    from tabbench.report.probe_tables import markdown
     from tabbench.runner import _device_auto, load_data, model_refusals
     from tabbench.store import Store
     from tabbench.suite import check_models
@@ -264,9 +265,19 @@ def probe_suite(suite, selection, results_root, paths, plugin_files=(), batch_ro
             f"{result['after']:.4f} ({result['change']:+.4f})"
         log(f"{job.method} on {job.dataset} fold {job.fold} ({result['n_test']} of {result['n_test_total']} test "
             f"rows): {result['metric']} {result['before']:.4f} -> {after}")
-    table = pd.DataFrame(rows, columns=COLUMNS)
+        # after every job, so an interrupted probe keeps the jobs it finished
+        write_tables(out, merge(stored, pd.DataFrame(rows, columns=COLUMNS)), suite.name, published)
+    return pd.DataFrame(rows, columns=COLUMNS), out
+
+
+def write_tables(out: Path, merged: pd.DataFrame, suite_name: str, published) -> None:
+    """corruption.csv and, from it, corruption.md, each replacing its file whole: a probe killed mid-write leaves
+    the previous version."""
+    from tabbench.report.probe_tables import markdown
+
     out.mkdir(parents=True, exist_ok=True)
-    merged = merge(stored, table)
-    merged.to_csv(out / "corruption.csv", index=False)
-    (out / "corruption.md").write_text(markdown(merged, suite.name, published))
-    return table, out
+    for name, text in (("corruption.csv", merged.to_csv(index=False)),
+                       ("corruption.md", markdown(merged, suite_name, published))):
+        partial = out / f"{name}.partial"
+        partial.write_text(text)
+        os.replace(partial, out / name)

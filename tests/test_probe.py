@@ -362,6 +362,7 @@ datasets:
   - {name: breast_cancer, source: sklearn, id: breast_cancer,
      split: {protocol: kfold, k: 5, seed: 42, val_fraction: 0.125}}
 models:
+  knn: {}
   npt:
     params: {e: 16, n_layers: 2, n_heads: 4, steps: 400, lambda_init: 0.5, amp: false, eval_every: 20,
              checkpoint_minutes: 0}
@@ -370,8 +371,9 @@ models:
 
 def test_a_probe_stopped_mid_fit_by_sigint_continues_its_fit_from_the_checkpoint(tmp_path, capsys):
     """The probe's fit keeps its training state where `tabbench run` keeps the job's: a probe started with SIGINT
-    ignored (as a shell starts a background job) still stops on kill -INT once its fit has checkpointed, and the
-    next probe of the job continues that fit (it says from which step), writes its row and removes the state."""
+    ignored (as a shell starts a background job) still stops on kill -INT once its fit has checkpointed, keeping
+    the row of the job it probed before (k-NN's), and the next probe of the job continues that fit (it says from
+    which step), writes its row beside k-NN's and removes the state."""
     import signal
     import subprocess
     import sys
@@ -391,9 +393,12 @@ def test_a_probe_stopped_mid_fit_by_sigint_continues_its_fit_from_the_checkpoint
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=60) != 0, "the probe ended normally: its fit finished before it was interrupted"
     [state] = (tmp_path / "runs" / "tiny" / "checkpoints").glob(f"*/{CHECKPOINT_FILE}")
+    kept = pd.read_csv(tmp_path / "runs" / "tiny" / "probe-corruption" / "corruption.csv")
+    assert list(kept["method"]) == ["knn"], "the interrupted probe lost the job it had finished"
 
     capsys.readouterr()
-    table = _probe_command(tmp_path, *args[3:])
+    table = _probe_command(tmp_path, *args[3:], "--models", "npt")
     assert "npt on breast_cancer fold 0: fit resumed from its checkpoint at step" in capsys.readouterr().out
-    assert len(table) == 1 and table.loc[0, "n_test"] == 5
+    assert list(table["method"]) == ["knn", "npt"] and (table["n_test"] == 5).all()
+    pd.testing.assert_series_equal(table.iloc[0], kept.iloc[0])
     assert not state.parent.exists(), "the finished fit's training state was left behind"
