@@ -38,6 +38,7 @@ docs/probe.md says how to read them.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import time
 from dataclasses import dataclass
@@ -238,7 +239,7 @@ def probe_suite(suite, selection, results_root, paths, plugin_files=(), batch_ro
         raise ProbeError("\n".join(refusals))
     out = suite.results_dir(results_root) / "probe-corruption"
     store = Store(suite.results_dir(results_root), checkpoints)
-    stored = read_stored(out / "corruption.csv")
+    read_stored(out / "corruption.csv")  # a file the probe cannot merge into stops it here, before any fit
     gpu = _device_auto(suite, registry) and _cuda_in_a_subprocess()
     jobs = first_trials(selection.select(expand(suite, registry, loaded, gpu)))
     splits = {name: {(s.fold, s.repeat): s for s in split_list} for name, (_, _, split_list) in loaded.items()}
@@ -266,8 +267,21 @@ def probe_suite(suite, selection, results_root, paths, plugin_files=(), batch_ro
         log(f"{job.method} on {job.dataset} fold {job.fold} ({result['n_test']} of {result['n_test_total']} test "
             f"rows): {result['metric']} {result['before']:.4f} -> {after}")
         # after every job, so an interrupted probe keeps the jobs it finished
-        write_tables(out, merge(stored, pd.DataFrame(rows, columns=COLUMNS)), suite.name, published)
+        save(out, pd.DataFrame(rows, columns=COLUMNS), suite.name, published)
     return pd.DataFrame(rows, columns=COLUMNS), out
+
+
+def save(out: Path, table: pd.DataFrame, suite_name: str, published) -> None:
+    """Merge ``table`` into ``out``'s corruption.csv as it is now and rewrite the tables, under an exclusive
+    ``flock`` on the folder: two probes of one suite (say, disjoint ``--folds`` on two cores) each keep the
+    other's rows, where merging into the rows read at the start would drop those stored since."""
+    out.mkdir(parents=True, exist_ok=True)
+    fd = os.open(out, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        write_tables(out, merge(read_stored(out / "corruption.csv"), table), suite_name, published)
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
 
 
 def write_tables(out: Path, merged: pd.DataFrame, suite_name: str, published) -> None:

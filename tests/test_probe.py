@@ -296,6 +296,25 @@ def test_each_command_merges_its_rows_into_the_table_replacing_a_job_probed_agai
     assert "| knn | knn | diabetes | 1 |" in text and "| random_forest | random_forest | diabetes | 0 |" in text
 
 
+def test_a_probe_keeps_the_rows_another_probe_stored_while_it_ran(tiny_suite, monkeypatch):
+    """Two probes of one suite at once (disjoint --folds, one core each): each merges its rows into the table as
+    it is when it writes, so neither drops the rows the other stored after it started."""
+    import tabbench.probe as probe_module
+
+    real, others = probe_module.probe, []
+
+    def probe_while_another_command_runs(*args, **kwargs):
+        if not others:  # the first job of the outer command; the inner command's own job runs the real probe
+            others.append(None)
+            others[0] = _probe_command(tiny_suite, "--models", "knn", "--datasets", "diabetes", "--folds", "1")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(probe_module, "probe", probe_while_another_command_runs)
+    table = _probe_command(tiny_suite, "--models", "knn", "--datasets", "diabetes", "--folds", "0")
+    assert list(others[0]["fold"]) == [1]
+    assert sorted(table["fold"]) == [0, 1], "the row the other probe stored while this one ran was dropped"
+
+
 def test_a_table_the_probe_cannot_merge_into_stops_it_before_fitting(tiny_suite, capsys):
     csv = tiny_suite / "runs" / "tiny" / "probe-corruption" / "corruption.csv"
     csv.parent.mkdir(parents=True)
