@@ -15,7 +15,7 @@ rows with the n-row table as context: one forward pass over 2n rows).
     python benchmarks/npt_default_cost.py --mirror ../shared/datasets --rows 256,512,1024,2048
 
 Prints a table with the operations per CPU-second each measurement reaches, counted as the plugin's
-pre-run cost check counts them (``pass_flops``); ``CPU_FLOPS`` in plugins/npt/cost.py is set from it.
+pre-run cost check counts them (``pass_flops``); ``CPU_FLOPS`` in plugins/tabbench_plugins/npt/cost.py is set from it.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ Paths (same model, same maths):
   fused-bf16-det  fused-bf16 under torch's deterministic algorithms (the plugin's deterministic: true on CUDA;
                   the same as fused-bf16 on the CPU)
   fused-bf16-graph fused-bf16 with the step captured once as a CUDA graph and replayed (the plugin's
-                  cuda_graph: auto on CUDA over whole-table batches; plugins/npt/graphs.py); CUDA only
+                  cuda_graph: auto on CUDA over whole-table batches; plugins/tabbench_plugins/npt/graphs.py); CUDA only
 
 Every path times the plugin's own step (``training.TrainStep``), as ``NPT.fit`` runs it.
 
@@ -59,11 +59,14 @@ PATHS = ("explicit-fp32", "fused-fp32", "fused-bf16", "fused-bf16-ckpt", "fused-
 
 
 def load_model_module(folder):
-    """The NPT model of another tree's ``plugins/`` (e.g. a git worktree of an earlier commit), imported
+    """The NPT model of another tree's built-in plugins folder (``plugins/tabbench_plugins/``, or ``plugins/`` in a
+    tree from before that layout; e.g. a git worktree of an earlier commit), imported
     under its own name beside this tree's, so that both versions of the model run in one process."""
     import importlib.util
 
-    path = os.path.join(folder, "npt", "model.py")  # plugins/npt/ since NPT is a package
+    if os.path.isdir(os.path.join(folder, "tabbench_plugins")):
+        folder = os.path.join(folder, "tabbench_plugins")  # plugins/ given for a tree of today's layout
+    path = os.path.join(folder, "npt", "model.py")  # npt/ since NPT is a package
     if not os.path.exists(path):
         path = os.path.join(folder, "npt_model.py")  # an earlier tree's plugins/
     spec = importlib.util.spec_from_file_location("npt_model_against", path)
@@ -94,7 +97,7 @@ def worker(name, path, rows, steps, warmup, device, threads, layers, heads, opti
                        checkpointing=path.endswith("ckpt"))
     bf16 = "bf16" in path
     if path.endswith("-det"):  # as the plugin's fit does; this process measures one path, so never restored
-        from tabbench_plugins.baseline_utils import deterministic_algorithms
+        from tabbench_plugins.torch_training import deterministic_algorithms
 
         deterministic_algorithms(dev.type, True).__enter__()
     model = nm.NPT(cfg).to(dev)

@@ -1,8 +1,7 @@
 """tabbench: a benchmark harness for tabular deep learning (NPT and strong baselines)."""
 
-import pluggy
+from tabbench.hookspecs import hookimpl
 
 __version__ = "0.1.0"
 
-#: Decorator for plugin hook implementations: ``@tabbench.hookimpl``.
-hookimpl = pluggy.HookimplMarker("tabbench")
+__all__ = ["hookimpl"]

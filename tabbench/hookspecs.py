@@ -6,7 +6,10 @@ A plugin is a module (registered through the ``tabbench`` entry-point group, or 
 
 import pluggy
 
+#: The marker pair, named after the project, whose name is also the entry-point group (tabbench/plugins.py).
 hookspec = pluggy.HookspecMarker("tabbench")
+#: Decorator for plugin hook implementations, offered to plugins as ``@tabbench.hookimpl``.
+hookimpl = pluggy.HookimplMarker("tabbench")
 
 
 # --- models ---------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The epoch loop the plugins' own PyTorch training shares (plugins/baseline_utils.py ``EarlyStopping``, used by
+"""The epoch loop the plugins' own PyTorch training shares (plugins/tabbench_plugins/torch_training.py ``EarlyStopping``, used by
 mlp.py, tabm.py and modernnca.py): patience counted from the best epoch, the best epoch's weights restored,
 ``max_epochs`` and the job's training clock obeyed, and no validation rows meaning the last weights stay."""
 
@@ -11,7 +11,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from tabbench.estimator import TrainingClock  # noqa: E402
-from tabbench_plugins.baseline_utils import EarlyStopping  # noqa: E402
+from tabbench_plugins.torch_training import EarlyStopping  # noqa: E402
 
 
 def run(losses, patience=2, max_epochs=None, clock=None, validated=True):

@@ -5,8 +5,8 @@ import ast
 
 from tests.conftest import ROOT
 
-#: import name -> folder, as pyproject.toml maps them (the built-in plugins' folder is tabbench_plugins).
-PACKAGES = {"tabbench": ROOT / "tabbench", "tabbench_plugins": ROOT / "plugins"}
+#: import name -> folder, as pyproject.toml maps them.
+PACKAGES = {"tabbench": ROOT / "tabbench", "tabbench_plugins": ROOT / "plugins" / "tabbench_plugins"}
 
 
 def module_files(packages: dict = PACKAGES) -> dict:

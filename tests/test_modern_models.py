@@ -1,4 +1,4 @@
-"""The models that came after NPT (plugins/tabm.py, realmlp.py, tabr.py, modernnca.py) against the contract,
+"""The models that came after NPT (plugins/tabbench_plugins/tabm.py, realmlp.py, tabr.py, modernnca.py) against the contract,
 on real data, with small budgets.
 
 * the estimator contract (check_model's checks) runs for every registered model, these four included, in
@@ -100,7 +100,7 @@ def test_tabm_mixed_precision_only_where_bf16_is_native():
     two fits' predictions differ (the autocast is real); both learn Concrete (the test above)."""
     import torch
 
-    from tabbench_plugins.baseline_utils import native_bf16
+    from tabbench_plugins.torch_training import native_bf16
 
     dataset, split = concrete()
     mixed = fitted_on_concrete("tabm")
@@ -138,7 +138,7 @@ def test_device_decides_the_gpu_request(name):
 
 @pytest.mark.parametrize("name", MODERN)
 def test_cuda_without_a_cuda_device_is_a_clear_error(name):
-    from tabbench_plugins.baseline_utils import cuda_available
+    from tabbench_plugins.torch_training import cuda_available
 
     if cuda_available():
         pytest.skip("this machine has a CUDA device")
@@ -171,14 +171,14 @@ def test_tabr_auto_device_stays_on_the_cpu_where_faiss_cannot_search_on_the_gpu(
     import faiss
 
     from tabbench.expand import resolve_params
-    from tabbench_plugins import baseline_utils, tabr
+    from tabbench_plugins import torch_training, tabr
 
     if hasattr(faiss, "GpuIndexFlatConfig"):
         pytest.skip("this faiss searches on the GPU: auto may pick CUDA")
     params = resolve_params(spec("tabr"), {"device": "auto"}, gpu_available=True)
     assert params["device"] == "cpu" and spec("tabr").resources(params)["num_gpus"] == 0
     assert resolve_params(spec("mlp"), {"device": "auto"}, gpu_available=True)["device"] == "cuda"
-    for module in (baseline_utils, tabr):
+    for module in (torch_training, tabr):
         monkeypatch.setattr(module, "cuda_available", lambda: True)
     estimator = spec("tabr").build(concrete()[0].meta, 0, {"device": "auto"})
     assert estimator.resolve_device("auto") == "cpu"

@@ -1,4 +1,4 @@
-"""The NPT plugin (plugins/npt/: estimator, model, optimiser, training): properties the paper relies on, on real data.
+"""The NPT plugin (plugins/tabbench_plugins/npt/: estimator, model, optimiser, training): properties the paper relies on, on real data.
 
 Runs on the CPU with one torch thread (two threads collapse when the two cores are shared) and small
 models, so the file takes a few minutes; the budgets are stated where a test trains.
@@ -682,7 +682,7 @@ def test_deterministic_algorithms_hold_for_a_cuda_fit_only_and_are_restored_afte
     while a CUDA fit runs, the caller's setting back afterwards, even after an error; on the CPU, or with
     ``deterministic: false``, nothing is touched. The flags are torch's own and need no GPU to set; that a
     CUDA fit then repeats bit for bit is test_conformance.py's same-seed check, run on a GPU."""
-    from tabbench_plugins.baseline_utils import deterministic_algorithms
+    from tabbench_plugins.torch_training import deterministic_algorithms
 
     monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG", raising=False)
     before = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()

@@ -12,7 +12,7 @@ trees it has) and records ``info_["stopped_by_time_budget"]``. For each such mod
 
 NPT sizes its steps to the budget itself (``steps: "auto"``, tests/test_npt.py) and obeys the clock too,
 for a machine slower than its cost model (here with a fixed step count); TabR through a clock callback in
-pytabkit's Lightning trainer (plugins/tabr.py); Random Forest and k-NN do not train iteratively.
+pytabkit's Lightning trainer (plugins/tabbench_plugins/tabr.py); Random Forest and k-NN do not train iteratively.
 """
 
 from __future__ import annotations

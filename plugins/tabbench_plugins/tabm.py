@@ -53,7 +53,7 @@ import tabbench
 from tabbench.estimator import Estimator
 from tabbench.preprocess import TargetScaler
 from tabbench.spec import ModelSpec
-from tabbench_plugins.baseline_utils import (EarlyStopping, SeenClasses, bf16_autocast, gpus_for, native_bf16,
+from tabbench_plugins.torch_training import (EarlyStopping, SeenClasses, bf16_autocast, gpus_for, native_bf16,
                                             resolve_device, torch_seeded, torch_threads, validation)
 
 PREDICT_CHUNK = 4096  # rows per forward pass at prediction time

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import tabbench
 from tabbench.spec import ModelSpec
-from tabbench_plugins.baseline_utils import gpus_for
+from tabbench_plugins.torch_training import gpus_for
 from tabbench_plugins.pytabkit_wrapper import PytabkitEstimator
 
 REQUIRES = ("pytabkit",)

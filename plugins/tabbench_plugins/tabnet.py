@@ -43,7 +43,7 @@ import tabbench
 from tabbench.estimator import Estimator
 from tabbench.preprocess import TabularEncoder, TargetScaler
 from tabbench.spec import CATEGORICAL, ModelSpec
-from tabbench_plugins.baseline_utils import (SeenClasses, gpus_for, resolve_device, torch_seeded, torch_threads,
+from tabbench_plugins.torch_training import (SeenClasses, gpus_for, resolve_device, torch_seeded, torch_threads,
                                              validation)
 
 _LOGLOSS = None

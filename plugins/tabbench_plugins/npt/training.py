@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import time
 
-from tabbench_plugins.baseline_utils import bf16_autocast
+from tabbench_plugins.torch_training import bf16_autocast
 from tabbench_plugins.npt import checkpoints, graphs
 from tabbench_plugins.npt.cost import n_batches
 from tabbench_plugins.npt.model import corrupt, entry_losses, masked_mean

@@ -51,7 +51,7 @@ import numpy as np
 import tabbench
 from tabbench.estimator import Estimator
 from tabbench.spec import ModelSpec
-from tabbench_plugins.baseline_utils import EarlyStopping, gpus_for, resolve_device, torch_seeded, torch_threads
+from tabbench_plugins.torch_training import EarlyStopping, gpus_for, resolve_device, torch_seeded, torch_threads
 from tabbench_plugins.tabm import TabularTensors, task_loss, training_targets
 
 CANDIDATE_CHUNK = 1024  # query rows per distance computation at prediction time

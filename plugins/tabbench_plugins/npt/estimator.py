@@ -17,7 +17,7 @@ import numpy as np
 
 from tabbench.estimator import Estimator
 from tabbench.spec import CATEGORICAL, ModelSpec
-from tabbench_plugins.baseline_utils import bf16_autocast, deterministic_algorithms, native_bf16
+from tabbench_plugins.torch_training import bf16_autocast, deterministic_algorithms, native_bf16
 
 from tabbench_plugins.npt.cost import auto_steps, check_cost, estimate_cpu_seconds, estimate_seconds, eval_chunks
 

@@ -22,7 +22,7 @@ Time budget: a ``time_limited`` subclass gets what is left of the training share
 (tabbench/estimator.py, ``TrainingClock``), keeps its best validation epoch as always, and records
 ``info_["stopped_by_time_budget"]`` (its ``stopped_by_time()``). RealMLP through pytabkit's
 ``fit(time_to_fit_in_seconds=...)`` (handed to Lightning as ``max_time``); TabR, whose pytabkit fit ignores
-that argument, through its own ``time_limit`` (plugins/tabr.py).
+that argument, through its own ``time_limit`` (plugins/tabbench_plugins/tabr.py).
 
 pytabkit's own printing (TabR prints its configuration and every epoch) and Lightning's INFO banners
 are silenced around fit and predict (``quiet``).
@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 
 from tabbench.estimator import Estimator
-from tabbench_plugins.baseline_utils import SeenClasses, resolve_device, torch_seeded, torch_threads, validation
+from tabbench_plugins.torch_training import SeenClasses, resolve_device, torch_seeded, torch_threads, validation
 
 #: Params of every pytabkit plugin that are ours, not pytabkit's.
 OWN_PARAMS = ("device", "n_jobs")
@@ -84,7 +84,7 @@ class PytabkitEstimator(Estimator):
         return X
 
     def resolve_device(self, asked: str) -> str:
-        """The device the fit runs on (baseline_utils.resolve_device; a model may narrow it)."""
+        """The device the fit runs on (torch_training.resolve_device; a model may narrow it)."""
         return resolve_device(asked)
 
     def fit(self, X, y, X_val=None, y_val=None):

@@ -46,7 +46,7 @@ import pandas as pd
 
 import tabbench
 from tabbench.spec import ModelSpec
-from tabbench_plugins.baseline_utils import cuda_available, gpus_for, resolve_device
+from tabbench_plugins.torch_training import cuda_available, gpus_for, resolve_device
 from tabbench_plugins.pytabkit_wrapper import PytabkitEstimator
 
 # skorch and faiss: imported inside pytabkit's TabR (its test-set Dataset class, its neighbour search)

@@ -49,7 +49,7 @@ import tabbench
 from tabbench.estimator import Estimator, TrainingClock
 from tabbench.preprocess import TabularEncoder
 from tabbench.spec import CATEGORICAL, ModelSpec
-from tabbench_plugins.baseline_utils import DEVICES, SeenClasses, gpus_for, resolve_device, validation
+from tabbench_plugins.torch_training import DEVICES, SeenClasses, gpus_for, resolve_device, validation
 
 # The paper's 48-configuration grid, shared by XGBoost, LightGBM and CatBoost (and sklearn's GB).
 PAPER_BOOSTING_GRID = {

@@ -31,7 +31,7 @@ import tabbench
 from tabbench.estimator import Estimator
 from tabbench.preprocess import TabularEncoder, TargetScaler
 from tabbench.spec import ModelSpec
-from tabbench_plugins.baseline_utils import EarlyStopping, gpus_for, resolve_device, torch_seeded, torch_threads
+from tabbench_plugins.torch_training import EarlyStopping, gpus_for, resolve_device, torch_seeded, torch_threads
 
 PREDICT_CHUNK = 8192  # rows per forward pass at prediction time
 
