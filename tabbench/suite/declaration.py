@@ -17,7 +17,7 @@ from tabbench.data.sources import SKLEARN_SETS, SOURCES
 from tabbench.data.splits import PROTOCOLS
 from tabbench.data.types import DatasetConfig, SplitConfig
 from tabbench.spec import TASKS
-from tabbench.suite.types import NAME_PATTERN, TUNING, ModelEntry, hint
+from tabbench.suite.types import NAME_PATTERN, TUNING, ModelEntry, did_you_mean
 
 
 def _default(cls, name: str):
@@ -250,7 +250,7 @@ class SuiteFile(_Section):
             for label in d.model_params or {}:
                 if label not in self.models:
                     _fail(f"datasets[{i}].model_params.{label}", f"no method {label!r} in this suite's models"
-                          + hint(label, self.models, "methods"))
+                          + did_you_mean(label, self.models, "methods"))
             if d.source == "catalogue" and self.catalogue is None:
                 _fail(f"datasets[{i}].source", "source: catalogue needs the suite's catalogue: file, e.g. "
                       "catalogue: datasets/uci.yaml")
@@ -261,7 +261,7 @@ class SuiteFile(_Section):
                 for name in (config and config.datasets) or {}:
                     if name not in seen:
                         _fail(f"models.{label}.configs.{config_name}.datasets.{name}",
-                              f"no dataset {name!r} in this suite" + hint(name, seen, "datasets"))
+                              f"no dataset {name!r} in this suite" + did_you_mean(name, seen, "datasets"))
         return self
 
 

@@ -4,13 +4,12 @@ the closest valid key for a misspelt one."""
 
 from __future__ import annotations
 
-import difflib
 from functools import lru_cache
 
 from pydantic import ValidationError
 
 from tabbench.suite.declaration import DATASET_SOURCES, json_schema
-from tabbench.suite.types import NAME_PATTERN, NAME_RULE, SuiteError, hint, join
+from tabbench.suite.types import NAME_PATTERN, NAME_RULE, SuiteError, did_you_mean, join
 
 
 @lru_cache(maxsize=1)
@@ -137,18 +136,17 @@ def suite_error(file, exc: ValidationError) -> SuiteError:
     path, node = _walk(loc)
     if kind in ("extra_forbidden", "invalid_key"):
         keys = _walk(loc[:-1])[1].get("properties", {})
-        return SuiteError(file, path, f"unknown field {loc[-1]!r}" + hint(loc[-1], keys))
+        return SuiteError(file, path, f"unknown field {loc[-1]!r}" + did_you_mean(loc[-1], keys))
     if kind == "missing":
         return SuiteError(file, path, "required field is missing")
     if kind == "union_tag_not_found":
         return SuiteError(file, join(path, "source"), f"required field is missing; one of {', '.join(DATASET_SOURCES)}")
     if kind == "union_tag_invalid":
         return SuiteError(file, join(path, "source"), f"expected one of {', '.join(DATASET_SOURCES)}, got {ctx['tag']!r}"
-                          + hint(ctx["tag"], DATASET_SOURCES, "sources"))
+                          + did_you_mean(ctx["tag"], DATASET_SOURCES, "sources"))
     if kind == "suite":
         return SuiteError(file, join(path, ctx["where"]), ctx["message"])
     if "enum" in node and isinstance(err["input"], str):
-        match = difflib.get_close_matches(err["input"], [str(v) for v in node["enum"]], n=1)
         return SuiteError(file, path, f"expected {describe(node)}, got {err['input']!r}"
-                          + (f"; did you mean {match[0]!r}?" if match else ""))
+                          + did_you_mean(err["input"], node["enum"], what=None))
     return SuiteError(file, path, f"expected {describe(node)}, got {_show(err['input'])}")

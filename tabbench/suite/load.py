@@ -4,7 +4,6 @@ params against the plugin registry, still before any job runs."""
 
 from __future__ import annotations
 
-import difflib
 import re
 from pathlib import Path
 
@@ -15,7 +14,7 @@ from tabbench.data.types import DatasetConfig, SplitConfig
 from tabbench.suite.declaration import Model, SuiteFile, _Dataset
 from tabbench.suite.errors import suite_error
 from tabbench.suite.types import (NAME_PATTERN, NAME_RULE, Budget, ModelEntry, NamedConfig, Suite, SuiteError,
-                                  hint, join)
+                                  did_you_mean, join)
 
 
 def _tuples(values: dict) -> dict:
@@ -61,7 +60,7 @@ def load_catalogue(path) -> dict:
         raise SuiteError(path, "datasets", "a catalogue is a mapping with 'datasets': {name: dataset entry, ...}")
     for key in raw:
         if key not in CATALOGUE_KEYS:
-            raise SuiteError(path, str(key), f"unknown field {key!r}" + hint(key, CATALOGUE_KEYS))
+            raise SuiteError(path, str(key), f"unknown field {key!r}" + did_you_mean(key, CATALOGUE_KEYS))
     entries = {}
     for name, entry in raw["datasets"].items():
         where = f"datasets.{name}"
@@ -98,7 +97,7 @@ def _resolve_catalogue(raw: dict, doc: SuiteFile, file) -> dict:
         if key not in catalogue:
             field = "entry" if entry.entry else "name"
             raise SuiteError(file, f"datasets[{i}].{field}", f"no dataset {key!r} in the catalogue {doc.catalogue}"
-                             + hint(key, catalogue, "its datasets"))
+                             + did_you_mean(key, catalogue, "its datasets"))
         datasets.append({**catalogue[key], **{k: v for k, v in given.items() if k not in ("source", "entry")}})
     return {**raw, "datasets": datasets}
 
@@ -142,12 +141,11 @@ def check_models(suite: Suite, registry: dict) -> None:
     for entry in suite.models:
         path = f"models.{entry.label}"
         if entry.model not in registry:
-            hint = difflib.get_close_matches(entry.model, list(registry), n=1)
             from tabbench.plugins import BROKEN
 
             broken = "".join(f"; plugin {n!r} failed to load ({why})" for n, why in BROKEN.items())
             raise SuiteError(suite.path, join(path, "model") if entry.model != entry.label else path,
-                             f"unknown model {entry.model!r}" + (f"; did you mean {hint[0]!r}?" if hint else "")
+                             f"unknown model {entry.model!r}" + did_you_mean(entry.model, registry, what=None)
                              + f"; registered models: {', '.join(sorted(registry)) or '(none)'}{broken}")
         spec = registry[entry.model].spec
         accepted = set(spec.default_params)
@@ -161,10 +159,9 @@ def check_models(suite: Suite, registry: dict) -> None:
         for where, names in named:
             for name in names:
                 if name not in accepted:
-                    hint = difflib.get_close_matches(name, accepted, n=1)
                     raise SuiteError(suite.path, f"{where}.{name}",
                                      f"model {entry.model!r} does not accept a parameter {name!r}"
-                                     + (f"; did you mean {hint[0]!r}?" if hint else "")
+                                     + did_you_mean(name, accepted, what=None)
                                      + f"; accepted: {', '.join(sorted(accepted)) or '(none)'}")
         missing = spec.missing_requirements()
         if missing:

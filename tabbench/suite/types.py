@@ -1,14 +1,14 @@
 """What the rest of tabbench reads of a suite (frozen dataclasses), the error a bad suite raises, and the
-name rules and did-you-mean hints the declaration and the checks share."""
+name rules and did-you-mean hints the declaration and the checks share (``did_you_mean``, defined in
+tabbench/errors.py so that the data layer's messages use it too)."""
 
 from __future__ import annotations
 
-import difflib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tabbench.errors import TabbenchError
+from tabbench.errors import TabbenchError, did_you_mean  # noqa: F401 - the suite modules' did-you-mean
 
 TUNING = ("none", "grid", "random", "configs")
 
@@ -24,13 +24,6 @@ class SuiteError(TabbenchError):
     def __init__(self, file, path: str, message: str):
         self.file, self.path, self.message = str(file), path, message
         super().__init__(f"{file}: {path}: {message}" if path else f"{file}: {message}")
-
-
-def hint(word, choices, what="valid keys") -> str:
-    """'; did you mean X?' for the closest choice, else the list of choices."""
-    choices = [str(c) for c in choices]
-    match = difflib.get_close_matches(str(word), choices, n=1)
-    return f"; did you mean {match[0]!r}?" if match else f"; {what}: {', '.join(sorted(choices))}"
 
 
 def join(path: str, key: str) -> str:
