@@ -1,7 +1,8 @@
 """The hooks a tabbench plugin may implement.
 
 A plugin is a module (registered through the ``tabbench`` entry-point group, or a file passed with
-``--plugin``) holding functions decorated with ``@tabbench.hookimpl`` whose names are listed here.
+``--plugin`` or listed under a suite's ``plugins:``) holding functions decorated with ``@tabbench.hookimpl``
+whose names are listed here; it may implement any of them.
 """
 
 import pluggy
@@ -23,4 +24,18 @@ def register_models(register):
     ``register(spec)`` once per model, with a :class:`tabbench.spec.ModelSpec`. Import heavy
     libraries (torch, boosters) inside the estimator, not at module level, so that listing models
     stays fast. Returns nothing.
+    """
+
+
+# --- data sources ---------------------------------------------------------------------------------
+
+
+@hookspec
+def register_sources(register):
+    """Add data sources: what a suite's ``source:`` can name.
+
+    Called when a suite is read or the suite schema is built (``tabbench validate``, ``run``, ``schema``),
+    never by ``tabbench models``. Call ``register(cls)`` once per source, with a subclass of
+    :class:`tabbench.data.source.DataSource` (a pydantic model of the source's suite fields with its
+    ``load``); import it inside this function, so that loading plugins stays fast. Returns nothing.
     """

@@ -1,4 +1,5 @@
-"""The plugin manager: loads built-in and third-party plugins through the ``tabbench`` entry points.
+"""The plugin manager: loads built-in and third-party plugins through the ``tabbench`` entry points, and the
+registries built from their hooks: ``load_models`` (models) and ``load_sources`` (data sources).
 
 Which entry-point plugins load can be restricted with the environment variable ``TABBENCH_PLUGINS``
 (comma-separated entry-point names; an empty value loads none). Plugin files are added with
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import sys
 import warnings
 from dataclasses import dataclass
@@ -90,20 +92,54 @@ def _plugin_sources(pm: pluggy.PluginManager) -> dict[int, str]:
     return sources
 
 
-def load_models(plugin_files=()) -> dict[str, RegisteredModel]:
-    """Every registered model by name, each with the distribution or file it came from."""
+def _collect(hook: str, what: str, plugin_files, key, check) -> dict:
+    """Call one ``register_*`` hook of every plugin with a ``register`` callback: {key(thing): (thing, source)}.
+    ``check(thing, source)`` refuses what is not of the hook's kind; a key registered twice is an error."""
     pm = get_plugin_manager(plugin_files)
     sources = _plugin_sources(pm)
-    models: dict[str, RegisteredModel] = {}
-    for impl in pm.hook.register_models.get_hookimpls():
+    found: dict = {}
+    for impl in getattr(pm.hook, hook).get_hookimpls():
         source = sources.get(id(impl.plugin), impl.plugin_name)
 
-        def register(spec, _source=source):
-            if not isinstance(spec, ModelSpec):
-                raise PluginError(f"{_source}: register() takes a tabbench.spec.ModelSpec, got {type(spec).__name__}")
-            if spec.name in models:
-                raise PluginError(f"model {spec.name!r} is registered twice: by {models[spec.name].source} and by {_source}")
-            models[spec.name] = RegisteredModel(spec, _source)
+        def register(thing, _source=source):
+            check(thing, _source)
+            name = key(thing)
+            if name in found:
+                raise PluginError(f"{what} {name!r} is registered twice: by {found[name][1]} and by {_source}")
+            found[name] = (thing, _source)
 
         impl.function(register=register)
-    return models
+    return found
+
+
+def load_models(plugin_files=()) -> dict[str, RegisteredModel]:
+    """Every registered model by name, each with the distribution or file it came from."""
+    def check(spec, source):
+        if not isinstance(spec, ModelSpec):
+            raise PluginError(f"{source}: register() takes a tabbench.spec.ModelSpec, got {type(spec).__name__}")
+
+    found = _collect("register_models", "model", plugin_files, lambda spec: spec.name, check)
+    return {name: RegisteredModel(spec, source) for name, (spec, source) in found.items()}
+
+
+@dataclass(frozen=True)
+class RegisteredSource:
+    cls: type  # a subclass of tabbench.data.source.DataSource
+    source: str  # "distribution==version" for entry points, the file path for plugin files
+
+
+def load_sources(plugin_files=()) -> dict[str, RegisteredSource]:
+    """Every registered data source by the name a suite's ``source:`` gives, in registration order (the built-in
+    ones first), each with the distribution or file it came from. Imports pydantic (a source is a model)."""
+    from tabbench.data.source import DataSource
+
+    def check(cls, source):
+        if not (isinstance(cls, type) and issubclass(cls, DataSource)):
+            raise PluginError(f"{source}: register() takes a subclass of tabbench.data.source.DataSource, got {cls!r}")
+        name = getattr(cls, "name", None)
+        if not (isinstance(name, str) and re.fullmatch(r"[a-z][a-z0-9_]*", name)) or name == "catalogue":
+            raise PluginError(f"{source}: data source {cls.__name__} needs a name (its class attribute 'name'): "
+                              f"a lower-case word other than 'catalogue', got {name!r}")
+
+    found = _collect("register_sources", "data source", plugin_files, lambda cls: cls.name, check)
+    return {name: RegisteredSource(cls, source) for name, (cls, source) in found.items()}

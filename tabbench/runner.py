@@ -65,7 +65,7 @@ def load_data(suite: Suite, paths: DataPaths, only=()) -> dict:
     """name -> (config, Dataset, splits) for every dataset, loaded before any job starts."""
     from tabbench.data.cache import DownloadError
     from tabbench.data.dataset import DataError
-    from tabbench.data.sources import SourceError
+    from tabbench.data.source import SourceError
 
     loaded, errors = {}, []
     for cfg in suite.datasets:

@@ -52,11 +52,12 @@ def contract_data(task: str):
 
     from tabbench.data.cache import DataPaths
     from tabbench.data.dataset import DatasetConfig, SplitConfig, load_dataset
+    from tabbench.data.sources.sklearn import Sklearn
     from tabbench.data.splits import make_splits
 
     name = CONTRACT_DATASETS[task]
     paths = DataPaths(cache=tempfile.mkdtemp(prefix="tabbench-contract-"))  # a bundled set reads no file
-    dataset = load_dataset(DatasetConfig(name, "sklearn", id=name), paths)
+    dataset = load_dataset(DatasetConfig(name, Sklearn(id=name)), paths)
     return dataset, make_splits(dataset, SplitConfig("holdout"))[0]
 
 

@@ -7,7 +7,8 @@ import pytest
 from tabbench.data.cache import DataPaths
 from tabbench.data.dataset import DataError, DatasetConfig, load_dataset
 from tabbench.data.formats import FormatError
-from tabbench.data.sources import SourceError
+from tabbench.data.source import SourceError
+from tabbench.data.sources.file import File
 from tabbench.runner import RunError, RunOptions, run_suite
 from tabbench.store import Store
 from tabbench.suite import parse_suite
@@ -25,18 +26,18 @@ def _write(tmp_path, lines, name="concrete.txt"):
 
 
 def _load(path, paths, **kw):
-    return load_dataset(DatasetConfig("concrete", "file", path=str(path), format="whitespace", **kw), paths)
+    return load_dataset(DatasetConfig("concrete", File(path=str(path)), format="whitespace", **kw), paths)
 
 
 def test_missing_file_names_the_path_and_where_it_looked(paths):
     with pytest.raises(SourceError, match=r"path: file 'uci/nowhere.txt' not found \(looked in: .*\); fix the path"):
-        load_dataset(DatasetConfig("x", "file", path="uci/nowhere.txt"), paths)
+        load_dataset(DatasetConfig("x", File(path="uci/nowhere.txt")), paths)
 
 
 def test_empty_file(tmp_path, paths):
     (tmp_path / "empty.csv").write_text("")
     with pytest.raises(FormatError, match=r"empty.csv: the file is empty"):
-        load_dataset(DatasetConfig("x", "file", path=str(tmp_path / "empty.csv")), paths)
+        load_dataset(DatasetConfig("x", File(path=str(tmp_path / "empty.csv"))), paths)
 
 
 def test_corrupt_gzip_names_the_file(tmp_path, paths, shared):
@@ -54,7 +55,7 @@ def test_wrong_column_count(paths, shared):
 def test_ragged_rows(tmp_path, paths, concrete_lines):
     lines = concrete_lines[:50] + [concrete_lines[50] + " 1.0 2.0"] + concrete_lines[51:]
     with pytest.raises(FormatError, match=r"concrete.txt: cannot be read as csv \(ParserError: .*Expected 9 fields in line 51, saw 11\)"):
-        load_dataset(DatasetConfig("c", "file", path=str(_write(tmp_path, lines)), format="csv", sep=r"\s+"), paths)
+        load_dataset(DatasetConfig("c", File(path=str(_write(tmp_path, lines))), format="csv", sep=r"\s+"), paths)
 
 
 def test_missing_target_column_lists_the_columns(paths, shared):

@@ -19,6 +19,7 @@ from sklearn.metrics import roc_auc_score
 
 from tabbench.data.cache import DataPaths
 from tabbench.data.dataset import DatasetConfig, SplitConfig, load_dataset
+from tabbench.data.sources.file import File
 from tabbench.data.splits import make_splits
 from tabbench.plugins import load_models
 from tabbench.spec import BINARY, CATEGORICAL, NUMERIC
@@ -46,7 +47,7 @@ pytestmark = pytest.mark.real_data(ADULT)
 @functools.lru_cache(maxsize=None)
 def adult():
     paths = DataPaths.from_env(cache=tempfile.mkdtemp(prefix="tabbench-test-"), mirrors=[SHARED])
-    cfg = DatasetConfig("adult", "file", path=ADULT, format="csv", na_values=("?",), columns=ADULT_COLUMNS)
+    cfg = DatasetConfig("adult", File(path=ADULT), format="csv", na_values=("?",), columns=ADULT_COLUMNS)
     return load_dataset(cfg, paths)
 
 

@@ -29,6 +29,8 @@ from sklearn.metrics import accuracy_score, mean_squared_error, roc_auc_score
 
 from tabbench.data.cache import DataPaths
 from tabbench.data.dataset import DatasetConfig, SplitConfig, load_dataset
+from tabbench.data.sources.file import File
+from tabbench.data.sources.sklearn import Sklearn
 from tabbench.data.splits import make_splits
 from tabbench.plugins import BROKEN, PLUGINS_ENV, load_models
 from tabbench.spec import BINARY, MULTICLASS, REGRESSION, TASKS
@@ -48,9 +50,9 @@ ACCURACY_FLOOR = {"default": 0.80}
 RMSE_CEILING = {"default": 7.5, "knn": 10.0, "npt": 10.0}
 
 DATASETS = {
-    BINARY: DatasetConfig("breast_cancer", "sklearn", id="breast_cancer"),
-    MULTICLASS: DatasetConfig("wine", "sklearn", id="wine"),
-    REGRESSION: DatasetConfig("concrete", "file", path="uci/concrete/concrete.txt", format="whitespace"),
+    BINARY: DatasetConfig("breast_cancer", Sklearn(id="breast_cancer")),
+    MULTICLASS: DatasetConfig("wine", Sklearn(id="wine")),
+    REGRESSION: DatasetConfig("concrete", File(path="uci/concrete/concrete.txt"), format="whitespace"),
 }
 DEVICE_MODELS = ("xgboost", "catboost", "lightgbm", "mlp", "tabnet")
 #: The models this repository ships (pyproject.toml's entry points), the only ones held to the bars above.
@@ -74,8 +76,8 @@ def cases(tasks=TASKS):
 def task_data(task: str):
     """(dataset, split) for a task: the paper's 0.7/0.1/0.2-like holdout, seed 42."""
     cfg = DATASETS[task]
-    if cfg.source == "file":
-        require_shared(cfg.path)
+    if isinstance(cfg.source, File):
+        require_shared(cfg.source.path)
     import tempfile
 
     paths = DataPaths.from_env(cache=tempfile.mkdtemp(prefix="tabbench-test-"), mirrors=[SHARED])

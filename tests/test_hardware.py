@@ -89,13 +89,14 @@ def test_a_torch_jobs_record_carries_the_fingerprint():
     """A real job (the MLP plugin, torch, on scikit-learn's breast cancer data) run by tabbench.execute."""
     from tabbench.data.cache import DataPaths
     from tabbench.data.dataset import DatasetConfig, SplitConfig, load_dataset
+    from tabbench.data.sources.sklearn import Sklearn
     from tabbench.data.splits import make_splits
     from tabbench.execute import execute
     from tabbench.jobs import Job
     from tabbench.plugins import load_models
 
     cfg = SplitConfig("holdout")
-    ds = load_dataset(DatasetConfig("bc", "sklearn", id="breast_cancer", split=cfg), DataPaths.from_env())
+    ds = load_dataset(DatasetConfig("bc", Sklearn(id="breast_cancer"), split=cfg), DataPaths.from_env())
     split = make_splits(ds, cfg)[0]
     spec = load_models()["mlp"].spec
     params = {**spec.default_params, "max_epochs": 2}

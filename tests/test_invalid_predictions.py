@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from tabbench.data.dataset import DatasetConfig, SplitConfig, load_dataset
+from tabbench.data.sources.sklearn import Sklearn
 from tabbench.data.splits import make_splits
 from tabbench.execute import execute
 from tabbench.jobs import INVALID, OK, Job
@@ -86,7 +87,7 @@ def defective(tmp_path_factory):
 
 def run_job(plugin, task, defect, paths):
     name = SETS[task]
-    dataset = load_dataset(DatasetConfig(name, "sklearn", id=name), paths)
+    dataset = load_dataset(DatasetConfig(name, Sklearn(id=name)), paths)
     split = make_splits(dataset, SplitConfig("holdout"))[0]
     spec = load_models((plugin,))["defective"].spec
     job = Job("k", "s", "defective", "defective", {"defect": defect}, None, name, task, 0, 0, 0,

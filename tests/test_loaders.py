@@ -20,6 +20,8 @@ import pytest
 from tabbench.data import images, mirror
 from tabbench.data.cache import DataPaths, DownloadError, download_target, fetch_url
 from tabbench.data.dataset import DataError, DatasetConfig, SplitConfig, describe, fetch, load_dataset
+from tabbench.data.source import CACHE, MIRROR, REMOTE, STAND_IN
+from tabbench.data.sources.openml import OpenML
 from tabbench.data.splits import make_splits
 from tabbench.suite import load_suite
 
@@ -87,7 +89,7 @@ def test_offline_copy_parses_as_sources_md_states(name, loaded, suite_cfgs, mpat
     assert (len(ds), ds.X.shape[1] + 1) == (rows, columns)
     assert (ds.meta.task, ds.meta.target) == (task, target)
     assert ds.n_test_rows == n_test
-    assert mirror.locate(suite_cfgs[name], mpaths).kind == mirror.STAND_IN
+    assert mirror.locate(suite_cfgs[name], mpaths).kind == STAND_IN
     if subset_mentions is None:
         assert ds.subset is None, "a whole copy of the original must not carry a subset label"
     else:
@@ -160,8 +162,13 @@ def test_idx_reader_checks_the_header(tmp_path):
 # --- the original publishers' formats, downloaded from file:// URLs ------------------------------------
 
 
+def _with_source(cfg: DatasetConfig, **fields) -> DatasetConfig:
+    """``cfg`` with some of its source's fields changed (a url source's url, sha256, ...)."""
+    return replace(cfg, source=cfg.source.model_copy(update=fields))
+
+
 def _original(cfg: DatasetConfig, path: Path, **changes) -> DatasetConfig:
-    return replace(cfg, url=path.resolve().as_uri(), sha256=_sha(path), **changes)
+    return replace(_with_source(cfg, url=path.resolve().as_uri(), sha256=_sha(path)), **changes)
 
 
 @pytest.fixture
@@ -173,20 +180,20 @@ def offline_paths(tmp_path) -> DataPaths:
 def test_boston_housing_data_downloads_with_checksum(suite_cfgs, offline_paths, loaded):
     source = SHARED / "uci" / "boston" / "housing.data"  # the UCI file as published
     cfg = _original(suite_cfgs["boston"], source)
-    assert mirror.locate(cfg, offline_paths).kind == mirror.REMOTE
+    assert mirror.locate(cfg, offline_paths).kind == REMOTE
     ds = load_dataset(cfg, offline_paths)
-    assert download_target(cfg.url, offline_paths).exists()
-    assert mirror.locate(cfg, offline_paths).kind == mirror.CACHE
+    assert download_target(cfg.source.url, offline_paths).exists()
+    assert mirror.locate(cfg, offline_paths).kind == CACHE
     assert ds.fingerprint == loaded("boston").fingerprint
     assert ds.subset is None and "file://" in ds.origin
 
 
 def test_a_checksum_mismatch_is_refused_and_not_cached(suite_cfgs, offline_paths):
     source = SHARED / "uci" / "boston" / "housing.data"
-    cfg = replace(_original(suite_cfgs["boston"], source), sha256="0" * 64)
+    cfg = _with_source(_original(suite_cfgs["boston"], source), sha256="0" * 64)
     with pytest.raises(DownloadError, match="checksum mismatch"):
         load_dataset(cfg, offline_paths)
-    assert not download_target(cfg.url, offline_paths).exists()
+    assert not download_target(cfg.source.url, offline_paths).exists()
 
 
 def test_casp_csv_target_first_with_header(tmp_path, suite_cfgs, offline_paths, loaded):
@@ -235,8 +242,8 @@ def test_covtype_data_gz_without_header_or_id(tmp_path, suite_cfgs, offline_path
 def test_poker_training_and_testing_files(suite_cfgs, offline_paths):
     train = SHARED / "uci" / "poker" / "poker-hand-training-true.data"
     test = SHARED / "uci" / "poker" / "poker-hand-testing.SUBSET.data"
-    cfg = replace(_original(suite_cfgs["poker_hand"], train), test_url=test.resolve().as_uri(),
-                  test_sha256=_sha(test))
+    cfg = _with_source(_original(suite_cfgs["poker_hand"], train), test_url=test.resolve().as_uri(),
+                       test_sha256=_sha(test))
     ds = load_dataset(cfg, offline_paths)
     assert (len(ds), ds.n_test_rows) == (25010 + 18488, 18488)
     split = make_splits(ds, ds.split)[0]
@@ -276,7 +283,7 @@ def test_fetch_downloads_then_reports_cached(suite_cfgs, offline_paths):
     first = fetch(cfg, offline_paths)
     assert first["status"] == "downloaded"
     second = fetch(cfg, offline_paths)
-    assert second["status"] == "cached" and list(second["sha256"].values()) == [cfg.sha256]
+    assert second["status"] == "cached" and list(second["sha256"].values()) == [cfg.source.sha256]
 
 
 def test_fetch_falls_back_to_a_labelled_stand_in_from_the_mirrors_own_mapping(tmp_path, suite_cfgs):
@@ -290,7 +297,7 @@ def test_fetch_falls_back_to_a_labelled_stand_in_from_the_mirrors_own_mapping(tm
         f"stand_ins:\n  {missing_url}:\n    path: rows/first-100.data\n    format: whitespace\n"
         "    columns: original\n    subset: first 100 of 506 rows\n")
     paths = DataPaths(cache=tmp_path / "cache", mirrors=(root,), base=tmp_path)
-    cfg = replace(suite_cfgs["boston"], url=missing_url)
+    cfg = _with_source(suite_cfgs["boston"], url=missing_url)
     result = fetch(cfg, paths)
     assert result["status"] == "stand-in" and result["subset"] == "first 100 of 506 rows"
     ds = load_dataset(cfg, paths)
@@ -308,9 +315,9 @@ def test_an_exact_mirror_copy_is_used_as_it_is(tmp_path):
 
 
 def test_openml_task_1882_loads_offline_with_its_own_folds(mpaths):
-    cfg = DatasetConfig(name="anneal", source="openml", task_id=1882,
+    cfg = DatasetConfig(name="anneal", source=OpenML(task_id=1882),
                         split=SplitConfig(protocol="openml_task", repeats=(0,)))
-    assert mirror.locate(cfg, mpaths).kind == mirror.MIRROR
+    assert mirror.locate(cfg, mpaths).kind == MIRROR
     ds = load_dataset(cfg, mpaths)
     # 898 x 39 as published; its 6 columns with no value at all (m, marvi, corr, jurofm, s, p) are dropped
     assert (len(ds), ds.X.shape[1] + 1 + 6, ds.meta.task, ds.meta.target) == (898, 39, "multiclass", "class")
@@ -328,7 +335,7 @@ def test_openml_task_1882_loads_offline_with_its_own_folds(mpaths):
 @pytest.mark.real_data("image")
 def test_packaged_mapping_covers_every_paper_dataset_with_an_offline_copy(suite_cfgs, mpaths):
     entries = mirror.load_mapping(mirror.PACKAGED_MAPPING)
-    keys = {mirror.source_key(cfg) for cfg in suite_cfgs.values()}
+    keys = {cfg.source.mirror_key() for cfg in suite_cfgs.values()}
     assert set(entries) <= keys, "every stand-in stands in for an original that a suite names"
     for name, cfg in suite_cfgs.items():
         if name != "kick":  # the one dataset with no offline copy

@@ -22,6 +22,7 @@ from sklearn.metrics import roc_auc_score  # noqa: E402
 
 from tabbench.data.cache import DataPaths  # noqa: E402
 from tabbench.data.dataset import DatasetConfig, SplitConfig, load_dataset  # noqa: E402
+from tabbench.data.sources.sklearn import Sklearn  # noqa: E402
 from tabbench.data.splits import make_splits  # noqa: E402
 from tabbench.plugins import load_models  # noqa: E402
 from tabbench_plugins.npt import NPT  # noqa: E402
@@ -45,7 +46,7 @@ def one_thread():
 @pytest.fixture(scope="module")
 def breast_cancer(tmp_path_factory):
     split_cfg = SplitConfig("kfold", k=10, val_fraction=2 / 9)
-    ds = load_dataset(DatasetConfig("bc", "sklearn", id="breast_cancer", split=split_cfg),
+    ds = load_dataset(DatasetConfig("bc", Sklearn(id="breast_cancer"), split=split_cfg),
                       DataPaths.from_env(cache=tmp_path_factory.mktemp("cache")))
     return ds, make_splits(ds, split_cfg)[0]
 
@@ -166,7 +167,7 @@ def test_estimator_predictions_are_row_permutation_equivariant(breast_cancer, bc
 def diabetes(tmp_path_factory):
     """scikit-learn's diabetes regression set (442 rows x 10 features, targets 25-346), fold 0 of 5."""
     split_cfg = SplitConfig("kfold", k=5, val_fraction=0.2)
-    ds = load_dataset(DatasetConfig("diabetes", "sklearn", id="diabetes", split=split_cfg),
+    ds = load_dataset(DatasetConfig("diabetes", Sklearn(id="diabetes"), split=split_cfg),
                       DataPaths.from_env(cache=tmp_path_factory.mktemp("cache")))
     return ds, make_splits(ds, split_cfg)[0]
 
@@ -393,10 +394,11 @@ import sys, torch
 torch.set_num_threads(1)
 from tabbench.data.cache import DataPaths
 from tabbench.data.dataset import DatasetConfig, SplitConfig, load_dataset
+from tabbench.data.sources.sklearn import Sklearn
 from tabbench.data.splits import make_splits
 from tabbench_plugins.npt import NPT
 cfg = SplitConfig("kfold", k=10, val_fraction=2 / 9)
-ds = load_dataset(DatasetConfig("bc", "sklearn", id="breast_cancer", split=cfg), DataPaths.from_env(cache=sys.argv[2]))
+ds = load_dataset(DatasetConfig("bc", Sklearn(id="breast_cancer"), split=cfg), DataPaths.from_env(cache=sys.argv[2]))
 sp = make_splits(ds, cfg)[0]
 model = NPT(ds.meta, 0, **{params})
 model.checkpoint_dir = sys.argv[1]

@@ -164,10 +164,11 @@ def test_auto_steps_need_a_budget_and_one_step_that_fits_it(tmp_path, shared):
 def test_a_fit_with_auto_steps_runs_the_steps_its_budget_buys_and_records_them():
     from tabbench.data.cache import DataPaths as Paths
     from tabbench.data.dataset import DatasetConfig, SplitConfig, load_dataset
+    from tabbench.data.sources.sklearn import Sklearn
     from tabbench.data.splits import make_splits
 
     cfg = SplitConfig("kfold", k=10, val_fraction=2 / 9)
-    ds = load_dataset(DatasetConfig("bc", "sklearn", id="breast_cancer", split=cfg), Paths.from_env())
+    ds = load_dataset(DatasetConfig("bc", Sklearn(id="breast_cancer"), split=cfg), Paths.from_env())
     sp = make_splits(ds, cfg)[0]
     params = {"e": 8, "n_layers": 2, "n_heads": 4, "steps": "auto", "budgets": [], "device": "cpu", "eval_every": 2}
     fit_args = (ds.X.iloc[sp.train], ds.y[sp.train], ds.X.iloc[sp.val], ds.y[sp.val])
@@ -200,11 +201,12 @@ def test_a_slower_machine_buys_fewer_steps_and_the_speed_measurement_changes_not
 
     from tabbench.data.cache import DataPaths as Paths
     from tabbench.data.dataset import DatasetConfig, SplitConfig, load_dataset
+    from tabbench.data.sources.sklearn import Sklearn
     from tabbench.data.splits import make_splits
     from tabbench_plugins.npt.training import measured_slowdown
 
     cfg = SplitConfig("kfold", k=10, val_fraction=2 / 9)
-    ds = load_dataset(DatasetConfig("bc", "sklearn", id="breast_cancer", split=cfg), Paths.from_env())
+    ds = load_dataset(DatasetConfig("bc", Sklearn(id="breast_cancer"), split=cfg), Paths.from_env())
     sp = make_splits(ds, cfg)[0]
     full = {**NPT.defaults, "e": 8, "n_layers": 2, "n_heads": 4, "eval_every": 2}
     sizes = SplitSizes(len(sp.train), len(sp.val), 0)

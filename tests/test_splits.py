@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 
 from tabbench.data.dataset import DataError, DatasetConfig, SplitConfig, load_dataset
+from tabbench.data.sources.file import File
+from tabbench.data.sources.sklearn import Sklearn
 from tabbench.data.splits import make_splits
 
 KFOLD10 = SplitConfig("kfold", k=10, seed=42, val_fraction=2 / 9)
@@ -13,7 +15,7 @@ KFOLD10 = SplitConfig("kfold", k=10, seed=42, val_fraction=2 / 9)
 
 @pytest.fixture
 def breast_cancer(paths):
-    return load_dataset(DatasetConfig("breast_cancer", "sklearn", id="breast_cancer"), paths)
+    return load_dataset(DatasetConfig("breast_cancer", Sklearn(id="breast_cancer")), paths)
 
 
 def test_kfold_on_breast_cancer_partitions_rows_with_paper_sizes_and_stratification(breast_cancer):
@@ -32,7 +34,7 @@ def test_kfold_on_breast_cancer_partitions_rows_with_paper_sizes_and_stratificat
 
 
 def test_same_config_gives_identical_splits_and_fingerprints(paths, breast_cancer):
-    again = load_dataset(DatasetConfig("breast_cancer", "sklearn", id="breast_cancer"), paths)
+    again = load_dataset(DatasetConfig("breast_cancer", Sklearn(id="breast_cancer")), paths)
     a, b = make_splits(breast_cancer, KFOLD10), make_splits(again, KFOLD10)
     assert breast_cancer.fingerprint == again.fingerprint
     for s, t in zip(a, b):
@@ -69,7 +71,7 @@ def test_holdout_fractions(breast_cancer):
 
 
 def test_too_few_members_for_stratified_kfold_is_a_clear_error(paths):
-    iris = load_dataset(DatasetConfig("iris", "sklearn", id="iris"), paths)
+    iris = load_dataset(DatasetConfig("iris", Sklearn(id="iris")), paths)
     with pytest.raises(DataError, match="smallest class has 50 rows, fewer than k=60 folds"):
         make_splits(iris, SplitConfig("kfold", k=60))
 
@@ -107,7 +109,7 @@ def uci_files(shared, tmp_path_factory):
     paths = DataPaths(cache=tmp_path_factory.mktemp("cache"), mirrors=(), base=shared)
 
     def load(name):  # the real files, read as they are
-        return load_dataset(DatasetConfig(name, "file", path=f"uci/{name}/{name}.txt", format="whitespace",
+        return load_dataset(DatasetConfig(name, File(path=f"uci/{name}/{name}.txt"), format="whitespace",
                                           task="regression"), paths)
 
     return {"yacht": load("yacht"), "concrete": load("concrete")}

@@ -89,13 +89,14 @@ def test_uci_suite_is_the_papers_protocol():
         assert d.split.test_rows == test_rows, d.name
         params = d.model_params["npt"]
         assert (params["e"], params["batch_size"], params["steps"], params["lr"]) == npt, d.name
-    assert {d.name: (d.source, d.id) for d in s.datasets if d.source == "openml"} == {
+    assert {d.name: (d.source.name, d.source.id) for d in s.datasets if d.source.name == "openml"} == {
         "income": ("openml", 4535), "kick": ("openml", 41162)}
     poker = next(d for d in s.datasets if d.name == "poker_hand")
-    assert poker.test_url.endswith("poker-hand-testing.data")
+    assert poker.source.test_url.endswith("poker-hand-testing.data")
     for d in s.datasets:  # suites name the originals; offline layouts live in the mirror mapping
-        assert d.mirror_path is None and d.test_mirror_path is None
-        assert d.source == "openml" or d.url.startswith("https://archive.ics.uci.edu/")
+        assert d.source.name in ("openml", "url"), d.name
+        assert getattr(d.source, "mirror_path", None) is None and getattr(d.source, "test_mirror_path", None) is None
+        assert d.source.name == "openml" or d.source.url.startswith("https://archive.ics.uci.edu/")
 
 
 def test_each_dataset_is_defined_once_and_suites_hold_no_python():
@@ -168,16 +169,17 @@ def test_the_onehot_methods_are_the_boosters_with_one_hot_input():
 
 def test_image_suite_uses_openml_and_the_papers_splits():
     mnist, cifar = suite("image").datasets
-    assert (mnist.source, mnist.id, mnist.split.protocol, mnist.split.test_rows) == ("openml", 554, "fixed", 10000)
-    assert (cifar.source, cifar.id, cifar.split.test_rows) == ("openml", 40927, 10000)
+    assert (mnist.source.name, mnist.source.id, mnist.split.protocol, mnist.split.test_rows) == ("openml", 554, "fixed",
+                                                                                                10000)
+    assert (cifar.source.name, cifar.source.id, cifar.split.test_rows) == ("openml", 40927, 10000)
     assert 50000 * cifar.split.val_fraction == 5000  # 45k / 5k / 10k
 
 
 def test_openml_cc18_is_study_99_by_task_id():
     datasets = suite("openml-cc18").datasets
-    ids = [d.task_id for d in datasets]
+    ids = [d.source.task_id for d in datasets]
     assert len(ids) == len(set(ids)) == 72
-    assert {d.source for d in datasets} == {"openml"} and {d.split.protocol for d in datasets} == {"openml_task"}
+    assert {d.source.name for d in datasets} == {"openml"} and {d.split.protocol for d in datasets} == {"openml_task"}
     assert {3, 6, 31, 7592, 9946, 146825, 167124, 167141} <= set(ids)
 
 

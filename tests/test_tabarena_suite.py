@@ -13,10 +13,10 @@ def test_tabarena_suite_validates_with_its_models_and_no_network():
     skip_unless_models_run(suite)
     check_models(suite, load_models())
     assert len(suite.datasets) == 51
-    task_ids = [d.task_id for d in suite.datasets]
+    task_ids = [d.source.task_id for d in suite.datasets]
     assert len(set(task_ids)) == 51 and all(363612 <= t <= 363712 for t in task_ids)  # TabArena v0.1's ids
     for d in suite.datasets:
-        assert d.source == "openml" and d.split.protocol == "openml_task" and d.split.folds is None
+        assert d.source.name == "openml" and d.split.protocol == "openml_task" and d.split.folds is None
         assert d.split.repeats in (None, (0, 1, 2)), d.name  # 10 repeats (all) under 2,500 rows, else 3
     # every model at its defaults under one budget; NPT's steps are what the budget buys (steps: auto)
     assert suite.budget.time_s is not None and all(m.tuning == "none" for m in suite.models)

@@ -7,6 +7,7 @@ import pandas as pd
 
 from tabbench.data.cache import DataPaths
 from tabbench.data.dataset import DatasetConfig, SplitConfig, load_dataset
+from tabbench.data.sources.sklearn import Sklearn
 from tabbench.data.splits import make_splits
 from tabbench.execute import execute
 from tabbench.jobs import Job
@@ -18,7 +19,7 @@ from tests.plugins_for_tests import Spy
 
 def _job(transductive: bool) -> tuple:
     cfg = SplitConfig("kfold", k=5, val_fraction=0.2)
-    ds = load_dataset(DatasetConfig("bc", "sklearn", id="breast_cancer", split=cfg), DataPaths.from_env())
+    ds = load_dataset(DatasetConfig("bc", Sklearn(id="breast_cancer"), split=cfg), DataPaths.from_env())
     split = make_splits(ds, cfg)[0]
     spec = ModelSpec("spy", Spy, frozenset({"binary"}), transductive=transductive)
     job = Job("k", "s", "spy", "spy", {}, None, "bc", "binary", 0, 0, 0, ds.fingerprint, split.fingerprint,

