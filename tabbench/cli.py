@@ -160,7 +160,7 @@ def cmd_run(args) -> int:
     from tabbench.runner import RunOptions, run_suite
     from tabbench.suite import load_suite
 
-    suite = load_suite(args.suite)
+    suite = load_suite(args.suite, tuple(args.plugin))
     options = RunOptions(results=Path(args.results or RunOptions.results), address=args.address,
                          ray=not args.no_ray, force=args.force,
                          retry_failed=args.retry_failed, models=args.models, datasets=args.datasets, folds=args.folds,
@@ -201,7 +201,7 @@ def cmd_plan(args) -> int:
     from tabbench.plan import format_plan, plan_suite
     from tabbench.runner import RunOptions
 
-    suite, paths = _suite_and_paths(args)
+    suite, paths = _suite_and_paths(args, tuple(args.plugin))
     results = Path(args.results or RunOptions.results)
     plan = plan_suite(suite, paths, suite.results_dir(results), suite.results_dir(args.reference),
                       args.basis or [results, args.reference], args.gpus,
@@ -214,7 +214,7 @@ def cmd_probe(args) -> int:
     from tabbench.expand import Selection
     from tabbench.probe import BATCH_ROWS, probe_suite
 
-    suite, paths = _suite_and_paths(args)
+    suite, paths = _suite_and_paths(args, tuple(args.plugin))
     table, out = probe_suite(suite, Selection(args.models, args.datasets, args.folds), Path(args.results), paths,
                              tuple(args.plugin), args.batch_rows or BATCH_ROWS, args.test_rows,
                              checkpoints=Path(args.checkpoints) if args.checkpoints else None)
@@ -297,11 +297,11 @@ def cmd_models(args) -> int:
     return 1 if BROKEN else 0
 
 
-def _suite_and_paths(args):
+def _suite_and_paths(args, plugin_files=()):
     from tabbench.data.cache import DataPaths
     from tabbench.suite import load_suite
 
-    suite = load_suite(args.suite)
+    suite = load_suite(args.suite, plugin_files)
     return suite, DataPaths.from_env(args.cache, args.mirror, base=suite.path.parent)
 
 
@@ -364,7 +364,7 @@ def cmd_validate(args) -> int:
     from tabbench.plugins import load_models
     from tabbench.suite import check_models, load_suite
 
-    suite = load_suite(args.suite)
+    suite = load_suite(args.suite, tuple(args.plugin))
     check_models(suite, load_models(tuple(args.plugin) + suite.plugins))
     print(f"{args.suite}: valid ({len(suite.datasets)} datasets, {len(suite.models)} models, seeds {list(suite.seeds)})")
     return 0

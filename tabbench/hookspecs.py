@@ -36,6 +36,7 @@ def register_sources(register):
 
     Called when a suite is read or the suite schema is built (``tabbench validate``, ``run``, ``schema``),
     never by ``tabbench models``. Call ``register(cls)`` once per source, with a subclass of
-    :class:`tabbench.data.source.DataSource` (a pydantic model of the source's suite fields with its
-    ``load``); import it inside this function, so that loading plugins stays fast. Returns nothing.
+    :class:`tabbench.data.source.DataSource` (a pydantic model of the source's suite fields, with its
+    ``load``; docs/datasets.md shows a complete one). A plugin that registers models too may import its
+    source classes inside this function, so that listing models does not import pydantic. Returns nothing.
     """

@@ -141,7 +141,7 @@ def test_uci_small_kfold_is_uci_small_with_proper_kfold_and_a_numeric_froude_num
     assert "transductive" not in {m.label: m.params for m in proper.models}["npt"]
     for a, b in zip(paper.datasets, proper.datasets):
         assert replace(a.split, protocol="kfold", val_fraction=0.2222222222222222) == b.split, a.name
-        same = ("name", "source", "url", "columns", "target", "task", "model_params")
+        same = ("name", "source", "columns", "target", "task", "model_params")  # the source with its url
         assert [getattr(a, f) for f in same] == [getattr(b, f) for f in same]
         assert list(b.categorical) == (HULL if a.name == "yacht" else list(a.categorical)), a.name
 

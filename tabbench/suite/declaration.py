@@ -1,7 +1,12 @@
 """The suite format, declared once as pydantic models (``SuiteFile`` and what it holds): they validate a
 suite, ``json_schema`` prints them as JSON Schema (checked in as suites/suite.schema.json, for editors) and
 tabbench/suite/reference.py turns them into the field reference of suites/README.md. Defaults shown in the
-schema are those of the runtime dataclasses (tabbench/suite/types.py, tabbench/data/types.py)."""
+schema are those of the runtime dataclasses (tabbench/suite/types.py, tabbench/data/types.py).
+
+A dataset entry is the fields every dataset has (``_Dataset``) plus those of its source: each registered data
+source (tabbench/data/source.py, registered through the ``register_sources`` hook) declares its own, and
+``suite_model`` builds the format from the registry, so a plugin's source is validated, schema'd and documented
+as the built-in ones are."""
 
 from __future__ import annotations
 
