@@ -35,6 +35,7 @@ from tabbench.errors import TabbenchError
 Text = Annotated[str, StringConstraints(min_length=1)]
 Count = Annotated[int, Field(ge=1)]
 
+
 class SourceError(TabbenchError):
     """A source cannot give the data its suite entry names; the message names the field and the fix."""
 

@@ -126,7 +126,6 @@ CatalogueDataset = create_model(
        for key, info in _Dataset.model_fields.items() if key in OVERRIDABLE})
 
 
-
 def dataset_entry(source) -> type[_Dataset]:
     """A dataset entry of one data source (a DataSource subclass): the fields every dataset has, then
     ``source: NAME`` and the source's own fields, checked by the source's own validators too."""
