@@ -30,7 +30,7 @@ def _plugin_arg(p):
 
 
 def _selection_args(p):
-    """--models, --datasets, --folds: the same selection for `run` and `plan` (tabbench.expand.Selection)."""
+    """--models, --datasets, --folds: the same selection for `run` and `plan` (tabbench.run.expand.Selection)."""
     p.add_argument("--models", type=_csv, default=(), metavar="A,B", help="only these methods of the suite")
     p.add_argument("--datasets", type=_csv, default=(), metavar="X,Y", help="only these datasets of the suite")
     p.add_argument("--folds", type=lambda t: tuple(int(x) for x in _csv(t)), default=(), metavar="0,1",
@@ -157,7 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
 def cmd_run(args) -> int:
     from tabbench.report import report_installed
     from tabbench.data.cache import DataPaths
-    from tabbench.runner import RunOptions, run_suite
+    from tabbench.run.runner import RunOptions, run_suite
     from tabbench.suite import load_suite
 
     suite = load_suite(args.suite)
@@ -197,9 +197,9 @@ def cmd_compare(args) -> int:
 
 
 def cmd_plan(args) -> int:
-    from tabbench.expand import Selection
+    from tabbench.run.expand import Selection
     from tabbench.plan import format_plan, plan_suite
-    from tabbench.runner import RunOptions
+    from tabbench.run.runner import RunOptions
 
     suite, paths = _suite_and_paths(args)
     results = Path(args.results or RunOptions.results)
@@ -211,7 +211,7 @@ def cmd_plan(args) -> int:
 
 
 def cmd_probe(args) -> int:
-    from tabbench.expand import Selection
+    from tabbench.run.expand import Selection
     from tabbench.probe import BATCH_ROWS, probe_suite
 
     suite, paths = _suite_and_paths(args)

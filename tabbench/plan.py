@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from tabbench.expand import Selection, expand
+from tabbench.run.expand import Selection, expand
 from tabbench.spec import SplitSizes
 from tabbench.report.format import text_table
 from tabbench.store import RECORDS_DIR, Store
@@ -61,7 +61,7 @@ class Plan:
     unloaded: dict = field(default_factory=dict)  # dataset -> why it could not be loaded
     basis_dirs: tuple = ()
     gpus: int = 0
-    refused: list = field(default_factory=list)  # the models' pre-run refusals (tabbench.runner.model_refusals)
+    refused: list = field(default_factory=list)  # the models' pre-run refusals (tabbench.run.runner.model_refusals)
 
 
 def suite_folders(paths) -> list[Path]:
@@ -171,7 +171,7 @@ def _model_estimate(row: PlanRow, pending: list, basis: pd.DataFrame, spec, meta
 
 def make_plan(suite, registry, loaded: dict, results_dir: Path, published_dir: Path | None, basis_dirs=(),
               gpus: int = 0, selection: Selection = Selection(), unloaded=None) -> Plan:
-    """``loaded``: dataset name -> (config, Dataset, splits), as ``tabbench.runner.load_data`` returns."""
+    """``loaded``: dataset name -> (config, Dataset, splits), as ``tabbench.run.runner.load_data`` returns."""
     jobs = selection.select(expand(suite, registry, loaded, gpu_available=gpus > 0))
     done = set(Store(results_dir).latest())
     same = published_dir is None or Path(published_dir).resolve() == Path(results_dir).resolve()
@@ -291,7 +291,7 @@ def plan_suite(suite, paths, results_dir: Path, published_dir: Path | None, basi
     """Load the registry and every selected dataset (those that fail are listed, not fatal), then ``make_plan``
     for the jobs ``tabbench run`` would select with the same --models, --datasets and --folds."""
     from tabbench.plugins import load_models
-    from tabbench.runner import RunError, load_data, model_refusals
+    from tabbench.run.runner import RunError, load_data, model_refusals
     from tabbench.suite import check_models
 
     registry = load_models(tuple(plugin_files) + tuple(suite.plugins))

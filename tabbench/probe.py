@@ -30,7 +30,7 @@ the whole table per test row.
 rows before and after.
 
 ``tabbench probe corruption SUITE`` (``probe_suite``) fits each selected job as ``tabbench run`` would
-(tabbench.execute), in this process, probes it and merges its rows into ``RESULTS/<suite>/probe-corruption/``
+(tabbench.run.execute), in this process, probes it and merges its rows into ``RESULTS/<suite>/probe-corruption/``
 corruption.csv (a row replaces the one with the same ``KEY``), then writes corruption.md from the whole CSV
 (tabbench/report/probe_tables.py), after each job: an interrupted probe keeps the jobs it finished.
 docs/probe.md says how to read them.
@@ -48,7 +48,7 @@ import numpy as np
 import pandas as pd
 
 from tabbench.errors import TabbenchError
-from tabbench.execute import _fit, outputs, score
+from tabbench.run.execute import _fit, outputs, score
 from tabbench.spec import BINARY, MULTICLASS, REGRESSION
 
 #: Test rows whose corrupted contexts are built and predicted together.
@@ -217,11 +217,11 @@ def probe_suite(suite, selection, results_root, paths, plugin_files=(), batch_ro
     it; return this invocation's rows and the folder. A model that checkpoints keeps its training state where
     ``tabbench run`` keeps the job's (the suite folder's checkpoints/, or ``checkpoints``/<suite>), so an
     interrupted probe continues its fit; the state is removed once the fit is done."""
-    from tabbench.executors import _cuda_in_a_subprocess
-    from tabbench.expand import expand
+    from tabbench.run.executors import _cuda_in_a_subprocess
+    from tabbench.run.expand import expand
     from tabbench.plugins import load_models
     from tabbench.published import load_published
-    from tabbench.runner import _device_auto, load_data, model_refusals
+    from tabbench.run.runner import _device_auto, load_data, model_refusals
     from tabbench.store import Store
     from tabbench.suite import check_models
 

@@ -8,7 +8,7 @@ from tabbench.data.cache import DataPaths
 from tabbench.data.dataset import DataError, DatasetConfig, load_dataset
 from tabbench.data.formats import FormatError
 from tabbench.data.sources import SourceError
-from tabbench.runner import RunError, RunOptions, run_suite
+from tabbench.run.runner import RunError, RunOptions, run_suite
 from tabbench.store import Store
 from tabbench.suite import parse_suite
 

@@ -4,7 +4,7 @@ in-process (--no-ray) alike."""
 import numpy as np
 import pytest
 
-from tabbench.runner import RunOptions, run_suite
+from tabbench.run.runner import RunOptions, run_suite
 from tabbench.store import load_records
 from tabbench.suite import parse_suite
 from tests.plugins_for_tests import PLUGIN_FILE

@@ -8,7 +8,7 @@ from importlib.util import find_spec
 import pandas as pd
 import yaml
 
-from tabbench.runner import RunOptions, run_suite
+from tabbench.run.runner import RunOptions, run_suite
 from tabbench.store import Store, load_records
 from tabbench.suite import load_suite, parse_suite
 from tests.conftest import ROOT, require_ray, skip_unless_models_run

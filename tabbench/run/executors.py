@@ -1,5 +1,5 @@
 """Executors: how a run's pending jobs reach a process. Both run each job through the same fork isolation
-(tabbench/isolation.py: time and memory budgets, crash records) and hand the records back to the runner,
+(tabbench/run/isolation.py: time and memory budgets, crash records) and hand the records back to the runner,
 which writes them to the store; only where the job runs differs.
 
 - ``RayExecutor`` (the default): a local Ray instance on loopback, or an existing cluster (--address). The
@@ -19,8 +19,8 @@ import sys
 from collections.abc import Iterator
 
 from tabbench.errors import TabbenchError
-from tabbench.isolation import execute_isolated
-from tabbench.jobs import LOST, failure_record
+from tabbench.run.isolation import execute_isolated
+from tabbench.run.jobs import LOST, failure_record
 
 #: Ray retries a job whose worker or node died this many times (infrastructure failures only).
 INFRA_RETRIES = 2

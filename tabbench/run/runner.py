@@ -1,6 +1,6 @@
 """Runs a suite: check it against the registry, load and split every dataset, expand the jobs, select
 (--models, --datasets, --folds) and skip those already done, hand the rest to an executor
-(tabbench/executors.py: Ray by default, or in-process with --no-ray), write every record as it comes back,
+(tabbench/run/executors.py: Ray by default, or in-process with --no-ray), write every record as it comes back,
 then the leaderboard.
 """
 
@@ -15,9 +15,9 @@ from tabbench.data.cache import DataPaths
 from tabbench.data.dataset import load_dataset
 from tabbench.data.splits import make_splits
 from tabbench.errors import TabbenchError
-from tabbench.expand import Selection, dataset_trials, expand
-from tabbench.interrupts import StopRequest
-from tabbench.jobs import OK
+from tabbench.run.expand import Selection, dataset_trials, expand
+from tabbench.run.interrupts import StopRequest
+from tabbench.run.jobs import OK
 from tabbench.plugins import load_models
 from tabbench.store import Store
 from tabbench.suite import Suite, check_models
@@ -107,7 +107,7 @@ def run_suite(suite: Suite, options: RunOptions) -> RunSummary:
     """Run the suite's pending jobs and write its leaderboard.
 
     SIGINT (Ctrl-C) at any phase stops the run: every finished job's record is kept, the message
-    says how to resume, and KeyboardInterrupt is raised (see tabbench.interrupts)."""
+    says how to resume, and KeyboardInterrupt is raised (see tabbench.run.interrupts)."""
     store = Store(suite.results_dir(options.results), options.checkpoints)
     summary = RunSummary(results_dir=store.dir)
     with StopRequest() as stop:
@@ -120,7 +120,7 @@ def run_suite(suite: Suite, options: RunOptions) -> RunSummary:
 
 
 def _run(suite: Suite, options: RunOptions, store: Store, summary: RunSummary, stop: StopRequest) -> RunSummary:
-    from tabbench.executors import LocalExecutor, RayExecutor
+    from tabbench.run.executors import LocalExecutor, RayExecutor
 
     stop.pause_point("load")
     registry = load_models(tuple(options.plugin_files) + tuple(suite.plugins))
