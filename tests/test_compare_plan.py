@@ -202,7 +202,7 @@ def test_plan_estimates_a_method_without_records_by_its_models_cost_model(tmp_pa
            "models": {"npt-short": {"model": "npt", "params": {**size, "steps": 10}}}}
     paths = DataPaths(cache=tmp_path / "cache")
     run_suite(load_suite(_write(tmp_path, raw, "short.yaml")),
-              RunOptions(results=tmp_path / "runs", progress=False, ray=False, folds=(0,)))
+              RunOptions(results=tmp_path / "runs", progress=False, executor="local", folds=(0,)))
     raw["models"]["npt-long"] = {"model": "npt", "params": {**size, "steps": 40}}
     suite = load_suite(_write(tmp_path, raw, "both.yaml"))
     spec = load_models()["npt"].spec

@@ -144,7 +144,7 @@ def test_named_configs_are_trials_whose_params_layer_method_dataset_config_and_c
 
 def test_named_configs_run_record_their_name_and_the_best_validation_config_is_selected_per_fold(tmp_path):
     suite = parse_suite(CONFIGS, tmp_path / "named.yaml")
-    summary = run_suite(suite, RunOptions(results=tmp_path / "results", progress=False, ray=False))
+    summary = run_suite(suite, RunOptions(results=tmp_path / "results", progress=False, executor="local"))
     assert summary.done == 12 and summary.failed == 0
     frame = load_records(tmp_path / "results" / "named")
     assert set(frame["config"]) == {"base", "wide", "narrow"}

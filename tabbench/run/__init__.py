@@ -1,15 +1,16 @@
-"""The run pipeline: what ``tabbench run`` does between a checked suite and the records in the store.
+"""The run pipeline: what ``tabbench run`` does between a loaded suite and the records in the store (``plan``
+and ``probe`` use its first steps).
 
-Modules, in the order a run uses them (each imports only those above it, and nothing imports this package's
-``__init__`` for a name: it stays empty so that reading ``measure``'s hardware fingerprint, as the reports do,
-loads nothing else):
+Its modules, the driver last. This ``__init__`` imports none of them, so that a reader of one
+module (the reports read ``measure``'s hardware fingerprint) loads nothing else:
 
-- ``jobs``: a ``Job``, its key and the record statuses.
-- ``expand``: suite x registry x loaded data -> jobs; ``Selection`` (--models, --datasets, --folds).
-- ``prepare``: one preparation of a suite for run, plan and probe (registry, data, splits, the models'
-  pre-run refusals) -> ``PreparedSuite``.
-- ``measure``, ``execute``, ``isolation``: one job, fitted in a forked child with its budgets enforced.
-- ``executors``: where the jobs run (``--executor ray|local``), one declared interface, one module each.
-- ``interrupts``: Ctrl-C stops at a safe point.
-- ``runner``: ``run_suite``, which drives the rest.
+- ``expand``, ``jobs``: the suite's jobs, one per method, configuration, split and seed, and their keys;
+  ``Selection`` (--models, --datasets, --folds).
+- ``executors``: where the jobs run (``--executor ray|local``): one declared interface, one module per mode.
+- ``isolation``, ``execute``, ``measure``: one job in a forked child with its budgets enforced: fit, evaluate,
+  its record with its costs and the machine it ran on.
+- ``interrupts``: Ctrl-C stops the run at a safe point.
+- ``runner``: ``prepare_suite``, the one preparation of a suite for run, plan and probe (registry, selection,
+  data and splits, the models' pre-run refusals) -> ``PreparedSuite``; and ``run_suite``, which drives the
+  rest and writes each record to the store.
 """
