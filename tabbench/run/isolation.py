@@ -1,6 +1,6 @@
 """Fork isolation: a job runs in a forked child, so that its time and memory budgets can be enforced from
 outside and a crash (segfault, os._exit, kill) becomes a record instead of taking the worker down. Used by
-every executor (tabbench/run/executors.py)."""
+every executor (tabbench/run/executors/)."""
 
 from __future__ import annotations
 
