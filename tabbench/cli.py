@@ -214,13 +214,12 @@ def cmd_run(args) -> int:
 
 def _executor_of(args) -> str:
     """The executor's name from --executor and the flags it replaced: --no-ray is local, --address implies ray."""
-    from tabbench.errors import TabbenchError
-    from tabbench.run.executors import DEFAULT
+    from tabbench.run.executors import DEFAULT, ExecutorError
 
     implied = "local" if args.no_ray else "ray" if args.address else None
     if implied and args.executor and args.executor != implied:
         flag = "--no-ray" if args.no_ray else "--address"
-        raise TabbenchError(f"{flag} means --executor {implied}, not --executor {args.executor}: drop one of them")
+        raise ExecutorError(f"{flag} means --executor {implied}, not --executor {args.executor}: drop one of them")
     return args.executor or implied or DEFAULT
 
 
