@@ -2,8 +2,8 @@
 
 Runs the same N cheap jobs (k-NN on scikit-learn's wine data, 5-fold x seeds) three ways and prints
 milliseconds per job:
-  direct    tabbench.execute.execute in this process: the model's fit + predict + metrics
-  isolated  tabbench.isolation.execute_isolated: the same in a forked child with enforced limits
+  direct    tabbench.run.execute.execute in this process: the model's fit + predict + metrics
+  isolated  tabbench.run.isolation.execute_isolated: the same in a forked child with enforced limits
   ray       tabbench run on a local Ray (startup and shutdown timed separately)
 
     python benchmarks/harness_overhead.py [--jobs 100]
@@ -25,11 +25,11 @@ def main():
     os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 
     from tabbench.data.cache import DataPaths
-    from tabbench.execute import execute
-    from tabbench.expand import expand
-    from tabbench.isolation import execute_isolated
+    from tabbench.run.execute import execute
+    from tabbench.run.expand import expand
+    from tabbench.run.isolation import execute_isolated
     from tabbench.plugins import load_models
-    from tabbench.runner import RunOptions, load_data, run_suite
+    from tabbench.run.runner import RunOptions, load_data, run_suite
     from tabbench.suite import parse_suite
 
     seeds = max(1, args.jobs // 5)
@@ -69,7 +69,7 @@ def main():
         cpus = os.cpu_count()
         timings["ray"] = wall / len(jobs) * 1000
 
-    from tabbench.measure import fingerprint, hardware_label
+    from tabbench.run.measure import fingerprint, hardware_label
 
     print(f"machine: {hardware_label(fingerprint())}")
     print(f"{len(jobs)} k-NN jobs on wine, {cpus} CPUs")

@@ -22,7 +22,7 @@ from sklearn.metrics import roc_auc_score
 from tabbench.data.cache import DataPaths
 from tabbench.data.dataset import DatasetConfig, SplitConfig, load_dataset
 from tabbench.data.splits import make_splits
-from tabbench.measure import fingerprint, hardware_label
+from tabbench.run.measure import fingerprint, hardware_label
 from tabbench_plugins.npt import NPT
 
 

@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def covertype(mirrors):
     from tabbench.data.cache import DataPaths
-    from tabbench.runner import load_data
+    from tabbench.run.runner import load_data
     from tabbench.suite import load_suite
 
     suite = load_suite(ROOT / "suites" / "uci-large-cpu.yaml")
@@ -59,7 +59,7 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args(argv)
 
-    from tabbench.measure import fingerprint, hardware_label
+    from tabbench.run.measure import fingerprint, hardware_label
 
     dataset, split = covertype(args.mirror)
     X, y = dataset.X.iloc[split.train], dataset.y[split.train]

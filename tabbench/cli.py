@@ -30,7 +30,7 @@ def _plugin_arg(p):
 
 
 def _selection_args(p):
-    """--models, --datasets, --folds: the same selection for `run` and `plan` (tabbench.expand.Selection)."""
+    """--models, --datasets, --folds: the same selection for `run` and `plan` (tabbench.run.expand.Selection)."""
     p.add_argument("--models", type=_csv, default=(), metavar="A,B", help="only these methods of the suite")
     p.add_argument("--datasets", type=_csv, default=(), metavar="X,Y", help="only these datasets of the suite")
     p.add_argument("--folds", type=lambda t: tuple(int(x) for x in _csv(t)), default=(), metavar="0,1",
@@ -42,17 +42,19 @@ def _reference_arg(p):
                    help="root of the published result folders a run is checked against (default: results/)")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="tabbench", description="Benchmark NPT and tabular baselines, reproducibly.")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+def _run_parser(sub) -> None:
+    from tabbench.run.executors import DEFAULT, EXECUTORS  # the names only: no executor's module is imported
 
     run = sub.add_parser("run", help="run a suite's jobs (resumes: finished jobs are skipped)")
     run.add_argument("suite", help="suite YAML file, e.g. suites/quickstart.yaml")
+    run.add_argument("--executor", choices=sorted(EXECUTORS),
+                     help=f"where the jobs run (default: {DEFAULT}): ray, as Ray tasks on a local Ray (loopback "
+                          "only) or the cluster of --address; local, one at a time in this process's forked "
+                          "children, no Ray (same isolation, budgets and records). docs/running.md compares them")
     where = run.add_mutually_exclusive_group()
-    where.add_argument("--address", help="existing Ray cluster address (default: $RAY_ADDRESS, else a local Ray)")
-    where.add_argument("--no-ray", action="store_true",
-                     help="run the jobs one at a time in this process's forked children, without Ray (same "
-                          "isolation, budgets and records; for a machine where Ray is not installed)")
+    where.add_argument("--address", help="existing Ray cluster address, implies --executor ray (default: "
+                                         "$RAY_ADDRESS, else a local Ray)")
+    where.add_argument("--no-ray", action="store_true", help="the same as --executor local")
     run.add_argument("--results", metavar="DIR", help="results root the run writes to (default: runs/; "
                      "--results results adds jobs to the published folders, e.g. a new model's)")
     _reference_arg(run)
@@ -65,6 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
     _plugin_arg(run)
     _data_args(run)
 
+
+def _leaderboard_parser(sub) -> None:
     board = sub.add_parser(
         "leaderboard", help="regenerate leaderboard tables, significance tests, figures and LaTeX from records",
         description="Rank the records of one or more result folders (run nothing): leaderboard.md and .csv, "
@@ -87,11 +91,15 @@ def build_parser() -> argparse.ArgumentParser:
     board.add_argument("--results", default="results", metavar="DIR", help="results root (default: results/)")
     _tables_only_arg(board)
 
+
+def _compare_parser(sub) -> None:
     compare = sub.add_parser("compare", help="compare two result folders per method and dataset; writes "
                                              "comparison.md and .csv into the first")
     compare.add_argument("ours", help="a suite's results folder, e.g. runs/quickstart")
     compare.add_argument("theirs", help="the folder to check it against, e.g. results/quickstart")
 
+
+def _plan_parser(sub) -> None:
     plan = sub.add_parser("plan", help="jobs a run would do, those already done, resources and estimated hours; "
                                        "runs nothing")
     plan.add_argument("suite")
@@ -106,6 +114,8 @@ def build_parser() -> argparse.ArgumentParser:
     _plugin_arg(plan)
     _data_args(plan)
 
+
+def _probe_parser(sub) -> None:
     probe = sub.add_parser("probe", help="probes of fitted models (corruption: do predictions use other rows?)")
     probes = probe.add_subparsers(dest="probe", required=True, metavar="PROBE")
     corruption = probes.add_parser(
@@ -128,41 +138,60 @@ def build_parser() -> argparse.ArgumentParser:
     _plugin_arg(corruption)
     _data_args(corruption)
 
+
+def _archive_parser(sub) -> None:
     archive = sub.add_parser("archive", help="compress a results folder's live records.jsonl into its next "
                              "records[-N].jsonl.gz (safe while a run appends; readers see the same records)")
     archive.add_argument("folder", help="a suite's results folder, e.g. results/breadth")
 
+
+def _models_parser(sub) -> None:
     models = sub.add_parser("models", help="list the registered models")
     _plugin_arg(models)
 
+
+def _datasets_parser(sub) -> None:
     datasets = sub.add_parser("datasets", help="where each dataset of a suite comes from, its shape, task and splits")
     datasets.add_argument("suite")
     datasets.add_argument("--no-load", action="store_true", help="only say where the data is; do not parse it")
     datasets.add_argument("--json", action="store_true", help="print one JSON object per dataset")
     _data_args(datasets)
 
+
+def _fetch_parser(sub) -> None:
     fetch = sub.add_parser("fetch", help="download everything a suite needs into the cache (for offline runs)")
     fetch.add_argument("suite")
     _data_args(fetch)
 
+
+def _validate_parser(sub) -> None:
     validate = sub.add_parser("validate", help="check a suite and its models without loading data or running")
     validate.add_argument("suite")
     _plugin_arg(validate)
 
+
+def _schema_parser(sub) -> None:
     schema = sub.add_parser("schema", help="print the suite format as JSON Schema (suites/suite.schema.json)")
     schema.add_argument("--markdown", action="store_true", help="print the field reference of suites/README.md instead")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tabbench", description="Benchmark NPT and tabular baselines, reproducibly.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add_parser in PARSERS:
+        add_parser(sub)
     return parser
 
 
 def cmd_run(args) -> int:
     from tabbench.report import report_installed
     from tabbench.data.cache import DataPaths
-    from tabbench.runner import RunOptions, run_suite
+    from tabbench.run.runner import RunOptions, run_suite
     from tabbench.suite import load_suite
 
     suite = load_suite(args.suite, tuple(args.plugin))
-    options = RunOptions(results=Path(args.results or RunOptions.results), address=args.address,
-                         ray=not args.no_ray, force=args.force,
+    options = RunOptions(results=Path(args.results or RunOptions.results), executor=_executor_of(args),
+                         address=args.address, force=args.force,
                          retry_failed=args.retry_failed, models=args.models, datasets=args.datasets, folds=args.folds,
                          plugin_files=tuple(args.plugin),
                          checkpoints=Path(args.checkpoints) if args.checkpoints else None,
@@ -183,6 +212,17 @@ def cmd_run(args) -> int:
     return 1 if summary.failed else 0
 
 
+def _executor_of(args) -> str:
+    """The executor's name from --executor and the flags it replaced: --no-ray is local, --address implies ray."""
+    from tabbench.run.executors import DEFAULT, ExecutorError
+
+    implied = "local" if args.no_ray else "ray" if args.address else None
+    if implied and args.executor and args.executor != implied:
+        flag = "--no-ray" if args.no_ray else "--address"
+        raise ExecutorError(f"{flag} means --executor {implied}, not --executor {args.executor}: drop one of them")
+    return args.executor or implied or DEFAULT
+
+
 def cmd_compare(args) -> int:
     from tabbench.compare import FLAGGED, write_comparison
 
@@ -197,9 +237,9 @@ def cmd_compare(args) -> int:
 
 
 def cmd_plan(args) -> int:
-    from tabbench.expand import Selection
+    from tabbench.run.expand import Selection
     from tabbench.plan import format_plan, plan_suite
-    from tabbench.runner import RunOptions
+    from tabbench.run.runner import RunOptions
 
     suite, paths = _suite_and_paths(args, tuple(args.plugin))
     results = Path(args.results or RunOptions.results)
@@ -211,7 +251,7 @@ def cmd_plan(args) -> int:
 
 
 def cmd_probe(args) -> int:
-    from tabbench.expand import Selection
+    from tabbench.run.expand import Selection
     from tabbench.probe import BATCH_ROWS, probe_suite
 
     suite, paths = _suite_and_paths(args, tuple(args.plugin))
@@ -389,6 +429,11 @@ def cmd_schema(args) -> int:
     print(reference_markdown() if args.markdown else schema_text(), end="")
     return 0
 
+
+#: Each command's parser, one small function each, in the order `tabbench --help` lists them. A new command is a
+#: _NAME_parser function, a cmd_NAME function, and its entry here and in COMMANDS.
+PARSERS = (_run_parser, _leaderboard_parser, _compare_parser, _plan_parser, _probe_parser, _archive_parser,
+           _models_parser, _datasets_parser, _fetch_parser, _validate_parser, _schema_parser)
 
 COMMANDS = {"schema": cmd_schema, "run": cmd_run, "compare": cmd_compare, "plan": cmd_plan, "leaderboard": cmd_leaderboard, "probe": cmd_probe, "models": cmd_models, "validate": cmd_validate,
             "datasets": cmd_datasets, "fetch": cmd_fetch, "archive": cmd_archive}

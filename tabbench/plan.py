@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from tabbench.expand import Selection, expand
+from tabbench.run.expand import Selection
 from tabbench.spec import SplitSizes
 from tabbench.report.format import text_table
 from tabbench.store import RECORDS_DIR, Store
@@ -61,7 +61,7 @@ class Plan:
     unloaded: dict = field(default_factory=dict)  # dataset -> why it could not be loaded
     basis_dirs: tuple = ()
     gpus: int = 0
-    refused: list = field(default_factory=list)  # the models' pre-run refusals (tabbench.runner.model_refusals)
+    refused: list = field(default_factory=list)  # the models' pre-run refusals (tabbench.run.runner.model_refusals)
 
 
 def suite_folders(paths) -> list[Path]:
@@ -169,10 +169,11 @@ def _model_estimate(row: PlanRow, pending: list, basis: pd.DataFrame, spec, meta
     row.gpu_hours = hours * float(row.resources.get("num_gpus") or 0)
 
 
-def make_plan(suite, registry, loaded: dict, results_dir: Path, published_dir: Path | None, basis_dirs=(),
-              gpus: int = 0, selection: Selection = Selection(), unloaded=None) -> Plan:
-    """``loaded``: dataset name -> (config, Dataset, splits), as ``tabbench.runner.load_data`` returns."""
-    jobs = selection.select(expand(suite, registry, loaded, gpu_available=gpus > 0))
+def make_plan(prepared, results_dir: Path, published_dir: Path | None, basis_dirs=(), gpus: int = 0) -> Plan:
+    """The plan of a ``PreparedSuite``'s selected jobs (tabbench/run/runner.py), its unloaded datasets and its
+    models' refusals listed beside them."""
+    suite, registry, loaded = prepared.suite, prepared.registry, prepared.loaded
+    jobs = prepared.jobs(gpu_available=gpus > 0)
     done = set(Store(results_dir).latest())
     same = published_dir is None or Path(published_dir).resolve() == Path(results_dir).resolve()
     published = None if same or not (Path(published_dir) / RECORDS_DIR).is_dir() else set(
@@ -180,7 +181,8 @@ def make_plan(suite, registry, loaded: dict, results_dir: Path, published_dir: P
     folders = suite_folders(basis_dirs)
     basis = _basis_frame(folders)
     out = Plan(suite.name, Path(results_dir), None if published is None else Path(published_dir),
-               unloaded=dict(unloaded or {}), basis_dirs=tuple(map(str, folders)), gpus=gpus)
+               unloaded=dict(prepared.unloaded), basis_dirs=tuple(map(str, folders)), gpus=gpus,
+               refused=list(prepared.refusals))
     groups: dict = {}
     for job in jobs:
         groups.setdefault((job.method, job.dataset), []).append(job)
@@ -288,25 +290,9 @@ def format_plan(plan: Plan) -> str:
 
 def plan_suite(suite, paths, results_dir: Path, published_dir: Path | None, basis_dirs=(), gpus: int = 0,
                selection: Selection = Selection(), plugin_files=()) -> Plan:
-    """Load the registry and every selected dataset (those that fail are listed, not fatal), then ``make_plan``
-    for the jobs ``tabbench run`` would select with the same --models, --datasets and --folds."""
-    from tabbench.plugins import load_models
-    from tabbench.runner import RunError, load_data, model_refusals
-    from tabbench.suite import check_models
+    """Prepare the suite as ``tabbench run`` does (tabbench/run/runner.py: registry, the same --models,
+    --datasets and --folds; a dataset that fails to load is listed, not fatal), then ``make_plan``."""
+    from tabbench.run.runner import prepare_suite
 
-    registry = load_models(tuple(plugin_files) + tuple(suite.plugins))
-    check_models(suite, registry)
-    problems = selection.problems(suite)
-    if problems:
-        raise RunError("\n".join(problems))
-    loaded, unloaded = {}, {}
-    for cfg in suite.datasets:
-        if not selection.wants_dataset(cfg.name):
-            continue
-        try:
-            loaded.update(load_data(suite, paths, (cfg.name,)))
-        except RunError as exc:
-            unloaded[cfg.name] = str(exc)
-    plan = make_plan(suite, registry, loaded, results_dir, published_dir, basis_dirs, gpus, selection, unloaded)
-    plan.refused = model_refusals(suite, registry, loaded, selection.models)
-    return plan
+    prepared = prepare_suite(suite, selection, paths, plugin_files)
+    return make_plan(prepared, results_dir, published_dir, basis_dirs, gpus)

@@ -30,7 +30,7 @@ the whole table per test row.
 rows before and after.
 
 ``tabbench probe corruption SUITE`` (``probe_suite``) fits each selected job as ``tabbench run`` would
-(tabbench.execute), in this process, probes it and merges its rows into ``RESULTS/<suite>/probe-corruption/``
+(tabbench.run.execute), in this process, probes it and merges its rows into ``RESULTS/<suite>/probe-corruption/``
 corruption.csv (a row replaces the one with the same ``KEY``), then writes corruption.md from the whole CSV
 (tabbench/report/probe_tables.py), after each job: an interrupted probe keeps the jobs it finished.
 docs/probe.md says how to read them.
@@ -48,7 +48,7 @@ import numpy as np
 import pandas as pd
 
 from tabbench.errors import TabbenchError
-from tabbench.execute import _fit, outputs, score
+from tabbench.run.execute import _fit, outputs, score
 from tabbench.spec import BINARY, MULTICLASS, REGRESSION
 
 #: Test rows whose corrupted contexts are built and predicted together.
@@ -69,7 +69,8 @@ COLUMNS = ["method", "model", "dataset", "fold", "repeat", "seed", "config", "us
 
 
 class ProbeError(TabbenchError):
-    """The probe could not start (bad selection, data or plugin); nothing was computed."""
+    """The probe cannot go on: a bad --test-rows, or a corruption.csv it cannot merge into. (A suite that cannot
+    be prepared, as for a run, is a ``tabbench.run.runner.RunError``.)"""
 
 
 def permute_columns(X: pd.DataFrame, y: np.ndarray, rng: np.random.Generator, target_rows=None):
@@ -217,36 +218,26 @@ def probe_suite(suite, selection, results_root, paths, plugin_files=(), batch_ro
     it; return this invocation's rows and the folder. A model that checkpoints keeps its training state where
     ``tabbench run`` keeps the job's (the suite folder's checkpoints/, or ``checkpoints``/<suite>), so an
     interrupted probe continues its fit; the state is removed once the fit is done."""
-    from tabbench.executors import _cuda_in_a_subprocess
-    from tabbench.expand import expand
-    from tabbench.plugins import load_models
     from tabbench.published import load_published
-    from tabbench.runner import _device_auto, load_data, model_refusals
+    from tabbench.run.executors.base import cuda_in_a_subprocess
+    from tabbench.run.runner import prepare_suite
     from tabbench.store import Store
-    from tabbench.suite import check_models
 
     if test_rows is not None and test_rows < 1:
         raise ProbeError(f"--test-rows: expected a positive number of test rows, got {test_rows}")
     published = load_published(suite.published) if suite.published else None  # its corruption: changes
-    registry = load_models(tuple(plugin_files) + tuple(suite.plugins))
-    check_models(suite, registry)
-    problems = selection.problems(suite)
-    if problems:
-        raise ProbeError("\n".join(problems))
-    loaded = load_data(suite, paths, selection.datasets)
-    refusals = model_refusals(suite, registry, loaded, selection.models)
-    if refusals:
-        raise ProbeError("\n".join(refusals))
+    prepared = prepare_suite(suite, selection, paths, plugin_files)
+    prepared.raise_unless_ready()
+    registry = prepared.registry
     out = suite.results_dir(results_root) / "probe-corruption"
     store = Store(suite.results_dir(results_root), checkpoints)
     read_stored(out / "corruption.csv")  # a file the probe cannot merge into stops it here, before any fit
-    gpu = _device_auto(suite, registry) and _cuda_in_a_subprocess()
-    jobs = first_trials(selection.select(expand(suite, registry, loaded, gpu)))
-    splits = {name: {(s.fold, s.repeat): s for s in split_list} for name, (_, _, split_list) in loaded.items()}
+    gpu = prepared.device_auto and cuda_in_a_subprocess()
+    jobs = first_trials(prepared.jobs(gpu))
     rows = []
     for job in jobs:
-        _, dataset, _ = loaded[job.dataset]
-        split = splits[job.dataset][(job.fold, job.repeat)]
+        dataset = prepared.dataset_of(job)
+        split = prepared.split_of(job)
         spec = registry[job.model].spec
         estimator = spec.factory(dataset.meta, job.seed, **job.params)
         estimator.time_budget_s = job.time_budget_s

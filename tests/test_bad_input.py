@@ -9,7 +9,7 @@ from tabbench.data.dataset import DataError, DatasetConfig, load_dataset
 from tabbench.data.formats import FormatError
 from tabbench.data.source import SourceError
 from tabbench.data.sources.file import File
-from tabbench.runner import RunError, RunOptions, run_suite
+from tabbench.run.runner import RunError, RunOptions, run_suite
 from tabbench.store import Store
 from tabbench.suite import parse_suite
 

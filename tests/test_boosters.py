@@ -14,8 +14,8 @@ import pytest
 from tabbench.data.cache import DataPaths
 from tabbench.data.dataset import load_dataset
 from tabbench.data.splits import make_splits
-from tabbench.execute import execute
-from tabbench.jobs import Job
+from tabbench.run.execute import execute
+from tabbench.run.jobs import Job
 from tabbench.plugins import load_models
 from tabbench.store import Store
 from tabbench.suite import load_suite

@@ -164,9 +164,9 @@ def test_plan_prints_without_starting_ray_and_says_where_there_is_no_basis(two_r
 def test_plan_selects_jobs_as_run_does_folds_included(tmp_path, capsys):
     """`tabbench plan --models/--datasets/--folds`: the jobs `tabbench run` with the same options would run."""
     from tabbench.data.cache import DataPaths
-    from tabbench.expand import Selection
+    from tabbench.run.expand import Selection
     from tabbench.plan import plan_suite
-    from tabbench.runner import RunError
+    from tabbench.run.runner import RunError
     from tabbench.suite import load_suite
 
     suite = load_suite(_write(tmp_path, SUITE))
@@ -191,7 +191,7 @@ def test_plan_estimates_a_method_without_records_by_its_models_cost_model(tmp_pa
     from tabbench.data.cache import DataPaths
     from tabbench.plan import format_plan, plan_suite
     from tabbench.plugins import load_models
-    from tabbench.runner import RunOptions, run_suite
+    from tabbench.run.runner import RunOptions, run_suite
     from tabbench.spec import SplitSizes
     from tabbench.suite import load_suite
 
@@ -202,7 +202,7 @@ def test_plan_estimates_a_method_without_records_by_its_models_cost_model(tmp_pa
            "models": {"npt-short": {"model": "npt", "params": {**size, "steps": 10}}}}
     paths = DataPaths(cache=tmp_path / "cache")
     run_suite(load_suite(_write(tmp_path, raw, "short.yaml")),
-              RunOptions(results=tmp_path / "runs", progress=False, ray=False, folds=(0,)))
+              RunOptions(results=tmp_path / "runs", progress=False, executor="local", folds=(0,)))
     raw["models"]["npt-long"] = {"model": "npt", "params": {**size, "steps": 40}}
     suite = load_suite(_write(tmp_path, raw, "both.yaml"))
     spec = load_models()["npt"].spec
@@ -211,7 +211,7 @@ def test_plan_estimates_a_method_without_records_by_its_models_cost_model(tmp_pa
 
     plan = plan_suite(suite, paths, tmp_path / "runs" / "npt-costs", None, [tmp_path / "runs"])
     row = {r.method: r for r in plan.rows}["npt-long"]
-    _, dataset, splits = __import__("tabbench.runner", fromlist=["load_data"]).load_data(suite, paths, ("wine",))["wine"]
+    _, dataset, splits = __import__("tabbench.run.runner", fromlist=["load_data"]).load_data(suite, paths, ("wine",))["wine"]
     sizes = [SplitSizes(len(s.train), len(s.val), len(s.test)) for s in splits]
     long_params = {**spec.default_params, **size, "steps": 40, "device": "cpu"}
     own = sizes[[s.fold for s in splits].index(short["fold"])]  # the record against the split it ran on

@@ -34,7 +34,7 @@ def test_plain_types_sit_at_the_bottom():
 
 def test_a_data_error_names_the_suite_and_dataset_once(tmp_path, shared):
     from tabbench.data.cache import DataPaths
-    from tabbench.runner import RunError, load_data
+    from tabbench.run.runner import RunError, load_data
     from tabbench.suite import parse_suite
 
     rows = (shared / "uci/concrete/concrete.txt").read_text().split("\n")

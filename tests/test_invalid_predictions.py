@@ -1,7 +1,7 @@
 """Predictions that break the contract (NaN, inf, wrong shape, unnormalised probabilities) fail the job.
 
 A plugin file model whose ``defect`` param spoils its outputs one way, run through
-``tabbench.execute.execute`` on scikit-learn's bundled datasets, and once through the harness to see the
+``tabbench.run.execute.execute`` on scikit-learn's bundled datasets, and once through the harness to see the
 run summary and the leaderboard count the failures.
 """
 
@@ -13,8 +13,8 @@ import pytest
 from tabbench.data.dataset import DatasetConfig, SplitConfig, load_dataset
 from tabbench.data.sources.sklearn import Sklearn
 from tabbench.data.splits import make_splits
-from tabbench.execute import execute
-from tabbench.jobs import INVALID, OK, Job
+from tabbench.run.execute import execute
+from tabbench.run.jobs import INVALID, OK, Job
 from tabbench.plugins import load_models
 
 DEFECTIVE_PLUGIN = textwrap.dedent('''
@@ -171,7 +171,7 @@ def test_float32_rounding_of_probabilities_is_tolerated(defective, paths, task):
 
 
 def test_invalid_jobs_are_failures_in_the_summary_and_the_leaderboard(defective, tmp_path, ray_session):
-    from tabbench.runner import RunOptions, run_suite
+    from tabbench.run.runner import RunOptions, run_suite
     from tabbench.suite import parse_suite
 
     raw = {"name": "invalid", "plugins": [str(defective)],

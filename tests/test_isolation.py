@@ -1,20 +1,20 @@
 """Jobs run in their own process: time and memory budgets are enforced, a dying job is a record, on Ray and
-in-process (--no-ray) alike."""
+in this process's children (--executor local) alike."""
 
 import numpy as np
 import pytest
 
-from tabbench.runner import RunOptions, run_suite
+from tabbench.run.runner import RunOptions, run_suite
 from tabbench.store import load_records
 from tabbench.suite import parse_suite
 from tests.plugins_for_tests import PLUGIN_FILE
 
 
-@pytest.mark.parametrize("ray", [True, False], ids=["ray", "no-ray"])
-def test_limits_and_crashes_become_records_and_the_run_goes_on(tmp_path, request, ray):
-    if ray:
+@pytest.mark.parametrize("executor", ["ray", "local"])
+def test_limits_and_crashes_become_records_and_the_run_goes_on(tmp_path, request, executor):
+    if executor == "ray":
         request.getfixturevalue("ray_session")
-    # a driver larger than the memory budget (as a pytest process with torch loaded is): under --no-ray
+    # a driver larger than the memory budget (as a pytest process with torch loaded is): under --executor local
     # every job is its fork, and the pages it shares with the driver are not the job's memory
     ballast = np.ones(800 * 2**20 // 8)
     hows = ["ok", "sleep", "hog", "exit", "segfault", "memoryerror"]
@@ -26,7 +26,7 @@ def test_limits_and_crashes_become_records_and_the_run_goes_on(tmp_path, request
     }
     suite = parse_suite(raw, tmp_path / "limits.yaml")
     summary = run_suite(suite, RunOptions(results=tmp_path / "results", progress=False, plugin_files=(PLUGIN_FILE,),
-                                             ray=ray))
+                                             executor=executor))
     frame = load_records(tmp_path / "results" / "limits").set_index("method")
     assert frame.loc["ok", "status"] == "ok"
     assert frame.loc["sleep", "status"] == "timeout" and "time budget is 8 s" in frame.loc["sleep", "error_message"]

@@ -50,7 +50,7 @@ def uci_small_fold0(name):
     import tempfile
 
     from tabbench.data.cache import DataPaths
-    from tabbench.runner import load_data
+    from tabbench.run.runner import load_data
     from tabbench.suite import load_suite
 
     suite = load_suite(REPO / "suites" / "uci-small.yaml")
@@ -170,7 +170,7 @@ def test_tabr_auto_device_stays_on_the_cpu_where_faiss_cannot_search_on_the_gpu(
     registered_spec("tabr")
     import faiss
 
-    from tabbench.expand import resolve_params
+    from tabbench.run.expand import resolve_params
     from tabbench_plugins import torch_training, tabr
 
     if hasattr(faiss, "GpuIndexFlatConfig"):

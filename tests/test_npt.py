@@ -90,7 +90,7 @@ def test_recorded_jobs_keep_their_keys_when_params_are_added():
     the same params). Checked on every committed npt record made by the code just before them."""
     import json
 
-    from tabbench.jobs import job_key
+    from tabbench.run.jobs import job_key
     from tabbench_plugins.npt import ADDED_PARAMS, SPEC
 
     before = set(SPEC.default_params) - set(ADDED_PARAMS)
@@ -455,8 +455,8 @@ def test_a_killed_fit_resumes_from_its_checkpoint_to_the_same_result(breast_canc
     assert again.info_["resumed_from_step"] is not None and again.info_["checkpoint_ignored"] is None
 
     # a job resumed by the harness records the whole fit's time: the checkpoint's part plus its own
-    from tabbench.execute import execute
-    from tabbench.jobs import Job
+    from tabbench.run.execute import execute
+    from tabbench.run.jobs import Job
 
     assert whole.resumed_fit_seconds_ == 0.0
     earlier = torch.load(folder / CHECKPOINT_FILE, weights_only=False)["run"]["seconds"]

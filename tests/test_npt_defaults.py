@@ -14,7 +14,7 @@ pytest.importorskip("torch")
 from tabbench.data.cache import DataPaths  # noqa: E402
 from tabbench.estimator import TrainingClock  # noqa: E402
 from tabbench.plugins import load_models  # noqa: E402
-from tabbench.runner import RunError, RunOptions, load_data, model_refusals, run_suite  # noqa: E402
+from tabbench.run.runner import RunError, RunOptions, load_data, model_refusals, run_suite  # noqa: E402
 from tabbench.suite import load_suite  # noqa: E402
 from tabbench_plugins.npt import NPT  # noqa: E402
 from tabbench.spec import SplitSizes  # noqa: E402

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from tabbench.data.splits import Split
-from tabbench.execute import outputs, score
+from tabbench.run.execute import outputs, score
 from tabbench.probe import Context, corrupted_outputs, job_context, permute_columns, probe, sample_test_rows
 from tabbench.published import PublishedError, load_published
 from tabbench.spec import BINARY, CATEGORICAL, NUMERIC, REGRESSION, Column, DatasetMeta

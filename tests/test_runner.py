@@ -8,7 +8,7 @@ from importlib.util import find_spec
 import pandas as pd
 import yaml
 
-from tabbench.runner import RunOptions, run_suite
+from tabbench.run.runner import RunOptions, run_suite
 from tabbench.store import Store, load_records
 from tabbench.suite import load_suite, parse_suite
 from tests.conftest import ROOT, require_ray, skip_unless_models_run
@@ -160,8 +160,9 @@ def test_no_ray_runs_without_importing_ray_and_writes_the_records_a_ray_run_writ
     assert with_ray.done == len(local) == 8
     assert {r["key"]: _comparable(r) for r in local} == ray_records
     assert all(r["node"] and r["wall_seconds"] > 0 for r in local)
-    again = subprocess.run([sys.executable, "-m", "tabbench.cli", "run", str(suite), "--no-ray", "--no-progress",
-                            "--results", str(tmp_path / "no-ray"), "--tables-only", "--folds", "0"],
+    # --executor local is --no-ray's name since executors are chosen by name: the same executor, the same records
+    again = subprocess.run([sys.executable, "-m", "tabbench.cli", "run", str(suite), "--executor", "local",
+                            "--no-progress", "--results", str(tmp_path / "no-ray"), "--tables-only", "--folds", "0"],
                            capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert again.returncode == 0 and "4 jobs: 0 ran, 4 skipped" in again.stdout, again.stderr[-3000:]
 

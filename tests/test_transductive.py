@@ -9,8 +9,8 @@ from tabbench.data.cache import DataPaths
 from tabbench.data.dataset import DatasetConfig, SplitConfig, load_dataset
 from tabbench.data.sources.sklearn import Sklearn
 from tabbench.data.splits import make_splits
-from tabbench.execute import execute
-from tabbench.jobs import Job
+from tabbench.run.execute import execute
+from tabbench.run.jobs import Job
 from tabbench.report.leaderboard import TRANSDUCTIVE_MARK, TRANSDUCTIVE_NOTE, write_leaderboard
 from tabbench.spec import ModelSpec
 from tabbench.store import Store

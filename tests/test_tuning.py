@@ -7,10 +7,10 @@ import pandas as pd
 import pytest
 
 from tabbench.cli import main
-from tabbench.expand import trial_configs
+from tabbench.run.expand import trial_configs
 from tabbench.plugins import load_models
 from tabbench.report.leaderboard import write_leaderboard
-from tabbench.runner import RunOptions, run_suite
+from tabbench.run.runner import RunOptions, run_suite
 from tabbench.store import Store, load_records
 from tabbench.suite import SuiteError, check_models, parse_suite
 
@@ -92,8 +92,8 @@ def test_random_search_selects_the_best_validation_config_and_resume_skips_trial
 
 def test_a_splits_trials_are_consecutive_jobs_so_a_stopped_run_leaves_whole_searches(tmp_path):
     from tabbench.data.cache import DataPaths
-    from tabbench.expand import expand
-    from tabbench.runner import load_data
+    from tabbench.run.expand import expand
+    from tabbench.run.runner import load_data
 
     suite = parse_suite(SUITE, tmp_path / "tuned.yaml")
     jobs = expand(suite, load_models(), load_data(suite, DataPaths(cache=tmp_path / "cache")))
@@ -123,8 +123,8 @@ CONFIGS = {
 
 def test_named_configs_are_trials_whose_params_layer_method_dataset_config_and_config_on_dataset(tmp_path):
     from tabbench.data.cache import DataPaths
-    from tabbench.expand import expand
-    from tabbench.runner import load_data
+    from tabbench.run.expand import expand
+    from tabbench.run.runner import load_data
 
     suite = parse_suite(CONFIGS, tmp_path / "named.yaml")
     registry = load_models()
@@ -144,7 +144,7 @@ def test_named_configs_are_trials_whose_params_layer_method_dataset_config_and_c
 
 def test_named_configs_run_record_their_name_and_the_best_validation_config_is_selected_per_fold(tmp_path):
     suite = parse_suite(CONFIGS, tmp_path / "named.yaml")
-    summary = run_suite(suite, RunOptions(results=tmp_path / "results", progress=False, ray=False))
+    summary = run_suite(suite, RunOptions(results=tmp_path / "results", progress=False, executor="local"))
     assert summary.done == 12 and summary.failed == 0
     frame = load_records(tmp_path / "results" / "named")
     assert set(frame["config"]) == {"base", "wide", "narrow"}

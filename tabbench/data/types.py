@@ -26,7 +26,7 @@ class DataError(TabbenchError):
     """The data does not fit the suite's description; the message names the column or field and the fix.
 
     It does not name the dataset: the caller that knows which suite entry it loaded says that once
-    (``tabbench.runner.load_data``: ``SUITE: dataset 'NAME': MESSAGE``).
+    (``tabbench.run.runner.load_data``: ``SUITE: dataset 'NAME': MESSAGE``).
     """
 
 

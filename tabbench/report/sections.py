@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from tabbench.measure import machines
+from tabbench.run.measure import machines
 from tabbench.report import cost, plots, significance as sig, winrate
 from tabbench.report.format import markdown_table
 

@@ -8,7 +8,7 @@ import itertools
 import random
 from dataclasses import dataclass
 
-from tabbench.jobs import Job, job_key
+from tabbench.run.jobs import Job, job_key
 
 
 def trial_configs(entry, spec) -> list[tuple[int | None, dict]]:

@@ -1,8 +1,8 @@
 """A job: one fit and evaluation, (method, params, dataset, split fold, seed), and the record it leaves.
 
 Its key hashes exactly those, so a re-run recognises finished work whatever order the suite lists things in.
-Jobs are expanded from a suite in tabbench/expand.py, run by tabbench/execute.py (in a forked child:
-tabbench/isolation.py) and stored by tabbench/store.py.
+Jobs are expanded from a suite in tabbench/run/expand.py, run by tabbench/run/execute.py (in a forked child:
+tabbench/run/isolation.py) and stored by tabbench/store.py.
 """
 
 from __future__ import annotations

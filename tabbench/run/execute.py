@@ -1,5 +1,5 @@
 """Executing one job in this process: fit, evaluate on validation and test, and return its record; a model's
-own failure is recorded (status error, invalid, oom, gpu_oom), never raised. tabbench/isolation.py runs this
+own failure is recorded (status error, invalid, oom, gpu_oom), never raised. tabbench/run/isolation.py runs this
 in a forked child with the job's limits enforced."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from datetime import datetime, timezone
 
 import numpy as np
 
-from tabbench.jobs import ERROR, GPU_OOM, INVALID, OK, OOM, Job
-from tabbench.measure import PeakMemory, environment
+from tabbench.run.jobs import ERROR, GPU_OOM, INVALID, OK, OOM, Job
+from tabbench.run.measure import PeakMemory, environment
 from tabbench.metrics import classification_metrics, regression_metrics
 from tabbench.predictions import InvalidPredictions, check_probabilities, check_regression_predictions
 

@@ -1,7 +1,8 @@
-"""Runs a suite: check it against the registry, load and split every dataset, expand the jobs, select
-(--models, --datasets, --folds) and skip those already done, hand the rest to an executor
-(tabbench/executors.py: Ray by default, or in-process with --no-ray), write every record as it comes back,
-then the leaderboard.
+"""Runs a suite: prepare it (``prepare_suite``, the one preparation ``tabbench plan`` and ``tabbench probe`` use
+too: registry, selection, every dataset loaded and split, the models' pre-run checks), expand the jobs, select
+(--models, --datasets, --folds) and skip those already done, hand the rest to the executor chosen by name
+(tabbench/run/executors/: ``ray`` by default, or ``local``), write every record as it comes back, then the
+leaderboard.
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ from tabbench.data.cache import DataPaths
 from tabbench.data.dataset import load_dataset
 from tabbench.data.splits import make_splits
 from tabbench.errors import TabbenchError
-from tabbench.expand import Selection, dataset_trials, expand
-from tabbench.interrupts import StopRequest
-from tabbench.jobs import OK
+from tabbench.run.executors import DEFAULT, make_executor
+from tabbench.run.expand import Selection, dataset_trials, expand
+from tabbench.run.interrupts import StopRequest
+from tabbench.run.jobs import OK
 from tabbench.plugins import load_models
 from tabbench.store import Store
 from tabbench.suite import Suite, check_models
@@ -27,8 +29,8 @@ from tabbench.suite import Suite, check_models
 class RunOptions:
     # A run writes to runs/ (git-ignored); results/ holds the published folders it is checked against.
     results: Path = Path("runs")
-    address: str | None = None
-    ray: bool = True  # False: run the jobs in this process's forked children, without Ray (--no-ray)
+    executor: str = DEFAULT  # where the jobs run, by name (tabbench.run.executors.EXECUTORS): ray or local
+    address: str | None = None  # the Ray cluster to run on (default: $RAY_ADDRESS, else a local Ray)
     force: bool = False
     retry_failed: bool = False
     models: tuple = ()  # restrict to these method labels
@@ -58,7 +60,8 @@ class RunSummary:
 
 
 class RunError(TabbenchError):
-    """The run could not start (bad suite, data or plugin); nothing was computed."""
+    """A suite cannot be run (or probed, or planned): a bad selection, dataset or plugin, or a model refusing its
+    jobs; nothing was computed."""
 
 
 def load_data(suite: Suite, paths: DataPaths, only=()) -> dict:
@@ -103,11 +106,77 @@ def model_refusals(suite: Suite, registry: dict, loaded: dict, methods=()) -> li
     return out
 
 
+@dataclass(frozen=True)
+class PreparedSuite:
+    """A suite checked against its registry, with every selected dataset loaded and split."""
+
+    suite: Suite
+    registry: dict  # model name -> tabbench.plugins.RegisteredModel
+    selection: Selection
+    loaded: dict  # dataset name -> (DatasetConfig, Dataset, splits) for every selected dataset that loaded
+    unloaded: dict = field(default_factory=dict)  # dataset name -> why it could not be loaded
+    refusals: list = field(default_factory=list)  # the models' pre-run refusals (``model_refusals``)
+    # (dataset, fold, repeat) -> Split: built here once, for every executor and the probe
+    splits: dict = field(init=False, repr=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "splits", {(name, s.fold, s.repeat): s
+                                            for name, (_, _, splits) in self.loaded.items() for s in splits})
+
+    def dataset_of(self, job):
+        """The loaded ``Dataset`` a job runs on."""
+        return self.loaded[job.dataset][1]
+
+    def split_of(self, job):
+        """The ``Split`` a job runs on."""
+        return self.splits[(job.dataset, job.fold, job.repeat)]
+
+    @property
+    def device_auto(self) -> bool:
+        """Whether some method's device is left to the machine ('auto'), so that the executor must say if a GPU
+        is there before the jobs are expanded."""
+        return _device_auto(self.suite, self.registry)
+
+    def jobs(self, gpu_available: bool) -> list:
+        """The selected jobs, expanded as every command expands them (same keys); ``gpu_available`` resolves a
+        ``device: auto``."""
+        return self.selection.select(expand(self.suite, self.registry, self.loaded, gpu_available))
+
+    def raise_unless_ready(self) -> None:
+        """``RunError`` naming every dataset that did not load, else every model's refusal: a run or a probe
+        starts nothing then."""
+        for problems in (list(self.unloaded.values()), self.refusals):
+            if problems:
+                raise RunError("\n".join(problems))
+
+
+def prepare_suite(suite: Suite, selection: Selection = Selection(), paths: DataPaths | None = None,
+                  plugin_files=()) -> PreparedSuite:
+    """Registry (built-ins, ``plugin_files`` and the suite's ``plugins:``), models checked, selection checked
+    (a ``RunError`` naming what the suite lacks), every selected dataset loaded and split (``paths``: default
+    the environment's, relative to the suite's folder), and the models' refusals on those that loaded."""
+    registry = load_models(tuple(plugin_files) + tuple(suite.plugins))
+    check_models(suite, registry)
+    problems = selection.problems(suite)
+    if problems:
+        raise RunError("\n".join(problems))
+    paths = paths or DataPaths.from_env(base=suite.path.parent)
+    loaded, unloaded = {}, {}
+    for cfg in suite.datasets:
+        if selection.wants_dataset(cfg.name):
+            try:
+                loaded.update(load_data(suite, paths, (cfg.name,)))
+            except RunError as exc:
+                unloaded[cfg.name] = str(exc)
+    return PreparedSuite(suite, registry, selection, loaded, unloaded,
+                         model_refusals(suite, registry, loaded, selection.models))
+
+
 def run_suite(suite: Suite, options: RunOptions) -> RunSummary:
     """Run the suite's pending jobs and write its leaderboard.
 
     SIGINT (Ctrl-C) at any phase stops the run: every finished job's record is kept, the message
-    says how to resume, and KeyboardInterrupt is raised (see tabbench.interrupts)."""
+    says how to resume, and KeyboardInterrupt is raised (see tabbench.run.interrupts)."""
     store = Store(suite.results_dir(options.results), options.checkpoints)
     summary = RunSummary(results_dir=store.dir)
     with StopRequest() as stop:
@@ -120,28 +189,17 @@ def run_suite(suite: Suite, options: RunOptions) -> RunSummary:
 
 
 def _run(suite: Suite, options: RunOptions, store: Store, summary: RunSummary, stop: StopRequest) -> RunSummary:
-    from tabbench.executors import LocalExecutor, RayExecutor
-
+    executor = make_executor(options.executor, options.address)  # an unknown name stops the run before any load
     stop.pause_point("load")
-    registry = load_models(tuple(options.plugin_files) + tuple(suite.plugins))
-    check_models(suite, registry)
-    selection = options.selection()
-    problems = selection.problems(suite)
-    if problems:
-        raise RunError("\n".join(problems))
-    paths = options.data_paths or DataPaths.from_env(base=suite.path.parent)
-    loaded = load_data(suite, paths, options.datasets)
-    refusals = model_refusals(suite, registry, loaded, options.models)
-    if refusals:
-        raise RunError("\n".join(refusals))
+    prepared = prepare_suite(suite, options.selection(), options.data_paths, options.plugin_files)
+    prepared.raise_unless_ready()
 
-    executor = RayExecutor(options.address) if options.ray else LocalExecutor()
-    with stop.deferred():  # a first Ctrl-C never breaks into Ray start; checked once Ray is up
+    with stop.deferred():  # a first Ctrl-C never breaks into the executor's start (Ray's); checked once it is up
         stop.pause_point("ray-start")
-        executor.start(needs_gpu_check=_device_auto(suite, registry))
+        executor.start(needs_gpu_check=prepared.device_auto)
     try:
         stop.check()
-        jobs = selection.select(expand(suite, registry, loaded, executor.gpu_available))
+        jobs = prepared.jobs(executor.gpu_available)
         summary.planned = len(jobs)
         if not options.force:
             existing = store.latest()
@@ -150,7 +208,7 @@ def _run(suite: Suite, options: RunOptions, store: Store, summary: RunSummary, s
         else:
             pending = jobs
         summary.skipped = len(jobs) - len(pending)
-        _record_all(executor.run(pending, registry, loaded, store, stop), len(pending), store, summary,
+        _record_all(executor.run(pending, prepared, store, stop), len(pending), store, summary,
                     options.progress, stop)
     finally:
         with stop.deferred():

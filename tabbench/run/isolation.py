@@ -1,6 +1,6 @@
 """Fork isolation: a job runs in a forked child, so that its time and memory budgets can be enforced from
 outside and a crash (segfault, os._exit, kill) becomes a record instead of taking the worker down. Used by
-every executor (tabbench/executors.py)."""
+every executor (tabbench/run/executors/)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import signal
 import sys
 import time
 
-from tabbench.execute import execute
-from tabbench.jobs import CRASH, OOM, TIMEOUT, Job, failure_record
-from tabbench.measure import private_kib, proc_status_kib
+from tabbench.run.execute import execute
+from tabbench.run.jobs import CRASH, OOM, TIMEOUT, Job, failure_record
+from tabbench.run.measure import private_kib, proc_status_kib
 
 
 def _die_with_parent():

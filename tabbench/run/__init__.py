@@ -1,0 +1,16 @@
+"""The run pipeline: what ``tabbench run`` does between a loaded suite and the records in the store (``plan``
+and ``probe`` use its first steps).
+
+Its modules, the driver last. This ``__init__`` imports none of them, so that a reader of one
+module (the reports read ``measure``'s hardware fingerprint) loads nothing else:
+
+- ``expand``, ``jobs``: the suite's jobs, one per method, configuration, split and seed, and their keys;
+  ``Selection`` (--models, --datasets, --folds).
+- ``executors``: where the jobs run (``--executor ray|local``): one declared interface, one module per mode.
+- ``isolation``, ``execute``, ``measure``: one job in a forked child with its budgets enforced: fit, evaluate,
+  its record with its costs and the machine it ran on.
+- ``interrupts``: Ctrl-C stops the run at a safe point.
+- ``runner``: ``prepare_suite``, the one preparation of a suite for run, plan and probe (registry, selection,
+  data and splits, the models' pre-run refusals) -> ``PreparedSuite``; and ``run_suite``, which drives the
+  rest and writes each record to the store.
+"""

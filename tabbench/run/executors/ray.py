@@ -1,0 +1,123 @@
+"""``--executor ray`` (the default): a local Ray instance on loopback, or an existing cluster (``--address``,
+``$RAY_ADDRESS``). The driver puts each dataset into the object store once and submits one task per job with the
+model's resources, as many at once as the cluster's resources allow; workers return small records, so a cluster
+needs no shared disk. Only a worker or node lost is retried (``INFRA_RETRIES``), never a job's own failure.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Iterator
+
+from tabbench.run.executors.base import Executor, ExecutorError, preload
+from tabbench.run.isolation import execute_isolated
+from tabbench.run.jobs import LOST, failure_record
+
+#: Ray retries a job whose worker or node died this many times (infrastructure failures only).
+INFRA_RETRIES = 2
+
+
+class RayMissing(ExecutorError, ImportError):
+    """A run that needs Ray where Ray is not installed (a machine set up for --executor local)."""
+
+
+def _start_ray(address: str | None):
+    """Connect to a cluster, or start a quiet local instance that listens on loopback only."""
+    if address is None and not os.environ.get("RAY_ADDRESS"):
+        # Must be set before ray is imported: pins every Ray socket of a local instance to 127.0.0.1.
+        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    try:
+        import ray
+    except ImportError as exc:
+        raise RayMissing("Ray is not installed: `pip install 'ray[default]'`, or run the jobs in this process's "
+                         "children with `tabbench run --executor local` (or `tabbench run --no-ray`)") from exc
+
+    if ray.is_initialized():
+        return ray, False
+    common = dict(logging_level=logging.ERROR, log_to_driver=False, configure_logging=True)
+    if address or os.environ.get("RAY_ADDRESS"):
+        ray.init(address=address or os.environ["RAY_ADDRESS"], **common)
+    else:
+        # address="local": always a new instance, never a cluster some earlier `ray start` left behind
+        ray.init(address="local", num_cpus=os.cpu_count(), include_dashboard=False, **common)
+    return ray, True
+
+
+def _remote_execute(job, factory, meta, data, split, modules, checkpoint_dir):
+    import ray
+
+    preload(modules)  # once per worker process; forked jobs inherit them
+    X, y = data
+    record = execute_isolated(job, factory, meta, X, y, split, checkpoint_dir=checkpoint_dir)
+    record["node"] = ray.util.get_node_ip_address()
+    return record
+
+
+class RayExecutor(Executor):
+    """Runs the jobs as Ray tasks, as many at once as the cluster's resources allow."""
+
+    name = "ray"
+
+    def __init__(self, address: str | None = None):
+        super().__init__(address)
+        self.ray, self.started = None, False
+
+    def start(self, needs_gpu_check: bool = True) -> None:
+        self.ray, self.started = _start_ray(self.address)
+        self.gpu_available = self.ray.cluster_resources().get("GPU", 0) > 0
+
+    def close(self) -> None:
+        if self.started:
+            self.ray.shutdown()
+
+    def run(self, jobs, prepared, store, stop) -> Iterator[tuple]:
+        """(job, record) as each job finishes, inside stop.deferred(): a first Ctrl-C is seen by
+        stop.check() within a second (ray.wait's timeout). Jobs still running are not cancelled one by one (a
+        forced cancel of a retriable task can abort the driver inside Ray): they end with the driver's Ray job."""
+        with stop.deferred():
+            yield from self._run(jobs, prepared, store, stop)
+
+    def _run(self, jobs, prepared, store, stop) -> Iterator[tuple]:
+        if not jobs:
+            return
+        ray = self.ray
+        from ray import cloudpickle
+
+        # a model from a plugin file travels by value: workers can't import it
+        for entry in prepared.registry.values():
+            module = sys.modules.get(entry.spec.factory.__module__)
+            if module is not None and module.__name__.startswith("tabbench_plugin_file_"):
+                cloudpickle.register_pickle_by_value(module)
+
+        data_refs = {name: ray.put((dataset.X, dataset.y)) for name, (_, dataset, _) in prepared.loaded.items()}
+        remote = ray.remote(_remote_execute)
+        capacity = max(4, 2 * int(ray.cluster_resources().get("CPU", 1)))
+        queue, in_flight = list(reversed(jobs)), {}
+
+        def submit(job):
+            spec = prepared.registry[job.model].spec
+            # Ray retries only system failures (a lost worker or node), never the job's own exceptions,
+            # which execute_isolated records instead of raising.
+            options = {**job.resources, "max_retries": INFRA_RETRIES, "retry_exceptions": False}
+            if job.resources.get("num_gpus"):
+                options["max_calls"] = 1  # a fresh worker per GPU job: memory is returned and measured cleanly
+            ref = remote.options(**options).remote(job, spec.factory, prepared.dataset_of(job).meta,
+                                                   data_refs[job.dataset], prepared.split_of(job), spec.requires,
+                                                   str(store.checkpoint_dir(job.key)))
+            in_flight[ref] = job
+
+        while queue or in_flight:
+            stop.check()
+            while queue and len(in_flight) < capacity:
+                submit(queue.pop())
+            ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=1.0)
+            for ref in ready:
+                job = in_flight.pop(ref)
+                try:
+                    record = ray.get(ref)
+                except ray.exceptions.RayError as exc:  # worker or node lost, retries spent
+                    record = failure_record(job, LOST, f"{exc}"[:2000], f"{type(exc).__module__}.{type(exc).__name__}")
+                yield job, record
