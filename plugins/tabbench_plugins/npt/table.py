@@ -178,15 +178,15 @@ class Table:
     unlabelled_rows: dict = dataclasses.field(default_factory=dict)  # row key -> index of an unlabelled row
 
     @classmethod
-    def fit(cls, meta, X, y, X_val=None, y_val=None, X_unlabelled=None, *, transductive: bool, patch_order=None,
-            **settings) -> "Table":
+    def fit(cls, meta, X, y, X_val=None, y_val=None, X_unlabelled=None, *, transductive: bool, patch_order,
+            device, amp: bool, seed: int, batch_size, eval_batch_size, stratified: bool,
+            context_labels: bool) -> "Table":
         """The table of a fit: the training rows, then (transductive) the validation rows and
         ``X_unlabelled``, whose targets are missing (zero, mask bit set, never scored); the validation rows
         on their own, with their targets, to score them. The encoder is fitted on the table's rows
-        (``Encoder.fit``). ``settings``: the remaining fields (device, amp, seed, batching, context_labels)."""
+        (``Encoder.fit``); the keywords are the fields of the same names."""
         unlabelled = [f for f in (X_val, X_unlabelled) if f is not None and len(f)] if transductive else []
         encoder = Encoder.fit(meta, [X, *unlabelled], y, patch_order)
-        dev = settings["device"]
         blocks = [encoder.encode(X, y)]
         for frame in unlabelled:
             xu, mu = encoder.encode(frame)
@@ -199,12 +199,12 @@ class Table:
         rows = {}
         for i, key in enumerate(encoder.row_keys(x[n_labelled:], m[n_labelled:]), n_labelled):
             rows.setdefault(key, i)
-        table = cls(encoder, torch.from_numpy(x).to(dev), torch.from_numpy(m).to(dev), n_labelled,
-                    transductive=transductive, unlabelled_rows=rows, **settings)
+        table = cls(encoder, torch.from_numpy(x).to(device), torch.from_numpy(m).to(device), n_labelled, device, amp,
+                    seed, batch_size, eval_batch_size, stratified, context_labels, transductive, unlabelled_rows=rows)
         if X_val is not None and len(X_val) > 0:
             xv, mv = encoder.encode(X_val, y_val)
-            table.x_val, table.m_val = torch.from_numpy(xv).to(dev), torch.from_numpy(mv).to(dev)
-            table.val_rows = (torch.arange(len(xv), device=dev) + n_labelled) if transductive else None
+            table.x_val, table.m_val = torch.from_numpy(xv).to(device), torch.from_numpy(mv).to(device)
+            table.val_rows = (torch.arange(len(xv), device=device) + n_labelled) if transductive else None
         return table
 
     def with_rows(self, x, m, n_labelled: int) -> "Table":

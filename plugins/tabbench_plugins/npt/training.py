@@ -19,8 +19,8 @@ The loop sees the table, the model and the optimiser only through their public f
 its rows, batches and validation loss; the model's forward; the optimiser's step), and the estimator not
 at all: ``fit`` hands it what it needs as arguments. The state the loop changes lives in a
 ``checkpoints.Run``, saved every few minutes and resumed bit for bit (on the CPU) when a killed job runs
-again. On a GPU over the whole table, a step and a validation are
-each captured once as a CUDA graph and replayed (``cuda_graph``, ``TrainStep``, graphs.py).
+again. On a GPU over the whole table, a step and a validation are each captured once as a CUDA graph and
+replayed (``cuda_graph``, ``TrainStep``, graphs.py).
 """
 
 from __future__ import annotations
