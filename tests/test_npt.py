@@ -368,10 +368,10 @@ def test_transductive_fit_sees_test_features_never_test_targets(breast_cancer, s
     for training, x, m in seen:
         assert len(x) == n_tr + n_val + n_te
         assert m[n_tr:, -1].all() and (x[n_tr:, -1] == 0).all()
-    assert not model.m_tab_[:n_tr, -1].any()
+    assert not model.table_.m[:n_tr, -1].any()
     col = ds.meta.columns[0].name
     all_rows = np.concatenate([ds.X[col].iloc[idx] for idx in (sp.train, sp.val, sp.test)])
-    assert model.mean_[0] == pytest.approx(all_rows.mean())
+    assert model.table_.encoder.mean[0] == pytest.approx(all_rows.mean())
     seen.clear()
     model.predict_proba(X_test)
     (_, x, m), = seen
@@ -492,13 +492,14 @@ def test_budget_snapshots_are_the_best_weights_up_to_each_budget(breast_cancer):
 
 def test_class_balanced_minibatches_keep_class_proportions(breast_cancer):
     ds, sp = breast_cancer
-    model = NPT(ds.meta, 0, class_balance=True)
-    y = torch.tensor(ds.y[sp.train])
-    order = model._order(y, torch.Generator().manual_seed(0), torch)
-    assert sorted(order.tolist()) == list(range(len(y)))
-    share = y.float().mean().item()
-    for chunk in torch.tensor_split(order, 8):  # 8 batches of ~50 rows: each within one row of the share
-        assert abs(y[chunk].float().sum().item() - share * len(chunk)) <= 1.0
+    y = ds.y[sp.train]
+    model = NPT(ds.meta, 0, **SMALL, class_balance=True, batch_size=50, steps=0, device="cpu")
+    model.fit(ds.X.iloc[sp.train], y)
+    batches = model.table_.epoch(torch.Generator().manual_seed(0))
+    assert len(batches) == 8 and sorted(torch.cat(batches).tolist()) == list(range(len(y)))
+    share = y.mean()
+    for chunk in batches:  # 8 batches of ~50 rows: each within one row of the share
+        assert abs(y[chunk.numpy()].sum() - share * len(chunk)) <= 1.0
 
 
 # --- the optimiser ---------------------------------------------------------------------------------
@@ -931,9 +932,10 @@ def test_cifar_patches_are_4x4x3_blocks_in_grid_order():
     for g, h in [(0, 0), (2, 5), (7, 7)]:
         block = pixels[:, :, 4 * g:4 * g + 4, 4 * h:4 * h + 4].reshape(len(pixels), -1)
         np.testing.assert_array_equal(flat[:, order[8 * g + h]], block)
-    x, missing = model._encode(X, y)
+    encoder = model.table_.encoder
+    x, missing = encoder.encode(X, y)
     assert x.shape == (len(X), 64 * 48 + 1) and missing.shape == (len(X), 65) and not missing.any()
-    mean, scale = np.array([model.mean_[j] for j in range(3072)]), np.array([model.scale_[j] for j in range(3072)])
+    mean, scale = np.array([encoder.mean[j] for j in range(3072)]), np.array([encoder.scale[j] for j in range(3072)])
     np.testing.assert_allclose(x[:, :-1], ((flat - mean) / scale)[:, order.reshape(-1)], rtol=1e-5, atol=1e-5)
     np.testing.assert_array_equal(x[:, -1], y)
 
@@ -984,7 +986,7 @@ def test_patch_encoder_learns_mnist(mnist):
     model = NPT(mnist.meta, 0, **SMALL, steps=200, batch_size=128, lr=3e-3, lambda_init=0.5, eval_every=25,
                 p_target=0.15, n_patches=49, image_shape=[1, 28, 28], amp=False, device="cpu")
     model.fit(X.iloc[tr], y[tr], X.iloc[va], y[va])
-    assert model.cfg_.d == 50 and model.cfg_.patch_dim == 16
+    assert model.model_.cfg.d == 50 and model.model_.cfg.patch_dim == 16
     accuracy = (model.predict(X.iloc[te]) == y[te]).mean()
     print(f"npt mnist patches: accuracy {accuracy:.3f} on 500 test images, info {model.info_}")
     assert accuracy > 0.5

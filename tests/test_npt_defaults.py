@@ -108,7 +108,7 @@ def test_auto_trains_on_the_whole_table_below_the_threshold(cover):
 
 def _class_counts(model, batches):
     """(batches, classes) rows of each class in each training batch of the model's table."""
-    labels = model.x_tab_[:, -1].long().cpu().numpy()
+    labels = model.table_.x[:, -1].long().cpu().numpy()
     return np.array([np.bincount(labels[b.cpu().numpy()], minlength=model.meta.n_classes) for b in batches])
 
 
@@ -218,7 +218,7 @@ def test_a_slower_machine_buys_fewer_steps_and_the_speed_measurement_changes_not
     weights = [p.detach().clone() for p in model.model_.parameters()]
     generator = torch.get_rng_state()
     assert not model.model_.training
-    slowdown = measured_slowdown(model, torch, 64, 1e-3)
+    slowdown = measured_slowdown(model.table_, model.model_, torch, 64, 1e-3)
     assert 0 < slowdown < float("inf")
     assert all(torch.equal(a, b) for a, b in zip(weights, model.model_.parameters()))
     assert all(p.grad is None for p in model.model_.parameters())

@@ -2,7 +2,8 @@
 
 docs/npt.md says what NPT is, how it trains and where each piece lives:
 
-    estimator.py    NPT: the tabbench estimator (params, the table, fit, predict)
+    estimator.py    NPT: the tabbench estimator (params, the glue of fit and predict)
+    table.py        the encoded table, its batches and the forward pass with it as context
     training.py     the training loop: masking, loss, optimiser step, validation
     graphs.py       a step captured once as a CUDA graph and replayed (whole tables on a GPU)
     model.py        the model, its masking and its loss (nanoGPT-style, torch only)

@@ -2,7 +2,7 @@
 
 One step (docs/npt.md, "Training"):
 
-    batch      the whole table, or the epoch's next minibatch of rows (``NPT._epoch``)
+    batch      the whole table, or the epoch's next minibatch of rows (``table.Table.epoch``)
     corrupt    every observed feature entry masked with p_feature, every visible training label with
                p_target, BERT style (``model.corrupt``); validation and test labels are always masked
     loss       (1 - lambda) * L_targets + lambda * L_features over the masked entries, lambda
@@ -11,22 +11,25 @@ One step (docs/npt.md, "Training"):
     validate   every eval_every steps: the validation targets' loss, training rows as context; the
                weights with the best one are kept (``checkpoints.Run.observe``)
     stop       after ``steps`` steps, or earlier when the job's time budget would not hold one more step as
-               long as the longest so far (``est.clock_``, tabbench.estimator.TrainingClock: the safety net
+               long as the longest so far (``clock``, tabbench.estimator.TrainingClock: the safety net
                of ``steps: auto``, whose cost model can be slower or faster than this machine); the step it
                stopped at is validated, and the best validation weights are kept as at the end
 
-The state the loop changes lives in a ``checkpoints.Run``, saved every few minutes and resumed bit for
-bit (on the CPU) when a killed job runs again. On a GPU over the whole table, a step and a validation are
-each captured once as a CUDA graph and replayed (``cuda_graph``, ``TrainStep``, graphs.py).
+The loop sees the table, the model and the optimiser only through their public faces (``table.Table``:
+its rows, batches and validation loss; the model's forward; the optimiser's step), and the estimator not
+at all: ``fit`` hands it what it needs as arguments. The state the loop changes lives in a
+``checkpoints.Run``, saved every few minutes and resumed bit for bit (on the CPU) when a killed job runs
+again. On a GPU over the whole table, a step and a validation are each captured once as a CUDA graph and
+replayed (``cuda_graph``, ``TrainStep``, graphs.py).
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 from tabbench_plugins.torch_training import bf16_autocast
 from tabbench_plugins.npt import checkpoints, graphs
-from tabbench_plugins.npt.cost import n_batches
 from tabbench_plugins.npt.model import corrupt, entry_losses, masked_mean
 from tabbench_plugins.npt.optimiser import cosine_cyclic, cosine_tradeoff, flat_then_anneal
 
@@ -40,25 +43,24 @@ def lr_at(params: dict, step: int, steps: int, whole_table: bool) -> float:
     return params["lr"] * flat_then_anneal(step, steps, flat)
 
 
-def measured_slowdown(est, torch, rows: int, model_pass_s: float) -> float:
+def measured_slowdown(table, model, torch, rows: int, model_pass_s: float) -> float:
     """How many times longer than the cost model one training pass takes on this machine, now (``steps: auto``
-    sizes the run by it): forward and backward over the table's first ``rows`` rows (a training batch's size)
-    under the run's autocast, timed twice, the second counted (the first pays one-off allocations), against
-    ``model_pass_s``, the cost model's wall seconds for that pass on the job's cores. The weights, their
-    gradients, every random generator and the train/eval mode are left as they were."""
-    model, cfg = est.model_, est.cfg_
-    xb, mb = est.x_tab_[:rows], est.m_tab_[:rows]
-    cuda = est.device_.type == "cuda"
+    sizes the run by it): forward and backward of ``model`` over the ``table``'s first ``rows`` rows (a
+    training batch's size) under the table's autocast, timed twice, the second counted (the first pays one-off
+    allocations), against ``model_pass_s``, the cost model's wall seconds for that pass on the job's cores. The
+    weights, their gradients, every random generator and the train/eval mode are left as they were."""
+    xb, mb = table.x[:rows], table.m[:rows]
+    cuda = table.device.type == "cuda"
     mode = model.training
-    with torch.random.fork_rng(devices=[est.device_.index or 0] if cuda else []):
+    with torch.random.fork_rng(devices=[table.device.index or 0] if cuda else []):
         model.train()
         for _ in range(2):
             start = time.perf_counter()
-            with est._autocast():
+            with table.autocast():
                 out = model(xb, mb)
-            entry_losses(out, xb, est.cards_, cfg.n_patches, cfg.patch_dim).mean().backward()
+            entry_losses(out, xb, table.cards, table.n_patches, table.patch_dim).mean().backward()
             if cuda:
-                torch.cuda.synchronize(est.device_)
+                torch.cuda.synchronize(table.device)
             seconds = time.perf_counter() - start
     for p in model.parameters():
         p.grad = None
@@ -157,33 +159,44 @@ def use_cuda_graph(setting, device_type: str, n_batches: int) -> bool:
     return possible and setting in ("auto", True)
 
 
-def train(est, torch):
-    """Train ``est.model_`` with ``est.opt_`` on the table ``est`` prepared; returns the finished
-    ``checkpoints.Run`` (best-validation weights loaded when there are validation rows) and the
-    ``checkpoints.Checkpointer`` that saved and resumed it. ``est.cuda_graph_``: how the steps ran."""
-    P, dev, cfg, model, opt = est.params, est.device_, est.cfg_, est.model_, est.opt_
-    t = cfg.d - 1  # the target column
-    x_tab, m_tab = est.x_tab_, est.m_tab_
+@dataclass
+class Trained:
+    """What ``train`` leaves: the finished run (best-validation weights loaded when there are validation
+    rows), the checkpointer that saved and resumed it, and how the steps ran on a GPU (``cuda_graph``: "off",
+    "replayed", "eager" (too few steps) or "failed: <why>")."""
+
+    run: checkpoints.Run
+    checkpointer: checkpoints.Checkpointer
+    cuda_graph: str
+
+
+def train(table, model, opt, params, torch, *, steps: int, seed: int, clock, identity: dict,
+          checkpoint_dir=None) -> Trained:
+    """Train ``model`` with ``opt`` (LAMB in Lookahead) for ``steps`` steps on ``table`` (``table.Table``),
+    validating on its validation rows, under ``params`` (the estimator's: masking, schedules, clipping,
+    evaluation, budgets, checkpoints, CUDA graphs). ``seed``: the masks' and batches' generator's (off CUDA);
+    ``clock``: the job's training clock (tabbench.estimator.TrainingClock); ``identity``: the params and seed a
+    checkpoint must match (``NPT.job_identity``); ``checkpoint_dir``: where checkpoints go, if anywhere."""
+    P, dev = params, table.device
+    t = len(table.cards) - 1  # the target column
     p_col = torch.tensor([P["p_feature"]] * t + [P["p_target"]], device=dev)
-    steps = est.steps_
-    est.n_batches_ = n_b = n_batches(len(x_tab), P["batch_size"])
+    n_b = table.batches_per_epoch
     eval_every = max(1, int(P["eval_every"]))
     budgets = checkpoints.BUDGET_LADDER if P["budgets"] is None else tuple(P["budgets"])
     graphed = use_cuda_graph(P["cuda_graph"], dev.type, n_b)
 
-    run = checkpoints.Run(model, opt, masks_generator(torch, dev, est.seed), steps, budgets)
-    ckpt = checkpoints.Checkpointer(getattr(est, "checkpoint_dir", None), P["checkpoint_minutes"],
-                                    checkpoints.fingerprint(x_tab.cpu().numpy(), params=est.job_identity(),
-                                                            model=model))
+    run = checkpoints.Run(model, opt, masks_generator(torch, dev, seed), steps, budgets)
+    ckpt = checkpoints.Checkpointer(checkpoint_dir, P["checkpoint_minutes"],
+                                    checkpoints.fingerprint(table.x.cpu().numpy(), params=identity, model=model))
     ckpt.resume(run)
-    train_step = TrainStep(model, opt, x_tab, m_tab, p_col, est.cards_, run.gen, p_random=P["p_random"],
-                           n_patches=cfg.n_patches, patch_dim=cfg.patch_dim, amp=est.amp_,
+    train_step = TrainStep(model, opt, table.x, table.m, p_col, table.cards, run.gen, p_random=P["p_random"],
+                           n_patches=table.n_patches, patch_dim=table.patch_dim, amp=table.amp,
                            clip_norm=P["clip"] if P["clip"] and P["clip_mode"] == "norm" else None,
                            graphed=graphed)
     at_step = torch.zeros((), dtype=torch.int64, device=dev)  # the step a validation is taken after
     # a validation over several chunks draws their rows from a generator of its own: not capturable
-    one_chunk = est.has_val_ and est._eval_chunks(0 if est.transductive_ else len(est.x_val_)) == 1
-    validate = graphs.Replayed(lambda: run.observe(est._validation_loss(torch), at_step),
+    one_chunk = table.has_val and table.eval_chunks(0 if table.transductive else table.n_val) == 1
+    validate = graphs.Replayed(lambda: run.observe(table.validation_loss(model), at_step),
                                enabled=graphed and one_chunk)
 
     def observe():
@@ -196,22 +209,22 @@ def train(est, torch):
         step = run.step
         model.train()
         if not run.batches:  # a new epoch
-            run.batches = est._epoch(n_b, run.gen, torch)
+            run.batches = table.epoch(run.gen)
         idx = run.batches.pop(0)
         run.last_loss = train_step(lr_at(P, step, steps, n_b == 1), cosine_tradeoff(step, steps, P["lambda_init"]),
                                    idx)
         run.step = step + 1
-        if est.has_val_ and (run.step % eval_every == 0 or run.step == steps):
+        if table.has_val and (run.step % eval_every == 0 or run.step == steps):
             observe()
-        run.snapshot_if_budget(est.has_val_)
+        run.snapshot_if_budget(table.has_val)
         ckpt.maybe_save(run)
-        if run.step < steps and est.clock_.out_of_time():
-            if est.has_val_ and run.step % eval_every:  # the last steps count too
+        if run.step < steps and clock.out_of_time():
+            if table.has_val and run.step % eval_every:  # the last steps count too
                 observe()
             break
-    est.cuda_graph_ = ("off" if not graphed else train_step.status if validate.failure is None
-                       else f"{train_step.status}; validation {validate.status}")
-    if est.has_val_:
+    cuda_graph = ("off" if not graphed else train_step.status if validate.failure is None
+                  else f"{train_step.status}; validation {validate.status}")
+    if table.has_val:
         run.use_best()
     model.eval()
-    return run, ckpt
+    return Trained(run, ckpt, cuda_graph)
