@@ -20,6 +20,7 @@ torch = pytest.importorskip("torch")
 
 from tabbench.data.cache import DataPaths  # noqa: E402
 from tabbench.data.dataset import DatasetConfig, SplitConfig, load_dataset  # noqa: E402
+from tabbench.data.sources.sklearn import Sklearn  # noqa: E402
 from tabbench.data.splits import make_splits  # noqa: E402
 from tabbench.estimator import TrainingClock  # noqa: E402
 from tabbench_plugins.npt import NPT  # noqa: E402
@@ -87,7 +88,7 @@ def test_a_checkpoint_keeps_the_format_of_the_runs_written_before_the_table_move
     budget snapshots of a fit never stopped."""
     torch.set_num_threads(1)
     cfg = SplitConfig("kfold", k=10, val_fraction=2 / 9)
-    ds = load_dataset(DatasetConfig("bc", "sklearn", id="breast_cancer", split=cfg),
+    ds = load_dataset(DatasetConfig("bc", Sklearn(id="breast_cancer"), split=cfg),
                       DataPaths.from_env(cache=tmp_path / "cache"))
     sp = make_splits(ds, cfg)[0]
     params = dict(e=16, n_layers=2, n_heads=4, steps=40, eval_every=3, budgets=[10, 20], checkpoint_minutes=0,
