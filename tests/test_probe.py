@@ -218,7 +218,7 @@ def test_a_model_that_reads_other_rows_but_cannot_be_handed_others_is_not_probed
     split = _split(len(y))
     spec = ModelSpec(name="reads_rows", factory=Prior, uses_other_rows=True)
     model = Prior(meta, 0).fit(X.iloc[split.train], y[split.train])
-    assert not hasattr(model, "predict_with_context")
+    assert model.predict_with_context is None  # the base class's default: it cannot be handed other rows
     result = probe(model, spec, _job(), meta, X, y, split)
     assert np.isnan(result["after"]) and np.isnan(result["change"]) and result["rows_changed"] is None
     assert "not probed" in result["note"] and result["before"] > 0

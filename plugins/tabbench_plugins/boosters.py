@@ -46,7 +46,7 @@ import numpy as np
 import pandas as pd
 
 import tabbench
-from tabbench.estimator import Estimator, TrainingClock
+from tabbench.estimator import Estimator, JobContext, TrainingClock
 from tabbench.preprocess import TabularEncoder
 from tabbench.spec import CATEGORICAL, ModelSpec
 from tabbench_plugins.torch_training import DEVICES, SeenClasses, gpus_for, resolve_device, validation
@@ -86,8 +86,8 @@ class Booster(Estimator):
         raise NotImplementedError
 
     # -- the estimator contract ---------------------------------------------------------------------
-    def fit(self, X, y, X_val=None, y_val=None):
-        clock = self.training_clock()
+    def fit(self, X, y, X_val=None, y_val=None, *, context: JobContext = JobContext()):
+        clock = context.training_clock()
         if self.params.get("one_hot"):  # one 0/1 column per level, numeric columns as they are
             self.encoder_ = TabularEncoder(self.meta, categorical="onehot", standardize=False).fit(X)
         self.device_ = self._device()

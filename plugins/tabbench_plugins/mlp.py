@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 import tabbench
-from tabbench.estimator import Estimator
+from tabbench.estimator import Estimator, JobContext
 from tabbench.preprocess import TabularEncoder, TargetScaler
 from tabbench.spec import ModelSpec
 from tabbench_plugins.torch_training import EarlyStopping, gpus_for, resolve_device, torch_seeded, torch_threads
@@ -51,11 +51,11 @@ class MLP(Estimator):
     defaults = {"hidden_size": 256, "n_layers": 2, "dropout": 0.1, "lr": 1e-3, "weight_decay": 1e-4, "batch_size": 128,
                 "max_epochs": 500, "patience": 20, "n_jobs": 1, "device": "auto"}
 
-    def fit(self, X, y, X_val=None, y_val=None):
+    def fit(self, X, y, X_val=None, y_val=None, *, context: JobContext = JobContext()):
         import torch
 
         p = self.params
-        clock = self.training_clock()
+        clock = context.training_clock()
         self.device_ = resolve_device(p["device"])
         self.encoder_ = TabularEncoder(self.meta, categorical="onehot", standardize=True).fit(X)
         if not self.meta.is_classification:

@@ -49,7 +49,7 @@ from __future__ import annotations
 import numpy as np
 
 import tabbench
-from tabbench.estimator import Estimator
+from tabbench.estimator import Estimator, JobContext
 from tabbench.spec import ModelSpec
 from tabbench_plugins.torch_training import EarlyStopping, gpus_for, resolve_device, torch_seeded, torch_threads
 from tabbench_plugins.tabm import TabularTensors, task_loss, training_targets
@@ -122,11 +122,11 @@ class ModernNCA(Estimator):
         "n_jobs": 1, "device": "auto",
     }
 
-    def fit(self, X, y, X_val=None, y_val=None):
+    def fit(self, X, y, X_val=None, y_val=None, *, context: JobContext = JobContext()):
         import torch
 
         p = self.params
-        clock = self.training_clock()
+        clock = context.training_clock()
         assert 0 < p["sample_rate"] <= 1, f"sample_rate must be in (0, 1], got {p['sample_rate']}"
         assert p["temperature"] > 0, f"temperature must be positive, got {p['temperature']}"
         self.device_ = resolve_device(p["device"])
@@ -201,7 +201,7 @@ class ModernNCA(Estimator):
 
     def predict_with_context(self, X, context_X, context_y):
         """Row i of X predicted with block i of the context as its candidates in place of the training rows
-        (tabbench/spec.py). Cost per row: one embedding pass over its block (eval mode: BatchNorm uses its
+        (see Estimator). Cost per row: one embedding pass over its block (eval mode: BatchNorm uses its
         running statistics, so blocks embedded together do not affect each other) and one distance row."""
         import torch
 

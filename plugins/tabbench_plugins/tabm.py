@@ -50,7 +50,7 @@ from __future__ import annotations
 import numpy as np
 
 import tabbench
-from tabbench.estimator import Estimator
+from tabbench.estimator import Estimator, JobContext
 from tabbench.preprocess import TargetScaler
 from tabbench.spec import ModelSpec
 from tabbench_plugins.torch_training import (EarlyStopping, SeenClasses, bf16_autocast, gpus_for, native_bf16,
@@ -161,11 +161,11 @@ class TabM(Estimator):
         "max_epochs": None, "amp": True, "n_jobs": 1, "device": "auto",
     }
 
-    def fit(self, X, y, X_val=None, y_val=None):
+    def fit(self, X, y, X_val=None, y_val=None, *, context: JobContext = JobContext()):
         import torch
 
         p = self.params
-        clock = self.training_clock()
+        clock = context.training_clock()
         self.device_ = resolve_device(p["device"])
         self.amp_ = bool(p["amp"]) and native_bf16(self.device_)
         self.seen_, X_val, t_train, t_val, self.target_ = training_targets("TabM", self.meta, y, X_val, y_val,

@@ -40,7 +40,7 @@ import warnings
 import numpy as np
 
 import tabbench
-from tabbench.estimator import Estimator
+from tabbench.estimator import Estimator, JobContext
 from tabbench.preprocess import TabularEncoder, TargetScaler
 from tabbench.spec import CATEGORICAL, ModelSpec
 from tabbench_plugins.torch_training import (SeenClasses, gpus_for, resolve_device, torch_seeded, torch_threads,
@@ -110,12 +110,12 @@ class TabNet(Estimator):
         out[:, self.cat_idxs_] += 1.0  # code -1 (missing) -> 0, code k -> k + 1
         return out.astype(np.float32)
 
-    def fit(self, X, y, X_val=None, y_val=None):
+    def fit(self, X, y, X_val=None, y_val=None, *, context: JobContext = JobContext()):
         import torch
         from pytorch_tabnet.tab_model import TabNetClassifier, TabNetRegressor
 
         p = self.params
-        clock = self.training_clock()
+        clock = context.training_clock()
         self.device_ = resolve_device(p["device"])
         self.encoder_ = TabularEncoder(self.meta, categorical="ordinal", standardize=True).fit(X)
         self.cat_idxs_ = list(self.encoder_.categorical_indices_)

@@ -141,7 +141,7 @@ class TabR(PytabkitEstimator):
 
     def predict_with_context(self, X, context_X, context_y):
         """Row i of X predicted with block i of the context as its candidates in place of the training rows
-        (tabbench/spec.py). Cost per row: one pytabkit predict (a Lightning predict loop over the one row), which
+        (see Estimator). Cost per row: one pytabkit predict (a Lightning predict loop over the one row), which
         encodes the block's rows as keys and searches them with faiss for the ``context_size`` nearest."""
         n = len(context_X) // len(X)
         assert n * len(X) == len(context_X) == len(context_y), (

@@ -15,7 +15,7 @@ import warnings
 
 import numpy as np
 
-from tabbench.estimator import Estimator
+from tabbench.estimator import Estimator, JobContext
 from tabbench.spec import CATEGORICAL, ModelSpec
 from tabbench_plugins.torch_training import bf16_autocast, deterministic_algorithms, native_bf16
 
@@ -345,7 +345,7 @@ class NPT(Estimator):
         return {**SPEC.key_params(self.params), "seed": self.seed,
                 **({"steps": self.steps_} if self.params["steps"] == "auto" else {})}
 
-    def fit(self, X, y, X_val=None, y_val=None, X_unlabelled=None):
+    def fit(self, X, y, X_val=None, y_val=None, X_unlabelled=None, *, context: JobContext = JobContext()):
         """Train on (X, y); (X_val, y_val) choose the best step. Transductive (``transductive=True``):
         the validation rows' and ``X_unlabelled``'s features join the table with their targets
         masked, as in the authors' code; their targets are never an input and never scored."""
@@ -354,7 +354,7 @@ class NPT(Estimator):
         from tabbench_plugins.npt import training
 
         self._check_params()
-        self.clock_ = self.training_clock()  # the job's time budget, if any, counted from here
+        self.clock_ = context.training_clock()  # the job's time budget, if any, counted from the job's start
         device = self._param("device")
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -365,16 +365,17 @@ class NPT(Estimator):
         with deterministic_algorithms(self.device_.type, bool(self._param("deterministic"))):
             self._prepare_table(X, y, X_val, y_val, X_unlabelled, torch)
             self._build_model_and_optimiser(torch)
-            self.steps_ = self._resolve_steps(len(X_unlabelled) if X_unlabelled is not None else 0, torch)
-            self.run_, checkpointer = training.train(self, torch)
+            self.steps_ = self._resolve_steps(len(X_unlabelled) if X_unlabelled is not None else 0, torch,
+                                              context.time_budget_s)
+            self.run_, checkpointer = training.train(self, torch, context.checkpoint_dir)
         self.resumed_fit_seconds_ = self.run_.earlier_seconds
-        self._fill_info(checkpointer, torch)
+        self._fill_info(checkpointer, torch, context.time_budget_s)
         return self
 
-    def _resolve_steps(self, n_unlabelled: int, torch) -> int:
+    def _resolve_steps(self, n_unlabelled: int, torch, budget: float | None) -> int:
         """``steps``, or for ``"auto"`` the steps that fit in what is left of the job's training time (the
-        clock's ``remaining``, from the suite's budget.time_s, which the harness hands the estimator as the
-        attribute ``time_budget_s``, as it hands ``checkpoint_dir``) by the cost model (``cost.auto_steps``),
+        clock's ``remaining``, from ``budget``, the suite's budget.time_s that the harness hands fit in the job's
+        context, ``JobContext.time_budget_s``) by the cost model (``cost.auto_steps``),
         scaled by how much slower than it one training pass runs here (``training.measured_slowdown``)."""
         steps = self._param("steps")
         if steps != "auto":
@@ -382,10 +383,9 @@ class NPT(Estimator):
         from tabbench.spec import SplitSizes
         from tabbench_plugins.npt import training
 
-        budget = getattr(self, "time_budget_s", None)
         if not budget:
             raise ValueError('npt: steps "auto" needs the job\'s time budget (the suite\'s budget.time_s, given '
-                             "to the estimator as time_budget_s); none was given: set budget.time_s, or give "
+                             "to fit as context.time_budget_s); none was given: set budget.time_s, or give "
                              "steps a number")
         n_val = len(self.x_val_) if self.has_val_ else 0
         sizes = SplitSizes(self.n_labelled_, n_val, n_unlabelled)
@@ -409,7 +409,7 @@ class NPT(Estimator):
                                    weight_decay=P("weight_decay"), grad_clamp=value_clip, fused=fused),
                               alpha=P("lookahead_alpha"), k=P("lookahead_k"))
 
-    def _fill_info(self, checkpointer, torch):
+    def _fill_info(self, checkpointer, torch, budget: float | None):
         run, steps, dev = self.run_, self.run_.steps, self.device_
         self.info_ = {
             "n_params": self.model_.n_params(),
@@ -430,7 +430,7 @@ class NPT(Estimator):
             "checkpoint_ignored": checkpointer.ignored,
         }
         if self._param("steps") == "auto":  # the steps planned (above) came from this budget at this speed
-            self.info_["steps_from_budget_s"] = self.time_budget_s
+            self.info_["steps_from_budget_s"] = budget
             self.info_["slowdown_vs_cost_model"] = self.slowdown_
 
     # --- step budgets: what a shorter run would have predicted ---------------------------------------

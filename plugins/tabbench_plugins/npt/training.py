@@ -157,8 +157,9 @@ def use_cuda_graph(setting, device_type: str, n_batches: int) -> bool:
     return possible and setting in ("auto", True)
 
 
-def train(est, torch):
-    """Train ``est.model_`` with ``est.opt_`` on the table ``est`` prepared; returns the finished
+def train(est, torch, checkpoint_dir=None):
+    """Train ``est.model_`` with ``est.opt_`` on the table ``est`` prepared, keeping its state in
+    ``checkpoint_dir`` (the job's, ``JobContext.checkpoint_dir``; None: no checkpoints); returns the finished
     ``checkpoints.Run`` (best-validation weights loaded when there are validation rows) and the
     ``checkpoints.Checkpointer`` that saved and resumed it. ``est.cuda_graph_``: how the steps ran."""
     P, dev, cfg, model, opt = est.params, est.device_, est.cfg_, est.model_, est.opt_
@@ -172,7 +173,7 @@ def train(est, torch):
     graphed = use_cuda_graph(P["cuda_graph"], dev.type, n_b)
 
     run = checkpoints.Run(model, opt, masks_generator(torch, dev, est.seed), steps, budgets)
-    ckpt = checkpoints.Checkpointer(getattr(est, "checkpoint_dir", None), P["checkpoint_minutes"],
+    ckpt = checkpoints.Checkpointer(checkpoint_dir, P["checkpoint_minutes"],
                                     checkpoints.fingerprint(x_tab.cpu().numpy(), params=est.job_identity(),
                                                             model=model))
     ckpt.resume(run)
