@@ -2,8 +2,9 @@
 
 Every model that trains in epochs or iterations takes ``TrainingClock`` (tabbench/estimator.py) from the job
 context ``fit`` is given (``JobContext.training_clock()``): it trains for at most ``TRAINING_SHARE`` of the job's
-time budget, keeps its best validation epoch (or the trees it has) and records ``info_["stopped_by_time_budget"]``. For each such model, on breast cancer
-(bundled with scikit-learn: no download), with caps far above what half a second allows:
+time budget, keeps its best validation epoch (or the trees it has) and records
+``info_["stopped_by_time_budget"]``. For each such model, on breast cancer (bundled with scikit-learn: no
+download), with caps far above what half a second allows:
 
 * without a budget it trains to its cap (its fit takes seconds here) and records ``stopped_by_time_budget``
   False;
