@@ -144,4 +144,6 @@ def register_models(register):
                       "weight_decay": [0.0, 1e-4, 1e-2], "batch_size": [64, 256]},
         gpus=gpus_for,
         description="PyTorch MLP (AdamW, dropout, early stopping on validation loss), one-hot + standardised inputs",
+        quick_params={"max_epochs": 60, "patience": 10},
+        info_keys=frozenset({"device", "n_params", "epochs", "best_epoch", "best_val_loss"}),
     ))

@@ -255,4 +255,6 @@ def register_models(register):
         description="ModernNCA (Ye et al., ICLR 2025; written from the paper): soft nearest neighbours over "
                     "the TRAINING rows in a learned embedding (inductive retrieval), early stopping on "
                     "validation; not in the NPT paper",
+        quick_params={"max_epochs": 30, "patience": 5},
+        info_keys=frozenset({"device", "n_params", "epochs", "best_epoch", "best_val_loss"}),
     ))

@@ -124,6 +124,7 @@ def register_models(register):
         search_space={"n_neighbors": [2, 5, 7, 10, 20, 30, 40, 50, 75, 100], "weights": ["uniform", "distance"],
                       "p": [1, 2]},
         description="k-nearest neighbours (scikit-learn) on standardised, one-hot encoded features",
+        info_keys=frozenset({"n_neighbors"}),
     ))
     register(ModelSpec(
         name="random_forest", factory=RandomForest, requires=("sklearn.ensemble",),
@@ -134,6 +135,8 @@ def register_models(register):
         search_space={"n_estimators": [50, 100, 500, 1000], "max_features": ["sqrt", "log2", 1.0],
                       "max_depth": [None, 10]},
         description="Random Forest (scikit-learn)",
+        quick_params={"n_estimators": 100},
+        info_keys=frozenset(),  # it trains exactly what its params say
     ))
     register(ModelSpec(
         name="gradient_boosting", factory=GradientBoosting, requires=("sklearn.ensemble",),
@@ -141,4 +144,6 @@ def register_models(register):
         search_space={"learning_rate": [1e-3, 1e-2, 0.1, 0.3], "max_depth": [3, 5, 10],
                       "n_estimators": [50, 100, 500, 1000]},
         description="Gradient Boosting (scikit-learn GradientBoosting*, not the histogram variant)",
+        quick_params={"n_estimators": 100},
+        info_keys=frozenset(),  # it trains exactly what its params say (unless the time budget stops it)
     ))

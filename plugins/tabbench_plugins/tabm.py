@@ -272,4 +272,6 @@ def register_models(register):
         gpus=gpus_for,
         description="TabM (Gorishniy et al., ICLR 2025; tabm + piecewise-linear embeddings): k = 32 weight-sharing "
                     "MLPs, early stopping on the validation metric; not in the NPT paper",
+        quick_params={"k": 8, "d_block": 128, "max_epochs": 30, "patience": 5},  # far below the defaults
+        info_keys=frozenset({"device", "amp", "n_params", "epochs", "best_epoch", "best_val_loss", "stopped_on"}),
     ))

@@ -199,4 +199,6 @@ def register_models(register):
                       "virtual_batch_size": [4, 8, 16]},
         gpus=gpus_for,
         description="TabNet (pytorch-tabnet) with standardised numerics, categorical embeddings, early stopping",
+        quick_params={"max_epochs": 100, "patience": 20, "batch_size": 128, "virtual_batch_size": 32},
+        info_keys=frozenset({"device", "n_params", "epochs", "best_epoch", "cat_idxs", "cat_dims"}),
     ))

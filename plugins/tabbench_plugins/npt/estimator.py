@@ -17,7 +17,7 @@ import numpy as np
 
 from tabbench.estimator import Estimator, JobContext
 from tabbench.spec import CATEGORICAL, ModelSpec
-from tabbench_plugins.torch_training import bf16_autocast, deterministic_algorithms, native_bf16
+from tabbench_plugins.torch_training import bf16_autocast, deterministic_algorithms, native_bf16, resolve_device
 
 from tabbench_plugins.npt.cost import auto_steps, check_cost, estimate_cpu_seconds, estimate_seconds, eval_chunks
 
@@ -355,10 +355,7 @@ class NPT(Estimator):
 
         self._check_params()
         self.clock_ = context.training_clock()  # the job's time budget, if any, counted from the job's start
-        device = self._param("device")
-        if device == "auto":
-            device = "cuda" if torch.cuda.is_available() else "cpu"
-        self.device_ = torch.device(device)
+        self.device_ = torch.device(resolve_device(self._param("device")))  # cuda without a GPU: a clear error
         self.amp_ = bool(self._param("amp")) and native_bf16(self.device_.type)
         torch.manual_seed(self.seed)  # initialisation and dropout (the CUDA generators too)
 
@@ -550,6 +547,10 @@ SPEC = ModelSpec(
     requires=("torch",), install_hint="pip install 'tabbench-harness[torch]'",
     deterministic=False,  # seeded torch training: last digits differ across CPUs
     check=check_cost, estimate=estimate_seconds, run_params=RUN_PARAMS, added_params=ADDED_PARAMS, uses_other_rows=True,
+    # A small NPT (2 layers, e=16) for a few hundred steps; lambda starts at 0.5 so that the short run spends half
+    # its loss on the targets (the paper's runs anneal from 1 over thousands of steps).
+    quick_params={"e": 16, "n_layers": 2, "n_heads": 4, "steps": 300, "lambda_init": 0.5},
+    info_keys=frozenset({"device", "n_params", "steps", "best_step", "best_val_loss", "final_train_loss"}),
     description="Non-Parametric Transformer (Kossen et al. 2021): attention between rows and columns. "
                 "CPU cost of the defaults (e 32, 8 layers, 500 steps, batches of at most 2,048 rows): per step "
                 "about 0.4 CPU-s per 1,000 rows at 10 features, 2.2 s at 25, 10 s at 54; a job over the suite's "
