@@ -21,6 +21,7 @@ from sklearn.metrics import roc_auc_score
 
 from tabbench.data.cache import DataPaths
 from tabbench.data.dataset import DatasetConfig, SplitConfig, load_dataset
+from tabbench.data.sources.sklearn import Sklearn
 from tabbench.data.splits import make_splits
 from tabbench.run.measure import fingerprint, hardware_label
 from tabbench_plugins.npt import NPT
@@ -36,7 +37,7 @@ def main():
     torch.set_num_threads(args.threads)
     split = SplitConfig("kfold", k=10, val_fraction=2 / 9, seed=42)
     with tempfile.TemporaryDirectory() as cache:
-        ds = load_dataset(DatasetConfig("breast_cancer", "sklearn", id="breast_cancer", split=split),
+        ds = load_dataset(DatasetConfig("breast_cancer", Sklearn(id="breast_cancer"), split=split),
                           DataPaths.from_env(cache=cache))
     sp = make_splits(ds, split)[0]
     model = NPT(ds.meta, args.seed, e=32, n_layers=8, n_heads=8, lr=5e-4, steps=args.steps, batch_size=None,

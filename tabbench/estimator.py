@@ -1,24 +1,30 @@
-"""The base class offered to model plugins: parameters declared once, stored the scikit-learn way.
+"""What a model is to the harness: the base class offered to model plugins (``Estimator``), the job context the
+harness hands ``fit`` (``JobContext``) and the training clock made from it (``TrainingClock``).
 
-A subclass declares every parameter it accepts with its default in ``defaults``; ``spec_for`` (or a
-``ModelSpec`` whose ``default_params`` is left out) takes them from there, so they are written once.
+A subclass of ``Estimator`` declares every parameter it accepts with its default in ``defaults``; a ``ModelSpec``
+whose ``default_params`` is left out takes them from there, so they are written once.
 ``__init__`` only stores: ``meta``, ``seed`` and ``params`` (the defaults overridden by the suite's).
 Classifiers implement ``predict_proba``; ``predict`` is its argmax. Regressors implement
-``predict_values`` (values in the target's original units). See tabbench/spec.py for the contract.
+``predict_values`` (values in the target's original units). ``Estimator`` documents the whole contract:
+``fit`` and the predictions every model has, then the optional capabilities (budget curves, predicting from
+other rows, resumable fits, ``info_``), each with the default a model that does not provide it has.
 
-A model that trains iteratively asks ``self.training_clock()`` at the start of ``fit`` for a
+A model that trains iteratively asks ``context.training_clock()`` at the start of ``fit`` for a
 ``TrainingClock`` and stops before the job's time budget runs out (see ``TrainingClock``).
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
 from typing import Any, ClassVar, Mapping
 
 from tabbench.spec import DatasetMeta
 
-#: The share of a job's time budget (``time_budget_s``) a model may spend training. The rest belongs to what
-#: the same job does around training, under the same limit: loading and encoding the data before ``fit``,
+#: The share of a job's time budget (``JobContext.time_budget_s``) a model may spend training. The rest belongs to
+#: what the same job does around training, under the same limit: loading and encoding the data before ``fit``,
 #: predicting the test and validation rows after it. A job over its budget is killed with nothing to show.
 TRAINING_SHARE = 0.8
 
@@ -57,10 +63,76 @@ class TrainingClock:
         return self.stopped
 
 
+@dataclass(frozen=True)
+class JobContext:
+    """What the harness tells ``fit`` about the job it runs in (TabArena's ``_fit(..., time_limit, num_cpus,
+    num_gpus)``), passed as ``fit(..., context=...)``. Every field may be None: a fit outside the harness (a
+    test, a notebook) gets ``JobContext()``, with no budget and no checkpoint folder, and trains as it would
+    without a harness.
+
+    ``time_budget_s``: the suite's ``budget.time_s`` for the whole job (loading, fit, predicting), or None. A model
+    that sizes its training to it reads it (NPT's ``steps: "auto"``); a model that trains iteratively stops in
+    time through ``training_clock()`` instead.
+    ``started``: the ``time.monotonic()`` reading the budget counts from (the job's start, before its data was
+    loaded), or None: the clock's creation, at the start of ``fit``.
+    ``checkpoint_dir``: a folder the model may keep its training state in and continue from when the same job
+    runs again (kept across re-runs of the job, removed once its record is ``ok``), or None: no resuming.
+    ``cpus`` and ``gpus``: what the scheduler reserved for the job (``ModelSpec.resources``; threads are
+    already limited to ``cpus`` in the job's process), or None outside a job.
+    """
+
+    time_budget_s: float | None = None
+    started: float | None = None
+    checkpoint_dir: Path | None = None
+    cpus: float | None = None
+    gpus: float | None = None
+
+    def training_clock(self, share: float = TRAINING_SHARE) -> TrainingClock:
+        """A clock for this fit's training loop: ``share`` of the job's time budget, counted from the job's start
+        (no limit without a budget)."""
+        return TrainingClock(self.time_budget_s, share, started=self.started)
+
+
 class Estimator:
-    """Stores ``meta``, ``seed`` and ``params``; predicts class indices from ``predict_proba``."""
+    """The estimator contract (scikit-learn conventions) and the base class that implements its plumbing: it
+    stores ``meta``, ``seed`` and ``params`` and predicts class indices from ``predict_proba``.
+
+    ``ModelSpec.factory(meta, seed, **params)`` builds an estimator (a subclass of this one, or any class with
+    the same methods, whose ``__init__`` only stores its arguments). The harness then calls ``fit`` once and the
+    predictions, and reads the optional capabilities below through ``optional``: a model that provides none of
+    them is complete with ``fit`` and ``predict_proba`` (classification) or ``predict_values`` (regression).
+    """
 
     defaults: ClassVar[Mapping[str, Any]] = {}
+
+    # --- optional capabilities: the defaults below are what a model that does not provide one has ----------
+
+    #: Facts worth recording after ``fit`` (parameter count, best iteration, ...), copied into the job's record as
+    #: ``info``; ``ModelSpec.info_keys`` lists the keys a model always records. Default: nothing recorded. A model
+    #: that trains against the job's time budget records ``info_["stopped_by_time_budget"]`` (True when the
+    #: budget, not convergence or its epoch cap, ended training).
+    info_: Mapping[str, Any] = MappingProxyType({})
+
+    #: A budget curve: the step counts below its own at which this fit kept the weights a shorter run would have
+    #: used (``at_budget``); the harness records the metrics at each. Default: none.
+    budgets_: tuple | list = ()
+
+    #: A fit resumed from its checkpoint (``JobContext.checkpoint_dir``) sets this to the fit seconds of the
+    #: attempts it continues (kept in its checkpoint): the record's ``fit_seconds`` is then the whole fit's, as
+    #: if it had not been interrupted. Default: 0.0 (nothing resumed).
+    resumed_fit_seconds_: float = 0.0
+
+    #: ``predict_with_context(X, context_X, context_y)``, for a model whose predictions read other rows at predict
+    #: time (``ModelSpec.uses_other_rows``: NPT's table, k-NN's neighbours, ModernNCA's and TabR's candidates):
+    #: row ``i`` of ``X`` predicted as if the rows the model reads at predict time were block ``i`` of
+    #: ``context_X`` / ``context_y`` (``len(context_X) == len(X) * n``, rows ``i*n .. (i+1)*n-1``; the same column
+    #: layout and encoding as fit's ``X`` and ``y``) in place of the rows fit gave it. ``context_y`` is float64;
+    #: NaN marks a row whose target the model does not see (a transductive fit's unlabelled rows). Returns what
+    #: ``predict_proba`` (classification) or ``predict`` (regression) returns. The corruption probe
+    #: (tabbench/probe.py) hands it other rows with every column permuted. Default None: the model cannot be
+    #: handed other rows; the probe predicts a model that reads none unchanged (the control), and reports one
+    #: that declares ``uses_other_rows`` without the method as not probed.
+    predict_with_context = None
 
     def __init__(self, meta: DatasetMeta, seed: int = 0, **params):
         unknown = sorted(set(params) - set(self.defaults))
@@ -70,11 +142,21 @@ class Estimator:
         self.seed = seed
         self.params = {**self.defaults, **params}
 
-    def training_clock(self) -> TrainingClock:
-        """A clock for this fit's training loop, from the job's time budget (``time_budget_s``, set by the
-        harness before ``fit``; None, or unset outside the harness: no limit), counted from the job's start
-        (``job_started``, set with it; unset: from now)."""
-        return TrainingClock(getattr(self, "time_budget_s", None), started=getattr(self, "job_started", None))
+    def fit(self, X, y, X_val=None, y_val=None, *, context: JobContext = JobContext()):
+        """Learn from the training split and return ``self``.
+
+        ``X`` is a pandas DataFrame with the feature columns of ``meta.columns``, in that order: numeric columns
+        as float64 (NaN = missing), categorical columns as pandas ``Categorical`` whose categories are
+        ``column.categories`` (the same on every split). ``y`` is an int64 array of class indices
+        (``0 .. n_classes-1``) for classification and a float64 array for regression. ``X_val`` / ``y_val``, the
+        validation split, are for early stopping or selection only, never for training.
+
+        ``context`` (keyword): the job's ``JobContext``; the harness always passes it, so a model's ``fit``
+        accepts it even where it ignores it. A transductive model (``ModelSpec.transductive``) also gets
+        ``X_unlabelled=``: the test rows' features, never their targets (the harness records the mode and marks
+        the method in every leaderboard table; an inductive model never receives test rows).
+        """
+        raise NotImplementedError(f"{type(self).__name__}: implement fit")
 
     def predict(self, X):
         """Class indices (the argmax of ``predict_proba``) for classification, else ``predict_values``."""
@@ -83,7 +165,21 @@ class Estimator:
         return self.predict_values(X)
 
     def predict_proba(self, X):
+        """Classification: an ``(n_rows, n_classes)`` array whose column ``k`` is the probability of class index
+        ``k`` (``meta.classes[k]``)."""
         raise NotImplementedError(f"{type(self).__name__} is a classifier: implement predict_proba")
 
     def predict_values(self, X):
+        """Regression: one value per row, in the target's original units."""
         raise NotImplementedError(f"{type(self).__name__} is a regressor: implement predict_values")
+
+    def at_budget(self, steps: int) -> "Estimator":
+        """An estimator predicting as a run of ``steps`` steps (one of ``budgets_``) would have. Default: there
+        is no budget curve (``budgets_`` is empty)."""
+        raise ValueError(f"{type(self).__name__} keeps no budget curve; budgets_ is {list(self.budgets_)}")
+
+
+def optional(estimator, name: str):
+    """The estimator's optional capability ``name`` (an attribute of ``Estimator`` above), or ``Estimator``'s
+    default where the estimator does not derive from it and lacks it (a plain factory's class)."""
+    return getattr(estimator, name, getattr(Estimator, name))

@@ -1,4 +1,4 @@
-"""What an estimator returns, checked against the contract in tabbench/spec.py before it is scored.
+"""What an estimator returns, checked against the contract (tabbench.estimator.Estimator) before it is scored.
 
 A job whose outputs break the contract (NaN or infinite values, the wrong number of rows or
 classes, probabilities that are negative or do not sum to 1, class indices out of range) is a

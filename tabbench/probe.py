@@ -12,7 +12,7 @@ task also the AUROC before and after (the leaderboards rank binary tasks by it).
                          predict_with_context(row k, corrupted other rows) <──┘ ─> metric after
 
 Which rows are "the other rows" is the model's: a model declaring ``ModelSpec.uses_other_rows`` (NPT, k-NN,
-ModernNCA, TabR) gets them through ``predict_with_context`` (tabbench/spec.py) in place of its training rows
+ModernNCA, TabR) gets them through ``predict_with_context`` (tabbench.estimator.Estimator) in place of its training rows
 (a model declaring it without the method is reported as not probed):
 the training rows of an inductive fit; for a transductive fit (NPT's ``transductive: true``) also the
 validation rows and the other test rows, whose targets stay unseen: their features are permuted with the
@@ -48,7 +48,8 @@ import numpy as np
 import pandas as pd
 
 from tabbench.errors import TabbenchError
-from tabbench.run.execute import _fit, outputs, score
+from tabbench.estimator import optional
+from tabbench.run.execute import _fit, fit_context, outputs, score
 from tabbench.spec import BINARY, MULTICLASS, REGRESSION
 
 #: Test rows whose corrupted contexts are built and predicted together.
@@ -157,7 +158,7 @@ def probe(estimator, spec, job, meta, X, y, split, batch_rows: int = BATCH_ROWS,
     n_other = len(context.y) - (context.test_position is not None)
     sizes = {"n_test": len(X_test), "n_test_total": len(split.test), "n_other": n_other}
     nan = float("nan")
-    if spec.uses_other_rows and not hasattr(estimator, "predict_with_context"):
+    if spec.uses_other_rows and optional(estimator, "predict_with_context") is None:
         return {"metric": metric, "before": s_before[metric], "after": nan, "change": nan, "relative_change": nan,
                 "auroc_before": s_before.get("auroc", nan), "auroc_after": nan, "rows_changed": None, **sizes,
                 "probe_seconds": time.perf_counter() - t0,
@@ -240,13 +241,11 @@ def probe_suite(suite, selection, results_root, paths, plugin_files=(), batch_ro
         split = prepared.split_of(job)
         spec = registry[job.model].spec
         estimator = spec.factory(dataset.meta, job.seed, **job.params)
-        estimator.time_budget_s = job.time_budget_s
-        estimator.checkpoint_dir = str(store.checkpoint_dir(job.key))
         t0 = time.perf_counter()
-        _fit(estimator, job, dataset.X, dataset.y, split)
-        fit_seconds = time.perf_counter() - t0 + getattr(estimator, "resumed_fit_seconds_", 0.0)
+        _fit(estimator, job, dataset.X, dataset.y, split, fit_context(job, store.checkpoint_dir(job.key)))
+        fit_seconds = time.perf_counter() - t0 + optional(estimator, "resumed_fit_seconds_")
         store.remove_checkpoint(job.key)
-        resumed = (getattr(estimator, "info_", None) or {}).get("resumed_from_step")
+        resumed = optional(estimator, "info_").get("resumed_from_step")
         if resumed is not None:
             log(f"{job.method} on {job.dataset} fold {job.fold}: fit resumed from its checkpoint at step {resumed}")
         result = probe(estimator, spec, job, dataset.meta, dataset.X, dataset.y, split, batch_rows, test_rows)

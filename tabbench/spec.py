@@ -1,52 +1,12 @@
 """What a model plugin registers (ModelSpec) and what its estimator is told about the data (DatasetMeta).
 
-The estimator contract, shared by every model (scikit-learn conventions):
-
-* ``spec.factory(meta, seed, **params)`` builds an estimator. ``__init__`` only stores its arguments.
-* ``fit(X, y, X_val, y_val)`` learns from the training split; the validation split is there for
-  early stopping or selection, never for training. Returns ``self``.
-* ``predict(X)``: class indices (``0 .. n_classes-1``) for classification, values in the target's
-  original units for regression.
-* ``predict_proba(X)`` (classification only): an ``(n_rows, n_classes)`` array whose column ``k`` is
-  the probability of class index ``k`` (``meta.classes[k]``).
-* Optionally ``info_``: a dict of facts worth recording after fit (parameter count, best iteration).
-* Transductive models (``ModelSpec.transductive``) get ``fit(X, y, X_val, y_val, X_unlabelled=...)``:
-  the test rows' features, never their targets. The harness records the mode in every record and
-  marks the method in every leaderboard table; an inductive model never receives test rows.
-* The job's time budget (the suite's ``budget.time_s``, or None) is set as ``estimator.time_budget_s``
-  before ``fit``, for a model that sizes its training to it (NPT's ``steps: "auto"``). A model that trains
-  iteratively stops in time instead: ``Estimator.training_clock()`` (tabbench/estimator.py) gives it
-  ``TRAINING_SHARE`` (80%) of the budget for training, counted from the job's start (``estimator.job_started``,
-  set with ``time_budget_s``), the rest is for loading data before ``fit`` and predicting after; it keeps its best validation epoch (or iteration) and records
-  ``info_["stopped_by_time_budget"]`` (True when the budget, not convergence or its epoch cap, ended
-  training). Without a budget training is exactly as it would be without the clock.
-* Optionally resumable: when the harness gives a job a checkpoint folder it sets
-  ``estimator.checkpoint_dir`` (a path, kept across re-runs of the same job, removed once the job's
-  record is ``ok``) before ``fit``; a model may save its training state there and continue from it.
-  A resumed fit sets ``resumed_fit_seconds_`` (the fit time of the attempts it continues, kept in its
-  checkpoint): the record's ``fit_seconds`` is then the whole fit's, as if it had not been interrupted.
-* Optionally a budget curve: ``budgets_`` (a list of step counts) and ``at_budget(steps)`` (an
-  estimator predicting as a run of that many steps would have); the harness records the metrics of each.
-* Optionally predicting from other rows (``ModelSpec.uses_other_rows``): a model whose predictions read
-  other rows at predict time (NPT's table, k-NN's neighbours, ModernNCA's and TabR's candidates) implements
-  ``predict_with_context(X, context_X, context_y)``: row ``i`` of ``X`` is predicted as if the rows the model
-  reads at predict time were block ``i`` of ``context_X`` / ``context_y`` (``len(context_X) == len(X) * n``, rows
-  ``i*n .. (i+1)*n-1``; the same column layout and encoding as fit's ``X`` and ``y``) in place of the rows fit
-  gave it. ``context_y`` is float64; NaN marks a row whose target the model does not see (a transductive fit's
-  unlabelled rows). Returns what ``predict_proba`` (classification) or ``predict`` (regression) returns. The
-  corruption probe (tabbench/probe.py, ``tabbench probe corruption``) hands it other rows with every column
-  permuted; a model that declares nothing is predicted unchanged (it reads no other rows). A model that
-  reads other rows but cannot be handed others declares ``uses_other_rows`` without the method: the probe
-  reports it as not probed rather than as a control.
-* Optionally a pre-run check on the spec (``ModelSpec.check``): given the dataset, its split sizes,
-  the resolved params and the suite's per-job time budget, a message saying why the job should not
-  start (e.g. its estimated cost) and which params to set; ``tabbench run`` refuses such a suite
-  before any job starts.
-
-``X`` is a pandas DataFrame with the feature columns of ``meta.columns``, in that order: numeric
-columns as float64 (NaN = missing), categorical columns as pandas ``Categorical`` whose categories
-are ``column.categories`` (the same on every split). ``y`` is an int64 array of class indices for
-classification and a float64 array for regression.
+The estimator contract, shared by every model (scikit-learn conventions: ``spec.factory(meta, seed, **params)``
+builds it, ``fit(X, y, X_val, y_val, context=...)`` learns and returns self, ``predict`` / ``predict_proba``), the
+layout of ``X`` and ``y``, the job context handed to ``fit`` and the optional capabilities (budget curves,
+predicting from other rows, resumable fits, ``info_``) with their defaults are documented where a model author
+meets them, on ``tabbench.estimator.Estimator`` and ``JobContext`` (tabbench/estimator.py). What a plugin
+declares about its model beyond the estimator (tasks, params, resources, transductive, a pre-run check) is
+``ModelSpec`` below.
 """
 
 from __future__ import annotations
@@ -114,7 +74,7 @@ class ModelSpec:
     ``check(meta, sizes, params, budget_s)``, when given, runs before a run starts for every dataset
     and configuration (``sizes``: SplitSizes; ``params``: defaults overridden by the suite's;
     ``budget_s``: the suite's ``budget.time_s`` or None) and returns None or a message naming the
-    params to set (see ``problem``).
+    params to set (see ``problem``); ``tabbench run`` refuses a suite with such a job before any job starts.
     """
 
     name: str
@@ -125,7 +85,7 @@ class ModelSpec:
     search_space: Mapping = field(default_factory=dict)
     cpus: float | Callable[[Mapping], float] = 1
     gpus: float | Callable[[Mapping], float] = 0
-    # a transductive model sees the test rows' features in fit (see the module docstring); a bool or a
+    # a transductive model sees the test rows' features in fit (``X_unlabelled``, Estimator.fit); a bool or a
     # function of the resolved params (NPT supports both modes)
     transductive: bool | Callable[[Mapping], bool] = False
     description: str = ""
@@ -141,12 +101,18 @@ class ModelSpec:
     # Why the model cannot run on CUDA in this environment (a message), or None: ``device: auto`` then means
     # the CPU for it even where there is a GPU (TabR with a faiss that has no GPU index).
     cuda_problem: Callable[[], str | None] | None = None
+    # A small training budget (params far below the defaults) under which one fit takes seconds on a CPU core:
+    # what the contract checks (tabbench.testing.check_model) and the project's tests fit the model with.
+    quick_params: Mapping = field(default_factory=dict)
+    # The keys the estimator's ``info_`` always holds after a fit (the record's "info"), checked by the tests;
+    # empty: it records nothing worth keeping; None: not declared.
+    info_keys: frozenset | None = None
     # ``estimate(meta, sizes, params, budget_s)``: the seconds one fit takes on the device its params name (one
     # CPU core, or a GPU), by the model's own cost model; ``tabbench plan`` uses it where no record of the
     # method on the dataset gives a time, calibrated on records of the same model there when there are some.
     estimate: Callable[..., float] | None = None
-    # The model predicts from other rows; where its estimator implements ``predict_with_context`` (see the module
-    # docstring) the corruption probe hands it corrupted rows in place of its training rows.
+    # The model predicts from other rows; where its estimator implements ``predict_with_context``
+    # (tabbench.estimator.Estimator) the corruption probe hands it corrupted rows in place of its training rows.
     uses_other_rows: bool = False
     # Params that say how a job runs, not what it computes (threads, a checkpoint interval): a job's key
     # holds their default values, so a re-run with other values finds the jobs already done (its records

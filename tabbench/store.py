@@ -25,7 +25,8 @@ from pathlib import Path
 RECORDS_DIR = "records"
 RECORDS_FILE = "records.jsonl"
 ARCHIVE_FILE = "records.jsonl.gz"
-#: Training state of unfinished jobs, one folder per job key (models that checkpoint, see spec.py).
+#: Training state of unfinished jobs, one folder per job key (models that checkpoint: JobContext.checkpoint_dir,
+#: tabbench/estimator.py).
 CHECKPOINTS_DIR = "checkpoints"
 
 

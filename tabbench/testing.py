@@ -1,4 +1,4 @@
-"""The estimator contract (tabbench/spec.py) as checks any model plugin can run on its own model.
+"""The estimator contract (tabbench.estimator.Estimator) as checks any model plugin can run on its own model.
 
     from tabbench.testing import check_model
 
@@ -10,7 +10,7 @@ multi-class, diabetes for regression; no download) for every task the model supp
 ``ContractError`` naming the model, the task and what is wrong. It checks what the harness relies
 on, not how good the model is:
 
-* ``fit`` returns ``self``;
+* ``fit`` takes the job's context (the keyword ``context``, a ``JobContext``) and returns ``self``;
 * ``predict`` gives one finite value per row (regression) or one class index in 0..n_classes-1 per
   row that agrees with the argmax of ``predict_proba`` (classification);
 * ``predict_proba`` is (rows, n_classes), finite, non-negative, rows summing to 1;
@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from tabbench.errors import TabbenchError
+from tabbench.estimator import JobContext
 from tabbench.predictions import (InvalidPredictions, check_class_predictions, check_probabilities,
                                   check_regression_predictions)
 from tabbench.spec import BINARY, CATEGORICAL, MULTICLASS, REGRESSION, TASKS, Column, ModelSpec
@@ -77,7 +78,15 @@ def fit_checked(spec: ModelSpec, dataset, split, seed: int = 0, params=None,
     extra = {}
     if spec.is_transductive({**spec.default_params, **params}):  # as the harness calls it: test features only
         extra["X_unlabelled"] = dataset.X.iloc[split.test]
-    returned = model.fit(dataset.X.iloc[train], dataset.y[train], dataset.X.iloc[val], dataset.y[val], **extra)
+    try:  # as the harness calls it: with the job's context, here one outside a job (no budget, no checkpoint)
+        returned = model.fit(dataset.X.iloc[train], dataset.y[train], dataset.X.iloc[val], dataset.y[val],
+                             context=JobContext(), **extra)
+    except TypeError as exc:
+        if "keyword argument 'context'" not in str(exc):
+            raise
+        raise ContractError(f"{_where(spec, dataset.meta)}: fit does not take the keyword argument context, the "
+                            "job's JobContext the harness always passes (tabbench/estimator.py); add "
+                            "`*, context=JobContext()` to its signature, even where it is not used") from exc
     if returned is not model:
         raise ContractError(f"{_where(spec, dataset.meta)}: fit returned {type(returned).__name__}, not self")
     return model
@@ -168,9 +177,11 @@ def _resolve(spec_or_name, plugin_files) -> ModelSpec:
 
 def check_model(spec_or_name, params=None, plugin_files=(), tasks=TASKS) -> list[str]:
     """Run every contract check on a model (a ModelSpec or a registered name, ``plugin_files`` loaded
-    first) for each of ``tasks`` it supports, with ``params`` over its defaults (e.g. a small budget).
-    Returns the checks that passed, as ``"task: check"``; raises ContractError at the first that fails."""
+    first) for each of ``tasks`` it supports, with ``params`` over its defaults (None: the spec's
+    ``quick_params``, its small training budget). Returns the checks that passed, as ``"task: check"``;
+    raises ContractError at the first that fails."""
     spec = _resolve(spec_or_name, plugin_files)
+    params = spec.quick_params if params is None else params
     passed = []
     for task in (t for t in tasks if t in spec.tasks):
         dataset, split = contract_data(task)

@@ -14,27 +14,8 @@ REQUIRE_DATA_ENV = "TABBENCH_REQUIRE_DATA"
 #: Set to 1 by CI, which installs every extra: a test of a model whose package is missing, or of a Ray run
 #: where Ray is missing, then fails instead of skipping as it does where they are absent (a GPU machine).
 REQUIRE_PACKAGES_ENV = "TABBENCH_REQUIRE_PACKAGES"
-
-#: Small training budgets per model for the tests (test_conformance.py ignores keys a model does not accept).
-FAST = {
-    "xgboost": {"n_estimators": 300, "early_stopping_rounds": 20},
-    "catboost": {"n_estimators": 300, "early_stopping_rounds": 20},
-    "lightgbm": {"n_estimators": 300, "early_stopping_rounds": 20},
-    "random_forest": {"n_estimators": 100},
-    "gradient_boosting": {"n_estimators": 100},
-    "mlp": {"max_epochs": 60, "patience": 10},
-    "tabnet": {"max_epochs": 100, "patience": 20, "batch_size": 128, "virtual_batch_size": 32},
-    # A small NPT (2 layers, e=16) for a few hundred steps; lambda starts at 0.5 so that the short run
-    # spends half its loss on the targets (the paper's runs anneal from 1 over thousands of steps).
-    "npt": {"e": 16, "n_layers": 2, "n_heads": 4, "steps": 300, "lambda_init": 0.5},
-    # the models that came after NPT (tests/test_modern_models.py), far below their defaults
-    "realmlp": {"n_epochs": 60},
-    "tabm": {"k": 8, "d_block": 128, "max_epochs": 30, "patience": 5},
-    # on the CPU on a GPU machine too: TabR on CUDA needs a GPU build of faiss, the extra installs faiss-cpu
-    "tabr": {"n_epochs": 12, "patience": 4, "d_main": 96, "context_size": 32, "device": "cpu"},
-    "modernnca": {"max_epochs": 30, "patience": 5},
-}
-
+#: This project's distribution (pyproject.toml's name): the entry points it installs are the built-in models.
+DISTRIBUTION = "tabbench-harness"
 
 def require_shared(relative: str = "") -> Path:
     """``SHARED / relative``; where it is absent the calling test skips, or fails under TABBENCH_REQUIRE_DATA=1."""
@@ -88,16 +69,29 @@ def ray_session():
 
 
 @functools.lru_cache(maxsize=None)
-def _registry() -> dict:
+def registry() -> dict:
+    """The registered models (entry points, as TABBENCH_PLUGINS selects them), loaded once per session."""
     from tabbench.plugins import load_models
 
     return load_models()
 
 
+def quick_params(name: str) -> dict:
+    """Model ``name``'s small training budget for the tests: the ``quick_params`` its spec declares."""
+    return dict(registry()[name].spec.quick_params)
+
+
+def builtin_models() -> list:
+    """The models this repository ships: those its own distribution's entry points register (pyproject.toml), the
+    ones held to the quality bars and to what their specs say they record."""
+    ours = f"{DISTRIBUTION}=="
+    return sorted(name for name, registered in registry().items() if registered.source.startswith(ours))
+
+
 def unavailable(name: str) -> str | None:
     """Why model ``name`` cannot run here (a package it needs is not installed: its install hint says which
     extra), or None where it can, and always under TABBENCH_REQUIRE_PACKAGES=1."""
-    registered = _registry().get(name)
+    registered = registry().get(name)
     if registered is None or os.environ.get(REQUIRE_PACKAGES_ENV) == "1":
         return None
     missing = registered.spec.missing_requirements()
@@ -135,7 +129,7 @@ def pythonpath(*folders) -> str:
 def registered_spec(name: str):
     """The registered ModelSpec of model ``name``; the test is skipped when the model is not registered or
     a package it needs is not installed (``unavailable``)."""
-    registered = _registry()
+    registered = registry()
     if name not in registered:
         pytest.skip(f"{name} is not registered")
     reason = unavailable(name)

@@ -22,7 +22,7 @@ PLUGIN_FILE = str(Path(__file__).resolve())
 class Prior(Estimator):
     """Class frequencies (no smoothing) for classification, the training mean for regression."""
 
-    def fit(self, X, y, X_val=None, y_val=None):
+    def fit(self, X, y, X_val=None, y_val=None, *, context=None):
         if self.meta.is_classification:
             self.p_ = np.bincount(y, minlength=self.meta.n_classes) / len(y)
         else:
@@ -41,7 +41,7 @@ class Slow(Prior):
 
     defaults = {"seconds": 0.5}
 
-    def fit(self, X, y, X_val=None, y_val=None):
+    def fit(self, X, y, X_val=None, y_val=None, *, context=None):
         time.sleep(self.params["seconds"])
         return super().fit(X, y, X_val, y_val)
 
@@ -51,7 +51,7 @@ class Gated(Prior):
 
     defaults = {"gate": ""}
 
-    def fit(self, X, y, X_val=None, y_val=None):
+    def fit(self, X, y, X_val=None, y_val=None, *, context=None):
         gate = self.params["gate"]
         if gate:
             open(gate + ".started", "a").close()
@@ -66,7 +66,7 @@ class Misbehaving(Prior):
 
     defaults = {"how": "ok"}
 
-    def fit(self, X, y, X_val=None, y_val=None):
+    def fit(self, X, y, X_val=None, y_val=None, *, context=None):
         how = self.params["how"]
         if how == "sleep":
             time.sleep(60)
@@ -84,7 +84,7 @@ class Misbehaving(Prior):
 class FailsOnRegression(Prior):
     """Uniform probabilities for classification; fit raises on a regression dataset."""
 
-    def fit(self, X, y, X_val=None, y_val=None):
+    def fit(self, X, y, X_val=None, y_val=None, *, context=None):
         if not self.meta.is_classification:
             raise ValueError("this model cannot regress " + self.meta.name)
         self.p_ = np.full(self.meta.n_classes, 1.0 / self.meta.n_classes)
@@ -96,7 +96,7 @@ class Ballast(Prior):
 
     defaults = {"mib": 150}
 
-    def fit(self, X, y, X_val=None, y_val=None):
+    def fit(self, X, y, X_val=None, y_val=None, *, context=None):
         block = np.ones(self.params["mib"] * 2**20 // 8)
         super().fit(X, y, X_val, y_val)
         self.mean_ += block[0] - 1.0
@@ -108,8 +108,8 @@ class Spy(Prior):
 
     calls = []
 
-    def fit(self, X, y, X_val=None, y_val=None, **extra):
-        Spy.calls.append({"X": X, "y": y, "X_val": X_val, "y_val": y_val, **extra})
+    def fit(self, X, y, X_val=None, y_val=None, *, context=None, **extra):
+        Spy.calls.append({"X": X, "y": y, "X_val": X_val, "y_val": y_val, "context": context, **extra})
         return super().fit(X, y, X_val, y_val)
 
 

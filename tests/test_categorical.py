@@ -24,8 +24,7 @@ from tabbench.data.splits import make_splits
 from tabbench.plugins import load_models
 from tabbench.spec import BINARY, CATEGORICAL, NUMERIC
 
-from tests.test_conformance import fast_params
-from tests.conftest import SHARED, model_case
+from tests.conftest import SHARED, model_case, quick_params
 
 ADULT = "uci/adult/adult-train.csv"
 # Column names from adult.names (the file has no header).
@@ -79,7 +78,7 @@ def test_adult_columns_are_typed_from_the_raw_file():
 @functools.lru_cache(maxsize=None)
 def fitted(name):
     dataset, rows = adult(), subsample()
-    model = MODELS[name].spec.build(dataset.meta, 0, {**fast_params(name), **FAST_HERE.get(name, {})})
+    model = MODELS[name].spec.build(dataset.meta, 0, {**quick_params(name), **FAST_HERE.get(name, {})})
     X, y = dataset.X, dataset.y
     return model.fit(X.iloc[rows["train"]], y[rows["train"]], X.iloc[rows["val"]], y[rows["val"]])
 

@@ -3,15 +3,17 @@
 The contract (tabbench.testing, the checks a plugin author runs with check_model) applies to every
 registered model, third-party plugins included: outputs of the right shape and range, the same seed
 giving the same outputs, a class absent from training, categorical columns and missing values. The
-quality bars apply only to the built-in models, by name (BUILTIN): a third-party model in the same
-environment is not held to them.
+quality bars, and what a spec says its model records (``ModelSpec.info_keys``), apply only to the built-in
+models, those this repository's entry points register (``builtin_models``): a third-party model in the same
+environment is not held to them. Every list of models here comes from the registry, so a new model is
+checked without an edit of this file.
 
 binary:      breast cancer (scikit-learn's bundled WDBC), AUROC floor
 multiclass:  wine (scikit-learn), accuracy floor
 regression:  concrete (../shared/datasets/uci/concrete), RMSE ceiling in MPa, the target's own units
 
-Each model trains with a small budget (``FAST``, tests/conftest.py) so that the whole file runs in a few minutes on two
-CPU cores; the floors are set well below what the models reach with those budgets (the paper's tuned
+Each model trains with the small budget its spec declares (``ModelSpec.quick_params``) so that the whole file
+runs in a few minutes on two CPU cores; the floors are set well below what the models reach with those budgets (the paper's tuned
 numbers: breast cancer AUROC 0.978-0.997, concrete RMSE 4.3-5.9, k-NN 8.5).
 """
 
@@ -32,11 +34,11 @@ from tabbench.data.dataset import DatasetConfig, SplitConfig, load_dataset
 from tabbench.data.sources.file import File
 from tabbench.data.sources.sklearn import Sklearn
 from tabbench.data.splits import make_splits
-from tabbench.plugins import BROKEN, PLUGINS_ENV, load_models
+from tabbench.plugins import BROKEN, ENTRY_POINT_GROUP, PLUGINS_ENV, load_models
 from tabbench.spec import BINARY, MULTICLASS, REGRESSION, TASKS
 from tabbench.testing import (check_categorical, check_missing_class, check_outputs, check_same_seed, fit_checked,
                               fit_without_last_class)
-from tests.conftest import FAST, SHARED, model_case, require_shared
+from tests.conftest import DISTRIBUTION, SHARED, builtin_models, model_case, quick_params, require_shared
 
 REPO = Path(__file__).resolve().parents[1]
 MODELS = load_models()
@@ -54,14 +56,10 @@ DATASETS = {
     MULTICLASS: DatasetConfig("wine", Sklearn(id="wine")),
     REGRESSION: DatasetConfig("concrete", File(path="uci/concrete/concrete.txt"), format="whitespace"),
 }
-DEVICE_MODELS = ("xgboost", "catboost", "lightgbm", "mlp", "tabnet")
 #: The models this repository ships (pyproject.toml's entry points), the only ones held to the bars above.
-BUILTIN = ("catboost", "gradient_boosting", "knn", "lightgbm", "mlp", "npt", "random_forest", "tabnet", "xgboost")
-
-
-def fast_params(name: str) -> dict:
-    spec = MODELS[name].spec
-    return {k: v for k, v in FAST.get(name, {}).items() if k in spec.default_params}
+BUILTIN = builtin_models()
+#: The built-in models that take a ``device`` param (auto, cpu or cuda).
+DEVICE_MODELS = [name for name in BUILTIN if "device" in MODELS[name].spec.default_params]
 
 
 def cases(tasks=TASKS):
@@ -90,13 +88,13 @@ def task_data(task: str):
 def fitted(name: str, task: str):
     """One fitted model per (model, task), shared by the contract and quality tests below."""
     dataset, split = task_data(task)
-    return fit_checked(MODELS[name].spec, dataset, split, params=fast_params(name))
+    return fit_checked(MODELS[name].spec, dataset, split, params=quick_params(name))
 
 
 @functools.lru_cache(maxsize=None)
 def fitted_without_last_class(name: str):
     dataset, split = task_data(MULTICLASS)
-    return fit_without_last_class(MODELS[name].spec, dataset, split, fast_params(name))
+    return fit_without_last_class(MODELS[name].spec, dataset, split, quick_params(name))
 
 
 def floor(table: dict, name: str) -> float:
@@ -130,6 +128,24 @@ def test_every_model_lists_its_search_space_in_its_params():
         for key, values in spec.search_space.items():
             assert key in spec.default_params, f"{name}: search key {key!r} is not a param"
             assert isinstance(values, (list, tuple)) and len(values) > 0, f"{name}: empty candidates for {key!r}"
+
+
+def test_every_models_quick_budget_names_its_params():
+    for name, registered in MODELS.items():
+        spec = registered.spec
+        unknown = set(spec.quick_params) - set(spec.default_params)
+        assert not unknown, f"{name}: quick_params names {sorted(unknown)}, which are not its params"
+
+
+def test_every_builtin_entry_point_loads():
+    """The built-in models are the registry's (``builtin_models``): one whose entry point failed to import would
+    drop out of every list here unseen, so a failed built-in entry point is a failure of its own."""
+    from importlib import metadata
+
+    ours = {ep.name for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)
+            if ep.dist is not None and ep.dist.name == DISTRIBUTION}
+    assert ours, f"no {ENTRY_POINT_GROUP!r} entry point of {DISTRIBUTION} is installed"
+    assert not {name: BROKEN[name] for name in ours if name in BROKEN}
 
 
 def grid_size(space) -> int:
@@ -167,7 +183,7 @@ def test_cuda_without_a_cuda_device_is_a_clear_error(name):
     if cuda_available():
         pytest.skip("this machine has a CUDA device")
     dataset, split = task_data(BINARY)
-    model = spec.build(dataset.meta, 0, {**fast_params(name), "device": "cuda"})
+    model = spec.build(dataset.meta, 0, {**quick_params(name), "device": "cuda"})
     with pytest.raises(RuntimeError, match="no CUDA device"):
         model.fit(dataset.X.iloc[split.train], dataset.y[split.train], dataset.X.iloc[split.val],
                   dataset.y[split.val])
@@ -193,7 +209,7 @@ def test_outputs_meet_the_contract(name, task):
 @pytest.mark.parametrize("name,task", cases((BINARY, REGRESSION)))
 def test_same_seed_same_predictions(name, task):
     dataset, split = task_data(task)
-    check_same_seed(MODELS[name].spec, fitted(name, task), dataset, split, fast_params(name))
+    check_same_seed(MODELS[name].spec, fitted(name, task), dataset, split, quick_params(name))
 
 
 @pytest.mark.parametrize("name,task", cases((MULTICLASS,)))
@@ -207,7 +223,7 @@ def test_class_missing_from_training_keeps_its_column(name, task):
 def test_categorical_columns_and_missing_values_are_handled(name):
     task = next(t for t in TASKS if t in MODELS[name].spec.tasks)
     dataset, split = task_data(task)
-    check_categorical(MODELS[name].spec, dataset, split, fast_params(name))
+    check_categorical(MODELS[name].spec, dataset, split, quick_params(name))
 
 
 # --- the built-in models: quality and what they record, by name -----------------------------------
@@ -256,45 +272,41 @@ def test_builtin_quality_without_a_class_in_training(name, task):
     assert accuracy >= floor(ACCURACY_FLOOR, name), f"{name}: accuracy {accuracy:.3f} on classes 0 and 1"
 
 
-# What each built-in model records in info_ after a fit (the record's "info"); every built-in is listed, and
-# a model listed with nothing records nothing worth keeping (scikit-learn's ensembles train exactly what
-# their params say).
-INFO = {
-    "knn": {"n_neighbors"},
-    "random_forest": set(),
-    "gradient_boosting": set(),
-    "xgboost": {"device", "best_iteration"},
-    "catboost": {"device", "best_iteration"},
-    "lightgbm": {"device", "best_iteration"},
-    "mlp": {"device", "n_params", "epochs", "best_epoch", "best_val_loss"},
-    "tabnet": {"device", "n_params", "epochs", "best_epoch", "cat_idxs", "cat_dims"},
-    "npt": {"device", "n_params", "steps", "best_step", "best_val_loss", "final_train_loss"},
-}
+# What each built-in model records in info_ after a fit (the record's "info") is declared on its spec
+# (``ModelSpec.info_keys``); every built-in declares it, and one that declares nothing records nothing worth
+# keeping (scikit-learn's ensembles train exactly what their params say).
+
+
+def records(name: str) -> frozenset:
+    return MODELS[name].spec.info_keys or frozenset()
 
 
 def test_every_builtin_says_what_it_records():
-    assert set(INFO) == set(BUILTIN)
+    undeclared = [name for name in BUILTIN if MODELS[name].spec.info_keys is None]
+    assert not undeclared, f"built-in models without ModelSpec.info_keys: {undeclared}"
 
 
-@pytest.mark.parametrize("name,task", [case for case in builtin_cases() if INFO[case.values[0]]])
+@pytest.mark.parametrize("name,task", [case for case in builtin_cases() if records(case.values[0])])
 def test_builtin_device_and_early_stopping_are_recorded(name, task):
     from tabbench_plugins.torch_training import cuda_available
 
-    params = {**builtin_spec(name).default_params, **fast_params(name)}
+    params = {**builtin_spec(name).default_params, **quick_params(name)}
+    expected = records(name)
     info = getattr(fitted(name, task), "info_", None)
     assert isinstance(info, dict), f"{name} records no info_"
-    assert INFO[name] <= set(info), f"{name} on {task}: info_ lacks {sorted(INFO[name] - set(info))}"
-    if "device" in INFO[name]:
-        assert info["device"] == ("cuda" if cuda_available() and name != "lightgbm" else "cpu")
-    if "n_params" in INFO[name]:
+    assert expected <= set(info), f"{name} on {task}: info_ lacks {sorted(expected - set(info))}"
+    if "device" in expected:  # auto is CUDA where there is one (LightGBM's wheel has none)
+        on_cuda = cuda_available() and name != "lightgbm" and params["device"] != "cpu"
+        assert info["device"] == ("cuda" if on_cuda else "cpu")
+    if "n_params" in expected:
         assert info["n_params"] > 0
-    if "best_iteration" in INFO[name]:  # early stopping kept a tree count within the cap
+    if "best_iteration" in expected:  # early stopping kept a tree count within the cap
         assert 0 <= info["best_iteration"] < params["n_estimators"]
-    if "epochs" in INFO[name]:  # early stopping on the validation split: the best epoch is one that ran
+    if "epochs" in expected:  # early stopping on the validation split: the best epoch is one that ran
         assert 0 <= info["best_epoch"] < info["epochs"] <= params["max_epochs"]
-    if "steps" in INFO[name]:
+    if "steps" in expected:
         assert 0 <= info["best_step"] <= info["steps"] == params["steps"]
-    if "best_val_loss" in INFO[name]:
+    if "best_val_loss" in expected:
         assert np.isfinite(info["best_val_loss"])
     if name == "knn":  # at most the training rows
         dataset, split = task_data(task)

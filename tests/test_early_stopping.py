@@ -1,6 +1,7 @@
-"""The epoch loop the plugins' own PyTorch training shares (plugins/tabbench_plugins/torch_training.py ``EarlyStopping``, used by
-mlp.py, tabm.py and modernnca.py): patience counted from the best epoch, the best epoch's weights restored,
-``max_epochs`` and the job's training clock obeyed, and no validation rows meaning the last weights stay."""
+"""The epoch loop the plugins' own PyTorch training shares (plugins/tabbench_plugins/torch_training.py
+``train_epochs`` and its ``EarlyStopping``, used by mlp.py, tabm.py and modernnca.py): patience counted from the
+best epoch, the best epoch's weights restored, ``max_epochs`` and the job's training clock obeyed, no validation
+rows meaning the last weights stay, and every training row once per epoch in an order drawn from the seed."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from tabbench.estimator import TrainingClock  # noqa: E402
-from tabbench_plugins.torch_training import EarlyStopping  # noqa: E402
+from tabbench_plugins.torch_training import EarlyStopping, train_epochs  # noqa: E402
 
 
 def run(losses, patience=2, max_epochs=None, clock=None, validated=True):
@@ -63,3 +64,30 @@ def test_without_validation_the_last_weights_stay():
 def test_losses_that_are_never_finite_keep_the_last_weights():
     ran, weight, info = run([math.nan] * 10, patience=3, max_epochs=10)
     assert ran == [0, 1, 2] and weight == 2.0 and info["best_epoch"] == -1
+
+
+def test_train_epochs_batches_every_row_once_per_epoch_in_a_seeded_order_and_keeps_the_best_epoch():
+    """10 rows in batches of 4: each epoch is one permutation drawn from the loop's generator seeded with the
+    seed, cut into 4 + 4 + 2; a batch whose loss is None (here the short one) takes no step. The loss is the sum
+    of the one weight over the batch, so each step lowers the weight by lr x 4; the validation losses make
+    epoch 1 the best, and after patience 2 the weights of epoch 1 are back, the network in eval mode."""
+    network = torch.nn.Linear(1, 1, bias=False)
+    start = float(network.weight.detach())
+    optimizer = torch.optim.SGD(network.parameters(), lr=0.1)
+    batches = []
+
+    def batch_loss(rows, generator):
+        batches.append(rows.tolist())
+        return network(torch.ones(len(rows), 1)).sum() if len(rows) == 4 else None
+
+    losses = iter([3.0, 1.0, 2.0, 5.0, 4.0])
+    stopping = EarlyStopping(network, 2, 10, TrainingClock(None))
+    train_epochs(stopping, optimizer, batch_loss, 10, 4, 7, "cpu", validation_loss=lambda: next(losses))
+
+    assert stopping.info()["epochs"] == 4 and stopping.info()["best_epoch"] == 1
+    assert [len(b) for b in batches] == [4, 4, 2] * 4
+    generator = torch.Generator().manual_seed(7)
+    for epoch in range(4):
+        assert sum(batches[3 * epoch:3 * epoch + 3], []) == torch.randperm(10, generator=generator).tolist()
+    assert float(network.weight.detach()) == pytest.approx(start - 2 * 2 * 0.1 * 4)  # two steps in each of 2 epochs
+    assert not network.training

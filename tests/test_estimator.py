@@ -11,7 +11,7 @@ from tabbench.testing import contract_data
 class Prior(Estimator):
     defaults = {"smoothing": 1.0}
 
-    def fit(self, X, y, X_val=None, y_val=None):
+    def fit(self, X, y, X_val=None, y_val=None, *, context=None):
         if self.meta.is_classification:
             counts = np.bincount(y, minlength=self.meta.n_classes) + self.params["smoothing"]
             self.prior_ = counts / counts.sum()
@@ -46,3 +46,35 @@ def test_predict_is_the_argmax_of_predict_proba_or_the_values(task):
         assert (model.predict(X) == np.bincount(y).argmax()).all()
     else:
         np.testing.assert_allclose(model.predict(X), y.mean())
+
+
+def test_optional_capabilities_have_the_documented_defaults_on_the_base_class_and_for_a_plain_class():
+    """A model that provides none of the optional capabilities has the base class's defaults: it records nothing,
+    keeps no budget curve, resumed nothing and cannot be handed other rows; the harness reads a plain factory's
+    estimator (not derived from Estimator) with the same defaults."""
+    from tabbench.estimator import optional
+
+    dataset, split = contract_data(REGRESSION)
+    model = Prior(dataset.meta, 0).fit(dataset.X.iloc[split.train], dataset.y[split.train])
+
+    class Plain:
+        pass
+
+    for estimator in (model, Plain()):
+        assert dict(optional(estimator, "info_")) == {}
+        assert list(optional(estimator, "budgets_")) == []
+        assert optional(estimator, "resumed_fit_seconds_") == 0.0
+        assert optional(estimator, "predict_with_context") is None
+    with pytest.raises(ValueError, match="keeps no budget curve"):
+        model.at_budget(10)
+    with pytest.raises(TypeError):  # the default info_ is shared by every instance: it cannot be written into
+        model.info_["n_params"] = 1
+
+
+def test_a_fit_outside_the_harness_gets_a_context_without_budget_or_checkpoint_folder():
+    from tabbench.estimator import JobContext
+
+    context = JobContext()
+    assert (context.time_budget_s, context.checkpoint_dir, context.cpus, context.gpus) == (None, None, None, None)
+    clock = context.training_clock()
+    assert clock.deadline is None and not clock.out_of_time()

@@ -27,7 +27,7 @@ DEFECTIVE_PLUGIN = textwrap.dedent('''
         def __init__(self, meta, seed, defect="none"):
             self.meta, self.defect = meta, defect
 
-        def fit(self, X, y, X_val=None, y_val=None):
+        def fit(self, X, y, X_val=None, y_val=None, *, context=None):
             if self.meta.is_classification:
                 self.prior_ = (np.bincount(y, minlength=self.meta.n_classes) + 1.0) / (len(y) + self.meta.n_classes)
             else:

@@ -1,5 +1,6 @@
-"""The models that came after NPT (plugins/tabbench_plugins/tabm.py, realmlp.py, tabr.py, modernnca.py) against the contract,
-on real data, with small budgets.
+"""The models that came after NPT, the ``modern`` extra's (plugins/tabbench_plugins/tabm.py, realmlp.py, tabr.py,
+modernnca.py; ``MODERN``: every built-in model whose spec's install hint names that extra), on real data, with small
+budgets.
 
 * the estimator contract (check_model's checks) runs for every registered model, these four included, in
   tests/test_conformance.py;
@@ -8,11 +9,12 @@ on real data, with small budgets.
   chosen on the validation split;
 * TabR and ModernNCA retrieve from training rows only: a test row's prediction does not depend on the
   other test rows predicted with it;
-* device: ``cuda`` asks Ray for a GPU, and is a clear error on a machine without one;
+* device: ``cuda`` asks Ray for a GPU, and is a clear error on a machine without one (tests/test_conformance.py,
+  for every built-in model with a ``device`` param);
 * listing the models imports none of their libraries.
 
-Budgets (``FAST``, tests/conftest.py) keep the file to a few minutes on two CPU cores; they are far below the defaults,
-whose cost benchmarks/modern_fit_cost.py measures.
+Budgets (each spec's ``quick_params``) keep the file to a few minutes on two CPU cores; they are far below the
+defaults, whose cost benchmarks/modern_fit_cost.py measures.
 """
 
 from __future__ import annotations
@@ -26,11 +28,13 @@ import numpy as np
 import pytest
 
 from tabbench.testing import fit_checked
-from tests.conftest import registered_spec, FAST, SHARED, require_shared
+from tests.conftest import SHARED, builtin_models, quick_params, registered_spec, registry, require_shared
 
 REPO = Path(__file__).resolve().parents[1]
-MODERN = ("realmlp", "tabm", "tabr", "modernnca")
-RETRIEVAL = ("tabr", "modernnca")
+#: The ``modern`` extra's models: TabM, RealMLP, TabR and ModernNCA today.
+MODERN = [name for name in builtin_models() if "[modern]" in registry()[name].spec.install_hint]
+#: Those that retrieve from other rows (TabR's and ModernNCA's candidates).
+RETRIEVAL = [name for name in MODERN if registry()[name].spec.uses_other_rows]
 LIBRARIES = {"torch", "pytabkit", "tabm", "rtdl_num_embeddings", "faiss", "skorch", "pytorch_lightning"}
 
 
@@ -63,7 +67,7 @@ def uci_small_fold0(name):
 @functools.lru_cache(maxsize=None)
 def fitted_on_concrete(name):
     dataset, split = concrete()
-    return fit_checked(spec(name), dataset, split, params={**FAST[name], "device": "cpu"})
+    return fit_checked(spec(name), dataset, split, params={**quick_params(name), "device": "cpu"})
 
 
 @pytest.mark.parametrize("name", MODERN)
@@ -88,7 +92,7 @@ def test_tabm_stops_on_the_leaderboard_metric_not_the_loss():
     from sklearn.metrics import roc_auc_score
 
     dataset, split = uci_small_fold0("breast_cancer")
-    model = fit_checked(spec("tabm"), dataset, split, params={**FAST["tabm"], "device": "cpu"})
+    model = fit_checked(spec("tabm"), dataset, split, params={**quick_params("tabm"), "device": "cpu"})
     assert model.info_["stopped_on"] == "auroc", model.info_
     auroc = roc_auc_score(dataset.y[split.val], model.predict_proba(dataset.X.iloc[split.val])[:, 1])
     assert model.info_["best_val_loss"] == pytest.approx(1.0 - auroc, abs=1e-9), (model.info_, auroc)
@@ -104,7 +108,7 @@ def test_tabm_mixed_precision_only_where_bf16_is_native():
 
     dataset, split = concrete()
     mixed = fitted_on_concrete("tabm")
-    fp32 = fit_checked(spec("tabm"), dataset, split, params={**FAST["tabm"], "device": "cpu", "amp": False})
+    fp32 = fit_checked(spec("tabm"), dataset, split, params={**quick_params("tabm"), "device": "cpu", "amp": False})
     assert fp32.info_["amp"] is False
     assert mixed.info_["amp"] is native_bf16("cpu")
     assert all(t.dtype == torch.float32 for t in mixed.network_.parameters())
@@ -125,27 +129,6 @@ def test_retrieval_uses_training_rows_only(name):
     together = model.predict(X)
     alone = np.concatenate([model.predict(X.iloc[[i]]) for i in range(len(X))])
     np.testing.assert_allclose(alone, together, rtol=1e-4, atol=1e-4)
-
-
-@pytest.mark.parametrize("name", MODERN)
-def test_device_decides_the_gpu_request(name):
-    model_spec = spec(name)
-    params = dict(model_spec.default_params)
-    assert params["device"] == "auto"
-    assert model_spec.resources({**params, "device": "cuda"})["num_gpus"] == 1
-    assert model_spec.resources({**params, "device": "cpu"})["num_gpus"] == 0
-
-
-@pytest.mark.parametrize("name", MODERN)
-def test_cuda_without_a_cuda_device_is_a_clear_error(name):
-    from tabbench_plugins.torch_training import cuda_available
-
-    if cuda_available():
-        pytest.skip("this machine has a CUDA device")
-    dataset, split = concrete()
-    model = spec(name).build(dataset.meta, 0, {**FAST[name], "device": "cuda"})
-    with pytest.raises(RuntimeError, match="no CUDA device"):
-        model.fit(dataset.X.iloc[split.train], dataset.y[split.train], dataset.X.iloc[split.val], dataset.y[split.val])
 
 
 def test_tabr_names_the_faiss_build_it_needs_on_a_gpu():
@@ -192,7 +175,7 @@ def test_early_stopping_without_validation_rows_is_a_clear_error(name, model):
     the error names the model and the dataset before any training."""
     dataset, split = concrete()
     X, y = dataset.X.iloc[split.train], dataset.y[split.train]
-    estimator = spec(name).build(dataset.meta, 0, {**FAST[name], "device": "cpu"})
+    estimator = spec(name).build(dataset.meta, 0, {**quick_params(name), "device": "cpu"})
     with pytest.raises(ValueError, match=f"{model} on concrete: no validation rows"):
         estimator.fit(X, y, X.iloc[:0], y[:0])
 

@@ -24,6 +24,7 @@ from tabbench.data.cache import DataPaths  # noqa: E402
 from tabbench.data.dataset import DatasetConfig, SplitConfig, load_dataset  # noqa: E402
 from tabbench.data.sources.sklearn import Sklearn  # noqa: E402
 from tabbench.data.splits import make_splits  # noqa: E402
+from tabbench.estimator import JobContext  # noqa: E402
 from tabbench.plugins import load_models  # noqa: E402
 from tabbench_plugins.npt import NPT  # noqa: E402
 from tabbench_plugins.npt import model as nm  # noqa: E402
@@ -391,8 +392,10 @@ def test_transductive_breast_cancer_fold0_auroc(breast_cancer):
 
 _RESUMABLE_FIT = """
 import sys, torch
+from pathlib import Path
 torch.set_num_threads(1)
 from tabbench.data.cache import DataPaths
+from tabbench.estimator import JobContext
 from tabbench.data.dataset import DatasetConfig, SplitConfig, load_dataset
 from tabbench.data.sources.sklearn import Sklearn
 from tabbench.data.splits import make_splits
@@ -401,8 +404,8 @@ cfg = SplitConfig("kfold", k=10, val_fraction=2 / 9)
 ds = load_dataset(DatasetConfig("bc", Sklearn(id="breast_cancer"), split=cfg), DataPaths.from_env(cache=sys.argv[2]))
 sp = make_splits(ds, cfg)[0]
 model = NPT(ds.meta, 0, **{params})
-model.checkpoint_dir = sys.argv[1]
-model.fit(ds.X.iloc[sp.train], ds.y[sp.train], ds.X.iloc[sp.val], ds.y[sp.val])
+model.fit(ds.X.iloc[sp.train], ds.y[sp.train], ds.X.iloc[sp.val], ds.y[sp.val],
+          context=JobContext(checkpoint_dir=Path(sys.argv[1])))
 """
 
 
@@ -434,8 +437,7 @@ def test_a_killed_fit_resumes_from_its_checkpoint_to_the_same_result(breast_canc
     assert (folder / CHECKPOINT_FILE).exists(), "the fit wrote no checkpoint before it was killed"
 
     resumed = NPT(ds.meta, 0, **params)
-    resumed.checkpoint_dir = str(folder)
-    resumed.fit(*fit_args)
+    resumed.fit(*fit_args, context=JobContext(checkpoint_dir=folder))
     assert 1 <= resumed.info_["resumed_from_step"] < 40
     for a, b in zip(whole.model_.parameters(), resumed.model_.parameters()):
         torch.testing.assert_close(a, b, rtol=0, atol=0)
@@ -450,8 +452,7 @@ def test_a_killed_fit_resumes_from_its_checkpoint_to_the_same_result(breast_canc
 
     # the same job with other run params (threads, checkpoint interval) continues the same checkpoint
     again = NPT(ds.meta, 0, **{**params, "cpus": 2, "checkpoint_minutes": 30})
-    again.checkpoint_dir = str(folder)
-    again.fit(*fit_args)
+    again.fit(*fit_args, context=JobContext(checkpoint_dir=folder))
     assert again.info_["resumed_from_step"] is not None and again.info_["checkpoint_ignored"] is None
 
     # a job resumed by the harness records the whole fit's time: the checkpoint's part plus its own
@@ -470,9 +471,8 @@ def test_a_killed_fit_resumes_from_its_checkpoint_to_the_same_result(breast_canc
 
     # a checkpoint of another run (here: another learning rate) is never loaded, and the fit says why
     other = NPT(ds.meta, 0, **{**params, "lr": 5e-4})
-    other.checkpoint_dir = str(folder)
     with pytest.warns(UserWarning, match="not resumed"):
-        other.fit(*fit_args)
+        other.fit(*fit_args, context=JobContext(checkpoint_dir=folder))
     assert other.info_["resumed_from_step"] is None
     assert "made by another run" in other.info_["checkpoint_ignored"]
 

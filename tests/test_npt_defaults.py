@@ -12,7 +12,7 @@ import pytest
 pytest.importorskip("torch")
 
 from tabbench.data.cache import DataPaths  # noqa: E402
-from tabbench.estimator import TrainingClock  # noqa: E402
+from tabbench.estimator import TRAINING_SHARE, JobContext, TrainingClock  # noqa: E402
 from tabbench.plugins import load_models  # noqa: E402
 from tabbench.run.runner import RunError, RunOptions, load_data, model_refusals, run_suite  # noqa: E402
 from tabbench.suite import load_suite  # noqa: E402
@@ -181,10 +181,15 @@ def test_a_fit_with_auto_steps_runs_the_steps_its_budget_buys_and_records_them()
     full = {**NPT.defaults, **params}
     budget = next(b for b in np.geomspace(1e-3, 100, 300) if auto_steps(ds.meta, sizes, full, b) >= 200)
     model = NPT(ds.meta, 0, **params)
-    model.time_budget_s = budget
-    # the clock out of the way (its stop is tests/test_time_budget.py's): the steps the budget buys all run
-    model.training_clock = lambda: TrainingClock(None)
-    model.fit(*fit_args)
+
+    class Unhurried(JobContext):
+        """The budget for ``steps: auto``, the clock out of the way (its stop is tests/test_time_budget.py's):
+        the steps the budget buys all run."""
+
+        def training_clock(self, share=TRAINING_SHARE):
+            return TrainingClock(None)
+
+    model.fit(*fit_args, context=Unhurried(time_budget_s=budget))
     slowdown = model.info_["slowdown_vs_cost_model"]
     expected = auto_steps(ds.meta, sizes, full, budget, slowdown)
     print(f"one pass here is {slowdown:.2f}x the cost model's; {expected} steps of the {budget:.3g} s budget")

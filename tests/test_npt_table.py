@@ -22,7 +22,7 @@ from tabbench.data.cache import DataPaths  # noqa: E402
 from tabbench.data.dataset import DatasetConfig, SplitConfig, load_dataset  # noqa: E402
 from tabbench.data.sources.sklearn import Sklearn  # noqa: E402
 from tabbench.data.splits import make_splits  # noqa: E402
-from tabbench.estimator import TrainingClock  # noqa: E402
+from tabbench.estimator import JobContext, TrainingClock  # noqa: E402
 from tabbench_plugins.npt import NPT  # noqa: E402
 from tabbench_plugins.npt.checkpoints import CHECKPOINT_FILE  # noqa: E402
 
@@ -72,6 +72,13 @@ class _StopsAfter(TrainingClock):
         return self.stopped
 
 
+class _ContextStoppingAt17(JobContext):
+    """A job's context whose training clock runs out after 17 steps (``_StopsAfter``)."""
+
+    def training_clock(self, share=None):
+        return _StopsAfter(17)
+
+
 #: The fingerprint the code before table.py (commit bbad529) wrote into this job's checkpoint: the training
 #: table's bytes, the job's params and seed, and the model's parameter names and shapes. Were it to change,
 #: every checkpoint on disk would be ignored and its run started over.
@@ -97,17 +104,14 @@ def test_a_checkpoint_keeps_the_format_of_the_runs_written_before_the_table_move
     whole = NPT(ds.meta, 0, **params).fit(*fit_args)
 
     stopped = NPT(ds.meta, 0, **params)
-    stopped.checkpoint_dir = str(tmp_path / "ckpt")
-    stopped.training_clock = lambda: _StopsAfter(17)
-    stopped.fit(*fit_args)
+    stopped.fit(*fit_args, context=_ContextStoppingAt17(checkpoint_dir=tmp_path / "ckpt"))
     assert stopped.info_["steps_run"] == 17
     saved = torch.load(tmp_path / "ckpt" / CHECKPOINT_FILE, weights_only=False)
     assert set(saved) == {"fingerprint", "run"} and set(saved["run"]) == RUN_STATE
     assert saved["fingerprint"] == FINGERPRINT and saved["run"]["step"] == 17
 
     resumed = NPT(ds.meta, 0, **params)
-    resumed.checkpoint_dir = str(tmp_path / "ckpt")
-    resumed.fit(*fit_args)
+    resumed.fit(*fit_args, context=JobContext(checkpoint_dir=tmp_path / "ckpt"))
     assert resumed.info_["resumed_from_step"] == 17 and resumed.info_["checkpoint_ignored"] is None
     for a, b in zip(whole.model_.parameters(), resumed.model_.parameters()):
         assert torch.equal(a, b)

@@ -30,7 +30,7 @@ LINEAR_PLUGIN = textwrap.dedent('''
             frame = pd.get_dummies(X, dtype=float)  # a categorical column: one 0/1 column per level
             return ((frame.fillna(self.mean_) - self.mean_) / self.scale_).to_numpy()
 
-        def fit(self, X, y, X_val=None, y_val=None):
+        def fit(self, X, y, X_val=None, y_val=None, *, context=None):
             from sklearn.linear_model import LogisticRegression, Ridge
 
             frame = pd.get_dummies(X, dtype=float)
@@ -84,7 +84,7 @@ BROKEN_PLUGIN = textwrap.dedent('''
         def __init__(self, meta, seed, defect="none"):
             self.meta, self.seed, self.defect = meta, seed, defect
 
-        def fit(self, X, y, X_val=None, y_val=None):
+        def fit(self, X, y, X_val=None, y_val=None, *, context=None):
             if self.defect == "numeric_only":
                 X = X.to_numpy(dtype=np.float64)  # fails on a categorical column of text levels
             self.noise_ = np.random.default_rng().normal(scale=1e-3) if self.defect == "ignores_seed" else 0.0
@@ -143,6 +143,30 @@ def test_a_model_that_breaks_nothing_passes(broken):
     check_model("broken", plugin_files=[broken])
 
 
+def test_a_fit_without_the_context_argument_fails_the_check_saying_what_to_add():
+    """The harness hands every fit the job's context (``context=``); a fit written without it would fail every
+    job with a TypeError, so the check names the argument and the fix."""
+    import numpy as np
+
+    from tabbench.spec import ModelSpec
+
+    class WithoutContext:
+        def __init__(self, meta, seed):
+            self.meta = meta
+
+        def fit(self, X, y, X_val=None, y_val=None):
+            self.mean_ = float(np.mean(y))
+            return self
+
+        def predict(self, X):
+            return np.full(len(X), self.mean_)
+
+    spec = ModelSpec(name="without_context", factory=WithoutContext, tasks=frozenset({"regression"}),
+                     default_params={})
+    with pytest.raises(ContractError, match=r"fit does not take the keyword argument context.*\*, context="):
+        check_model(spec)
+
+
 @pytest.mark.parametrize("defect,task,message", [
     ("fit_returns_none", "binary", "model 'broken' on breast_cancer (binary): fit returned NoneType, not self"),
     ("nan", "regression", "predictions are NaN"),
@@ -165,7 +189,7 @@ TRANSDUCTIVE_PLUGIN = textwrap.dedent('''
         """Regression: predicts the training mean, after checking it was given the test rows' features."""
         def __init__(self, meta, seed):
             self.meta = meta
-        def fit(self, X, y, X_val=None, y_val=None, X_unlabelled=None):
+        def fit(self, X, y, X_val=None, y_val=None, X_unlabelled=None, *, context=None):
             if X_unlabelled is None or "target" in X_unlabelled or len(X_unlabelled) == 0:
                 raise ValueError("a transductive fit needs the test rows' features")
             self.mean_ = float(np.mean(y))

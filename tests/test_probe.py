@@ -17,7 +17,7 @@ from tabbench.run.execute import outputs, score
 from tabbench.probe import Context, corrupted_outputs, job_context, permute_columns, probe, sample_test_rows
 from tabbench.published import PublishedError, load_published
 from tabbench.spec import BINARY, CATEGORICAL, NUMERIC, REGRESSION, Column, DatasetMeta
-from tests.conftest import FAST, registered_spec
+from tests.conftest import quick_params, registered_spec
 
 
 def _table(name: str):
@@ -98,7 +98,7 @@ def test_knn_predicts_a_duplicated_row_from_its_copy_until_the_other_rows_are_co
 def test_a_parametric_model_changes_by_exactly_zero(name):
     meta, X, y = _table("breast_cancer")
     split = _split(len(y))
-    spec, model = _fitted(name, meta, X, y, split, **FAST.get(name, {}))
+    spec, model = _fitted(name, meta, X, y, split, **quick_params(name))
     assert not spec.uses_other_rows
     result = probe(model, spec, _job(), meta, X, y, split)
     assert result["change"] == 0.0 and result["before"] == result["after"] and result["rows_changed"] == 0
@@ -111,7 +111,7 @@ def _tiled(X_rows, y_rows, n: int):
 @pytest.mark.parametrize("name,params,min_drop", [
     ("knn", {}, 0.1), ("modernnca", {"max_epochs": 8, "patience": 3}, 0.1),
     # TabR adds the retrieved context to the row's own encoding, which alone still ranks the classes
-    ("tabr", FAST["tabr"], 0.02),
+    ("tabr", quick_params("tabr"), 0.02),
 ])
 def test_context_of_the_training_rows_reproduces_predict(name, params, min_drop):
     """predict_with_context given the rows fit gave predicts as predict does; corrupted rows change that."""
@@ -140,7 +140,7 @@ def test_tabr_candidates_are_preprocessed_as_fit_did_and_restored_afterwards():
 
     meta, X, y = _table("diabetes")  # numeric columns, a two-level categorical (binary for TabR), a real target
     split = _split(len(y))
-    spec, tabr = _fitted("tabr", meta, X, y, split, **FAST["tabr"])
+    spec, tabr = _fitted("tabr", meta, X, y, split, **quick_params("tabr"))
     lightning = tabr._interface().model
     training = lightning.dataset
     stored = training.data
@@ -218,7 +218,7 @@ def test_a_model_that_reads_other_rows_but_cannot_be_handed_others_is_not_probed
     split = _split(len(y))
     spec = ModelSpec(name="reads_rows", factory=Prior, uses_other_rows=True)
     model = Prior(meta, 0).fit(X.iloc[split.train], y[split.train])
-    assert not hasattr(model, "predict_with_context")
+    assert model.predict_with_context is None  # the base class's default: it cannot be handed other rows
     result = probe(model, spec, _job(), meta, X, y, split)
     assert np.isnan(result["after"]) and np.isnan(result["change"]) and result["rows_changed"] is None
     assert "not probed" in result["note"] and result["before"] > 0

@@ -1,9 +1,10 @@
 """Iterative models stop training before a job's time budget runs out and keep what they have.
 
-Every model that trains in epochs or iterations takes ``TrainingClock`` (tabbench/estimator.py) from its
-``time_budget_s``: it trains for at most ``TRAINING_SHARE`` of it, keeps its best validation epoch (or the
-trees it has) and records ``info_["stopped_by_time_budget"]``. For each such model, on breast cancer
-(bundled with scikit-learn: no download), with caps far above what half a second allows:
+Every model that trains in epochs or iterations takes ``TrainingClock`` (tabbench/estimator.py) from the job
+context ``fit`` is given (``JobContext.training_clock()``): it trains for at most ``TRAINING_SHARE`` of the job's
+time budget, keeps its best validation epoch (or the trees it has) and records
+``info_["stopped_by_time_budget"]``. For each such model, on breast cancer (bundled with scikit-learn: no
+download), with caps far above what half a second allows:
 
 * without a budget it trains to its cap (its fit takes seconds here) and records ``stopped_by_time_budget``
   False;
@@ -24,7 +25,7 @@ import time
 import numpy as np
 import pytest
 
-from tabbench.estimator import TrainingClock
+from tabbench.estimator import JobContext, TrainingClock
 from tabbench.testing import contract_data
 from tests.conftest import registered_spec
 
@@ -74,17 +75,17 @@ def spec(name):
 
 
 def fit(name, budget_s, job_started=None):
-    """(fitted model, fit seconds) on breast cancer's default holdout split, with ``time_budget_s`` (and the job's
-    start, ``job_started``, a ``time.monotonic()`` reading; None: fit's start) as the harness sets them."""
+    """(fitted model, fit seconds) on breast cancer's default holdout split, given the job's context as the harness
+    gives it: the time budget ``budget_s`` counted from the job's start ``job_started`` (a ``time.monotonic()``
+    reading; None: fit's start)."""
     model_spec = spec(name)
     dataset, split = contract_data("binary")
     params = {**LONG[name], **({"device": "cpu"} if "device" in model_spec.default_params else {})}
     model = model_spec.build(dataset.meta, 0, params)
-    model.time_budget_s = budget_s
-    if job_started is not None:
-        model.job_started = job_started
+    context = JobContext(time_budget_s=budget_s, started=job_started)
     start = time.perf_counter()
-    model.fit(dataset.X.iloc[split.train], dataset.y[split.train], dataset.X.iloc[split.val], dataset.y[split.val])
+    model.fit(dataset.X.iloc[split.train], dataset.y[split.train], dataset.X.iloc[split.val], dataset.y[split.val],
+              context=context)
     return model, time.perf_counter() - start
 
 

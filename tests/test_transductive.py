@@ -9,6 +9,7 @@ from tabbench.data.cache import DataPaths
 from tabbench.data.dataset import DatasetConfig, SplitConfig, load_dataset
 from tabbench.data.sources.sklearn import Sklearn
 from tabbench.data.splits import make_splits
+from tabbench.estimator import TRAINING_SHARE, JobContext
 from tabbench.run.execute import execute
 from tabbench.run.jobs import Job
 from tabbench.report.leaderboard import TRANSDUCTIVE_MARK, TRANSDUCTIVE_NOTE, write_leaderboard
@@ -33,7 +34,7 @@ def _job(transductive: bool) -> tuple:
 def test_an_inductive_model_never_receives_test_rows():
     ds, split, call, record = _job(False)
     assert record["status"] == "ok" and record["transductive"] is False
-    assert set(call) == {"X", "y", "X_val", "y_val"}
+    assert set(call) == {"X", "y", "X_val", "y_val", "context"}
     seen = set(call["X"].index) | set(call["X_val"].index)
     assert seen == set(ds.X.index[split.train]) | set(ds.X.index[split.val])
     assert not seen & set(ds.X.index[split.test])
@@ -49,7 +50,24 @@ def test_a_transductive_model_gets_the_test_features_and_never_their_targets():
     # the only targets fit receives are the training and validation rows'
     np.testing.assert_array_equal(call["y"], ds.y[split.train])
     np.testing.assert_array_equal(call["y_val"], ds.y[split.val])
-    assert set(call) == {"X", "y", "X_val", "y_val", "X_unlabelled"}
+    assert set(call) == {"X", "y", "X_val", "y_val", "X_unlabelled", "context"}
+
+
+def test_fit_is_handed_the_jobs_context(tmp_path):
+    """The job's time budget, the moment it counts from, its checkpoint folder and the resources reserved for it
+    reach fit as one argument, ``context``."""
+    cfg = SplitConfig("kfold", k=5, val_fraction=0.2)
+    ds = load_dataset(DatasetConfig("bc", Sklearn(id="breast_cancer"), split=cfg), DataPaths.from_env())
+    split = make_splits(ds, cfg)[0]
+    job = Job("k", "s", "spy", "spy", {}, None, "bc", "binary", 0, 0, 0, ds.fingerprint, split.fingerprint,
+              resources={"num_cpus": 2, "num_gpus": 0}, time_budget_s=30.0)
+    Spy.calls.clear()
+    record = execute(job, Spy, ds.meta, ds.X, ds.y, split, checkpoint_dir=tmp_path / "ckpt", started=12.5)
+    assert record["status"] == "ok", record.get("traceback")
+    (call,) = Spy.calls
+    assert call["context"] == JobContext(time_budget_s=30.0, started=12.5, checkpoint_dir=tmp_path / "ckpt", cpus=2,
+                                         gpus=0)
+    assert call["context"].training_clock().deadline == 12.5 + TRAINING_SHARE * 30.0
 
 
 def _record(method, dataset, fold, auroc, transductive):

@@ -46,7 +46,7 @@ import numpy as np
 import pandas as pd
 
 import tabbench
-from tabbench.estimator import Estimator, TrainingClock
+from tabbench.estimator import Estimator, JobContext, TrainingClock
 from tabbench.preprocess import TabularEncoder
 from tabbench.spec import CATEGORICAL, ModelSpec
 from tabbench_plugins.torch_training import DEVICES, SeenClasses, gpus_for, resolve_device, validation
@@ -86,8 +86,8 @@ class Booster(Estimator):
         raise NotImplementedError
 
     # -- the estimator contract ---------------------------------------------------------------------
-    def fit(self, X, y, X_val=None, y_val=None):
-        clock = self.training_clock()
+    def fit(self, X, y, X_val=None, y_val=None, *, context: JobContext = JobContext()):
+        clock = context.training_clock()
         if self.params.get("one_hot"):  # one 0/1 column per level, numeric columns as they are
             self.encoder_ = TabularEncoder(self.meta, categorical="onehot", standardize=False).fit(X)
         self.device_ = self._device()
@@ -294,20 +294,29 @@ ONE_HOT_ADDED = {"one_hot": False}
 BOOSTERS = "pip install 'tabbench-harness[boosters]'"
 
 
+#: A small training budget for tests (``ModelSpec.quick_params``): a few hundred trees at most.
+QUICK = {"n_estimators": 300, "early_stopping_rounds": 20}
+#: What every booster's ``info_`` holds after a fit (``ModelSpec.info_keys``).
+RECORDS = frozenset({"device", "best_iteration"})
+
+
 @tabbench.hookimpl
 def register_models(register):
     register(ModelSpec(
         name="xgboost", factory=XGBoost, requires=("xgboost",), install_hint=BOOSTERS,
         search_space=PAPER_BOOSTING_GRID, gpus=gpus_for,
         description="XGBoost (hist trees, native categoricals, early stopping on the validation split)",
+        quick_params=QUICK, info_keys=RECORDS,
     ))
     register(ModelSpec(
         name="catboost", factory=CatBoost, requires=("catboost",), install_hint=BOOSTERS,
         search_space=PAPER_BOOSTING_GRID, gpus=gpus_for, added_params=ONE_HOT_ADDED,
         description="CatBoost (cat_features for categoricals, or one_hot; early stopping on the validation split)",
+        quick_params=QUICK, info_keys=RECORDS,
     ))
     register(ModelSpec(
         name="lightgbm", factory=LightGBM, requires=("lightgbm",), install_hint=BOOSTERS,
         search_space=PAPER_BOOSTING_GRID, gpus=0, added_params=ONE_HOT_ADDED,
         description="LightGBM (native categoricals, or one_hot; early stopping on the validation split; CPU only)",
+        quick_params=QUICK, info_keys=RECORDS,
     ))

@@ -28,10 +28,11 @@ from __future__ import annotations
 import numpy as np
 
 import tabbench
-from tabbench.estimator import Estimator
+from tabbench.estimator import Estimator, JobContext
 from tabbench.preprocess import TabularEncoder, TargetScaler
 from tabbench.spec import ModelSpec
-from tabbench_plugins.torch_training import EarlyStopping, gpus_for, resolve_device, torch_seeded, torch_threads
+from tabbench_plugins.torch_training import (EarlyStopping, gpus_for, resolve_device, torch_seeded, torch_threads,
+                                            train_epochs)
 
 PREDICT_CHUNK = 8192  # rows per forward pass at prediction time
 
@@ -51,11 +52,11 @@ class MLP(Estimator):
     defaults = {"hidden_size": 256, "n_layers": 2, "dropout": 0.1, "lr": 1e-3, "weight_decay": 1e-4, "batch_size": 128,
                 "max_epochs": 500, "patience": 20, "n_jobs": 1, "device": "auto"}
 
-    def fit(self, X, y, X_val=None, y_val=None):
+    def fit(self, X, y, X_val=None, y_val=None, *, context: JobContext = JobContext()):
         import torch
 
         p = self.params
-        clock = self.training_clock()
+        clock = context.training_clock()
         self.device_ = resolve_device(p["device"])
         self.encoder_ = TabularEncoder(self.meta, categorical="onehot", standardize=True).fit(X)
         if not self.meta.is_classification:
@@ -69,22 +70,10 @@ class MLP(Estimator):
             self.network_ = build_network(x_train.shape[1], n_out, p["hidden_size"], p["n_layers"],
                                           p["dropout"]).to(self.device_)
             optimizer = torch.optim.AdamW(self.network_.parameters(), lr=p["lr"], weight_decay=p["weight_decay"])
-            shuffle = torch.Generator().manual_seed(self.seed)
-            n = len(x_train)
-            batch_size = min(p["batch_size"], n)
             stopping = EarlyStopping(self.network_, p["patience"], p["max_epochs"], clock, validated=has_val)
-            for _ in stopping:
-                self.network_.train()
-                order = torch.randperm(n, generator=shuffle).to(self.device_)
-                for start in range(0, n, batch_size):
-                    rows = order[start:start + batch_size]
-                    optimizer.zero_grad(set_to_none=True)
-                    self._loss(self.network_(x_train[rows]), t_train[rows]).backward()
-                    optimizer.step()
-                if has_val:
-                    stopping.update(self._evaluate(x_val, t_val))
-            stopping.restore()
-        self.network_.eval()
+            train_epochs(stopping, optimizer, lambda rows, _: self._loss(self.network_(x_train[rows]), t_train[rows]),
+                         len(x_train), p["batch_size"], self.seed, self.device_,
+                         validation_loss=(lambda: self._evaluate(x_val, t_val)) if has_val else None)
         self.info_ = {"device": self.device_, "n_params": int(sum(t.numel() for t in self.network_.parameters())),
                       **stopping.info()}
         return self
@@ -144,4 +133,6 @@ def register_models(register):
                       "weight_decay": [0.0, 1e-4, 1e-2], "batch_size": [64, 256]},
         gpus=gpus_for,
         description="PyTorch MLP (AdamW, dropout, early stopping on validation loss), one-hot + standardised inputs",
+        quick_params={"max_epochs": 60, "patience": 10},
+        info_keys=frozenset({"device", "n_params", "epochs", "best_epoch", "best_val_loss"}),
     ))

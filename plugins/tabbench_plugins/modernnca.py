@@ -49,10 +49,10 @@ from __future__ import annotations
 import numpy as np
 
 import tabbench
-from tabbench.estimator import Estimator
+from tabbench.estimator import Estimator, JobContext
 from tabbench.spec import ModelSpec
-from tabbench_plugins.torch_training import EarlyStopping, gpus_for, resolve_device, torch_seeded, torch_threads
-from tabbench_plugins.tabm import TabularTensors, task_loss, training_targets
+from tabbench_plugins.torch_training import (EarlyStopping, TabularTensors, gpus_for, resolve_device, task_loss,
+                                            torch_seeded, torch_threads, train_epochs, training_targets)
 
 CANDIDATE_CHUNK = 1024  # query rows per distance computation at prediction time
 REQUIRES = ("torch", "rtdl_num_embeddings")
@@ -122,11 +122,11 @@ class ModernNCA(Estimator):
         "n_jobs": 1, "device": "auto",
     }
 
-    def fit(self, X, y, X_val=None, y_val=None):
+    def fit(self, X, y, X_val=None, y_val=None, *, context: JobContext = JobContext()):
         import torch
 
         p = self.params
-        clock = self.training_clock()
+        clock = context.training_clock()
         assert 0 < p["sample_rate"] <= 1, f"sample_rate must be in (0, 1], got {p['sample_rate']}"
         assert p["temperature"] > 0, f"temperature must be positive, got {p['temperature']}"
         self.device_ = resolve_device(p["device"])
@@ -142,33 +142,25 @@ class ModernNCA(Estimator):
         n = len(t_train)
         assert n >= 2, f"ModernNCA needs at least two training rows (a row is never its own neighbour), got {n}"
 
+        n_candidates = max(2, int(round(p["sample_rate"] * n)))
+
+        def batch_loss(rows, generator):
+            # stochastic neighbourhood sampling: this step's candidates, a random share of the training rows
+            sampled = torch.randperm(n, generator=generator)[:n_candidates].to(self.device_)
+            if len(rows) < 2:  # BatchNorm needs two rows; a last batch of one is skipped
+                return None
+            embedded = self._embed(self._rows(self.x_train_, torch.cat([rows, sampled])))
+            query, candidates = embedded[:len(rows)], embedded[len(rows):]
+            out = neighbour_output(query, candidates, self.candidate_targets_[sampled], p["temperature"],
+                                   exclude_self=rows[:, None] == sampled[None, :])
+            return self._loss(out, t_train[rows])
+
         with torch_threads(p["n_jobs"]), torch_seeded(self.seed, self.device_):
             self.network_ = build_network(self.inputs_.n_numeric, self.inputs_.cardinalities_, p).to(self.device_)
             optimizer = torch.optim.AdamW(self.network_.parameters(), lr=p["lr"], weight_decay=p["weight_decay"])
-            generator = torch.Generator().manual_seed(self.seed)
-            batch_size = min(p["batch_size"], n)
-            n_candidates = max(2, int(round(p["sample_rate"] * n)))
             stopping = EarlyStopping(self.network_, p["patience"], p["max_epochs"], clock)
-            for _ in stopping:
-                self.network_.train()
-                order = torch.randperm(n, generator=generator).to(self.device_)
-                for start in range(0, n, batch_size):
-                    rows = order[start:start + batch_size]
-                    # stochastic neighbourhood sampling: this step's candidates, a random share of the training rows
-                    sampled = torch.randperm(n, generator=generator)[:n_candidates].to(self.device_)
-                    if len(rows) < 2:  # BatchNorm needs two rows; a last batch of one is skipped
-                        continue
-                    embedded = self._embed(self._rows(self.x_train_, torch.cat([rows, sampled])))
-                    query, candidates = embedded[:len(rows)], embedded[len(rows):]
-                    out = neighbour_output(query, candidates, self.candidate_targets_[sampled], p["temperature"],
-                                           exclude_self=rows[:, None] == sampled[None, :])
-                    loss = self._loss(out, t_train[rows])
-                    optimizer.zero_grad(set_to_none=True)
-                    loss.backward()
-                    optimizer.step()
-                stopping.update(float(self._loss(self._predict_output(x_val), t_val)))
-            stopping.restore()
-        self.network_.eval()
+            train_epochs(stopping, optimizer, batch_loss, n, p["batch_size"], self.seed, self.device_,
+                         validation_loss=lambda: float(self._loss(self._predict_output(x_val), t_val)))
         self.info_ = {"device": self.device_, "n_params": int(sum(t.numel() for t in self.network_.parameters())),
                       **stopping.info(), "retrieval": "inductive (training rows only)"}
         return self
@@ -201,7 +193,7 @@ class ModernNCA(Estimator):
 
     def predict_with_context(self, X, context_X, context_y):
         """Row i of X predicted with block i of the context as its candidates in place of the training rows
-        (tabbench/spec.py). Cost per row: one embedding pass over its block (eval mode: BatchNorm uses its
+        (see Estimator). Cost per row: one embedding pass over its block (eval mode: BatchNorm uses its
         running statistics, so blocks embedded together do not affect each other) and one distance row."""
         import torch
 
@@ -255,4 +247,6 @@ def register_models(register):
         description="ModernNCA (Ye et al., ICLR 2025; written from the paper): soft nearest neighbours over "
                     "the TRAINING rows in a learned embedding (inductive retrieval), early stopping on "
                     "validation; not in the NPT paper",
+        quick_params={"max_epochs": 30, "patience": 5},
+        info_keys=frozenset({"device", "n_params", "epochs", "best_epoch", "best_val_loss"}),
     ))

@@ -41,7 +41,7 @@ import tempfile
 import numpy as np
 import pandas as pd
 
-from tabbench.estimator import Estimator
+from tabbench.estimator import Estimator, JobContext
 from tabbench_plugins.torch_training import SeenClasses, resolve_device, torch_seeded, torch_threads, validation
 
 #: Params of every pytabkit plugin that are ours, not pytabkit's.
@@ -87,11 +87,11 @@ class PytabkitEstimator(Estimator):
         """The device the fit runs on (torch_training.resolve_device; a model may narrow it)."""
         return resolve_device(asked)
 
-    def fit(self, X, y, X_val=None, y_val=None):
+    def fit(self, X, y, X_val=None, y_val=None, *, context: JobContext = JobContext()):
         from pytabkit.models.sklearn import sklearn_interfaces
 
         p = self.params
-        clock = self.training_clock()
+        clock = context.training_clock()
         self.device_ = self.resolve_device(p["device"])
         means = X[[c.name for c in self.meta.numeric]].mean()
         self.numeric_means_ = means.fillna(0.0).to_dict()  # an all-missing column: 0

@@ -67,4 +67,6 @@ def register_models(register):
         gpus=gpus_for,
         description="RealMLP-TD (Holzmüller et al., NeurIPS 2024; pytabkit), tuned defaults, best epoch on "
                     "validation; not in the NPT paper",
+        quick_params={"n_epochs": 60},
+        info_keys=frozenset({"device", "library"}),
     ))

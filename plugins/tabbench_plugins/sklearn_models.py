@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 import tabbench
-from tabbench.estimator import Estimator
+from tabbench.estimator import Estimator, JobContext
 from tabbench.preprocess import TabularEncoder, full_proba
 from tabbench.spec import ModelSpec
 
@@ -40,7 +40,7 @@ class SklearnModel(Estimator):
             params["random_state"] = self.seed
         return cls(**params)
 
-    def fit(self, X, y, X_val=None, y_val=None, **fit_params):
+    def fit(self, X, y, X_val=None, y_val=None, *, context: JobContext = JobContext(), **fit_params):
         self.encoder_ = TabularEncoder(self.meta, categorical="onehot", standardize=True)
         self.model_ = self._estimator().fit(self.encoder_.fit_transform(X), y, **fit_params)
         return self
@@ -66,12 +66,12 @@ class KNN(SklearnModel):
         self.info_ = {"n_neighbors": estimator.n_neighbors}
         return estimator
 
-    def fit(self, X, y, X_val=None, y_val=None):
+    def fit(self, X, y, X_val=None, y_val=None, *, context: JobContext = JobContext()):
         self.n_train_ = len(X)
         return super().fit(X, y, X_val, y_val)
 
     def predict_with_context(self, X, context_X, context_y):
-        """Row i of X predicted with block i of the context as its neighbour candidates (tabbench/spec.py).
+        """Row i of X predicted with block i of the context as its neighbour candidates (see Estimator).
         Cost per row: one fit of the same scikit-learn model (the neighbour index) on its block, then one
         query: O(block rows x encoded columns)."""
         from sklearn.base import clone
@@ -103,8 +103,8 @@ class GradientBoosting(SklearnModel):
     regressor = "sklearn.ensemble.GradientBoostingRegressor"
     defaults = {"n_estimators": 100, "learning_rate": 0.1, "max_depth": 3, "subsample": 1.0}
 
-    def fit(self, X, y, X_val=None, y_val=None):
-        clock = self.training_clock()
+    def fit(self, X, y, X_val=None, y_val=None, *, context: JobContext = JobContext()):
+        clock = context.training_clock()
 
         def monitor(i, model, _locals) -> bool:  # after tree i; True: stop (scikit-learn keeps trees 0..i)
             return i + 1 < model.n_estimators and clock.out_of_time()
@@ -124,6 +124,7 @@ def register_models(register):
         search_space={"n_neighbors": [2, 5, 7, 10, 20, 30, 40, 50, 75, 100], "weights": ["uniform", "distance"],
                       "p": [1, 2]},
         description="k-nearest neighbours (scikit-learn) on standardised, one-hot encoded features",
+        info_keys=frozenset({"n_neighbors"}),
     ))
     register(ModelSpec(
         name="random_forest", factory=RandomForest, requires=("sklearn.ensemble",),
@@ -134,6 +135,8 @@ def register_models(register):
         search_space={"n_estimators": [50, 100, 500, 1000], "max_features": ["sqrt", "log2", 1.0],
                       "max_depth": [None, 10]},
         description="Random Forest (scikit-learn)",
+        quick_params={"n_estimators": 100},
+        info_keys=frozenset(),  # it trains exactly what its params say
     ))
     register(ModelSpec(
         name="gradient_boosting", factory=GradientBoosting, requires=("sklearn.ensemble",),
@@ -141,4 +144,6 @@ def register_models(register):
         search_space={"learning_rate": [1e-3, 1e-2, 0.1, 0.3], "max_depth": [3, 5, 10],
                       "n_estimators": [50, 100, 500, 1000]},
         description="Gradient Boosting (scikit-learn GradientBoosting*, not the histogram variant)",
+        quick_params={"n_estimators": 100},
+        info_keys=frozenset(),  # it trains exactly what its params say (unless the time budget stops it)
     ))

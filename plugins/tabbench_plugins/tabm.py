@@ -47,110 +47,16 @@ on ``n_jobs`` threads; the same seed gives the same predictions on the CPU.
 
 from __future__ import annotations
 
-import numpy as np
-
 import tabbench
-from tabbench.estimator import Estimator
-from tabbench.preprocess import TargetScaler
+from tabbench.estimator import Estimator, JobContext
 from tabbench.spec import ModelSpec
-from tabbench_plugins.torch_training import (EarlyStopping, SeenClasses, bf16_autocast, gpus_for, native_bf16,
-                                            resolve_device, torch_seeded, torch_threads, validation)
+from tabbench_plugins.torch_training import (EarlyStopping, TabularTensors, bf16_autocast, gpus_for, native_bf16,
+                                            resolve_device, stopping_criterion, task_loss, torch_seeded,
+                                            torch_threads, train_epochs, training_targets)
 
 PREDICT_CHUNK = 4096  # rows per forward pass at prediction time
 REQUIRES = ("torch", "tabm", "rtdl_num_embeddings")
 INSTALL_HINT = "pip install 'tabbench-harness[modern]'"
-
-
-class TabularTensors:
-    """Numeric columns (mean-imputed, quantile-normalised, constant ones dropped) and categorical codes
-    (a missing value is one more level), fitted on the training rows; shared with plugins/modernnca.py."""
-
-    def __init__(self, meta, seed: int):
-        self.meta = meta
-        self.seed = seed
-
-    def fit(self, X):
-        from sklearn.preprocessing import QuantileTransformer
-
-        numeric = X[[c.name for c in self.meta.numeric]].to_numpy(dtype=np.float64)
-        with np.errstate(all="ignore"):
-            self.mean_ = np.nan_to_num(np.nanmean(numeric, axis=0)) if numeric.size else np.zeros(numeric.shape[1])
-        numeric = np.where(np.isnan(numeric), self.mean_, numeric)
-        self.keep_ = np.array([len(np.unique(numeric[:, j])) > 1 for j in range(numeric.shape[1])], dtype=bool)
-        self.quantile_ = None
-        if self.keep_.any():
-            # the TabM paper's quantile transform, with a little noise so that ties do not pile up on one quantile
-            kept = numeric[:, self.keep_]
-            noise = np.random.default_rng(self.seed).normal(0.0, 1e-5, kept.shape) * kept.std(axis=0)
-            self.quantile_ = QuantileTransformer(
-                output_distribution="normal", n_quantiles=max(min(len(kept) // 30, 1000), 10),
-                subsample=10**9, random_state=self.seed).fit(kept + noise)
-        self.cardinalities_ = [len(c.categories) + 1 for c in self.meta.categorical]  # + missing
-        return self
-
-    @property
-    def n_numeric(self) -> int:
-        return int(self.keep_.sum())
-
-    def transform(self, X, device):
-        """(numeric float32 tensor or None, categorical int64 tensor or None) on ``device``."""
-        import torch
-
-        x_num = x_cat = None
-        if self.n_numeric:
-            numeric = X[[c.name for c in self.meta.numeric]].to_numpy(dtype=np.float64)
-            numeric = np.where(np.isnan(numeric), self.mean_, numeric)[:, self.keep_]
-            x_num = torch.as_tensor(self.quantile_.transform(numeric), dtype=torch.float32, device=device)
-        if self.cardinalities_:
-            codes = np.stack([X[c.name].cat.codes.to_numpy().astype(np.int64) for c in self.meta.categorical], 1)
-            codes = np.where(codes < 0, np.array(self.cardinalities_) - 1, codes)
-            x_cat = torch.as_tensor(codes, dtype=torch.long, device=device)
-        return x_num, x_cat
-
-
-def training_targets(model: str, meta, y, X_val, y_val, device):
-    """The fit's targets as tensors, shared with plugins/modernnca.py: class codes over the classes the training
-    rows hold (validation rows of any other class cannot be scored and are dropped, with their X rows), or
-    regression values standardised on the training rows. Returns (seen classes or None, X_val, t_train, t_val,
-    the regression target's ``TargetScaler`` or None); ``model`` names the model in the errors."""
-    import torch
-
-    if X_val is None or len(X_val) == 0:
-        raise ValueError(f"{model} on {meta.name}: no validation rows for early stopping; use a split with a "
-                         "validation part")
-    seen = SeenClasses(y, meta.n_classes) if meta.is_classification else None
-    val = validation(X_val, y_val, seen)  # drops validation rows of a class the training rows lack
-    if val is None:
-        raise ValueError(f"{model} on {meta.name}: no validation row has a class the training rows hold, so "
-                         "early stopping has nothing to score; use a split whose validation part shares classes")
-    X_val, v = val
-    if seen is not None:
-        scale = None
-        t_train, t_val = (torch.as_tensor(c, device=device) for c in (seen.encode(y), v))
-    else:
-        scale = TargetScaler().fit(y)
-        t_train, t_val = (torch.as_tensor(scale.transform(c), dtype=torch.float32, device=device) for c in (y, v))
-    return seen, X_val, t_train, t_val, scale
-
-
-def task_loss(meta, out, target):
-    """Cross-entropy (classification) or squared error (regression, standardised target) of one output."""
-    import torch.nn.functional as F
-
-    if meta.is_classification:
-        return F.cross_entropy(out, target)
-    return F.mse_loss(out.squeeze(-1), target)
-
-
-def stopping_criterion(meta, t_val) -> str:
-    """The leaderboard's metric for the task, or "log_loss" where it is undefined on these validation rows
-    (AUROC needs both classes, and a fit whose training rows hold one class has one output)."""
-    from tabbench.metrics import PRIMARY
-
-    metric = PRIMARY[meta.task][0]
-    if metric == "auroc" and len(t_val.unique()) < 2:
-        return "log_loss"
-    return metric
 
 
 class TabM(Estimator):
@@ -161,11 +67,11 @@ class TabM(Estimator):
         "max_epochs": None, "amp": True, "n_jobs": 1, "device": "auto",
     }
 
-    def fit(self, X, y, X_val=None, y_val=None):
+    def fit(self, X, y, X_val=None, y_val=None, *, context: JobContext = JobContext()):
         import torch
 
         p = self.params
-        clock = self.training_clock()
+        clock = context.training_clock()
         self.device_ = resolve_device(p["device"])
         self.amp_ = bool(p["amp"]) and native_bf16(self.device_)
         self.seen_, X_val, t_train, t_val, self.target_ = training_targets("TabM", self.meta, y, X_val, y_val,
@@ -175,30 +81,20 @@ class TabM(Estimator):
         self.inputs_ = TabularTensors(self.meta, self.seed).fit(X)
         x_train, x_val = self.inputs_.transform(X, self.device_), self.inputs_.transform(X_val, self.device_)
 
+        def batch_loss(rows, _):
+            with bf16_autocast(self.device_, self.amp_):
+                out = self.network_(*(None if x is None else x[rows] for x in x_train))  # (batch, k, n_out)
+            k = out.shape[1]
+            # each of the k members is trained on the batch: the loss is their mean
+            return task_loss(self.meta, out.float().flatten(0, 1), t_train[rows].repeat_interleave(k))
+
         with torch_threads(p["n_jobs"]), torch_seeded(self.seed, self.device_):
             self.network_ = self._network(x_train[0], n_out).to(self.device_)
             optimizer = torch.optim.AdamW(self.network_.parameters(), lr=p["lr"], weight_decay=p["weight_decay"])
-            shuffle = torch.Generator().manual_seed(self.seed)
-            n, batch_size = len(t_train), min(p["batch_size"], len(t_train))
             stopping = EarlyStopping(self.network_, p["patience"], p["max_epochs"], clock)
-            for _ in stopping:
-                self.network_.train()
-                order = torch.randperm(n, generator=shuffle).to(self.device_)
-                for start in range(0, n, batch_size):
-                    rows = order[start:start + batch_size]
-                    with bf16_autocast(self.device_, self.amp_):
-                        out = self.network_(*(None if x is None else x[rows] for x in x_train))  # (batch, k, n_out)
-                    k = out.shape[1]
-                    # each of the k members is trained on the batch: the loss is their mean
-                    loss = task_loss(self.meta, out.float().flatten(0, 1), t_train[rows].repeat_interleave(k))
-                    optimizer.zero_grad(set_to_none=True)
-                    loss.backward()
-                    if p["gradient_clipping_norm"]:
-                        torch.nn.utils.clip_grad_norm_(self.network_.parameters(), p["gradient_clipping_norm"])
-                    optimizer.step()
-                stopping.update(self._validation_error(x_val, t_val))
-            stopping.restore()
-        self.network_.eval()
+            train_epochs(stopping, optimizer, batch_loss, len(t_train), p["batch_size"], self.seed, self.device_,
+                         validation_loss=lambda: self._validation_error(x_val, t_val),
+                         clip_norm=p["gradient_clipping_norm"])
         self.info_ = {"device": self.device_, "amp": self.amp_, "n_params": int(sum(t.numel() for t in self.network_.parameters())),
                       "stopped_on": self.stopped_on_, **stopping.info()}
         return self
@@ -272,4 +168,6 @@ def register_models(register):
         gpus=gpus_for,
         description="TabM (Gorishniy et al., ICLR 2025; tabm + piecewise-linear embeddings): k = 32 weight-sharing "
                     "MLPs, early stopping on the validation metric; not in the NPT paper",
+        quick_params={"k": 8, "d_block": 128, "max_epochs": 30, "patience": 5},  # far below the defaults
+        info_keys=frozenset({"device", "amp", "n_params", "epochs", "best_epoch", "best_val_loss", "stopped_on"}),
     ))

@@ -40,7 +40,7 @@ import warnings
 import numpy as np
 
 import tabbench
-from tabbench.estimator import Estimator
+from tabbench.estimator import Estimator, JobContext
 from tabbench.preprocess import TabularEncoder, TargetScaler
 from tabbench.spec import CATEGORICAL, ModelSpec
 from tabbench_plugins.torch_training import (SeenClasses, gpus_for, resolve_device, torch_seeded, torch_threads,
@@ -110,12 +110,12 @@ class TabNet(Estimator):
         out[:, self.cat_idxs_] += 1.0  # code -1 (missing) -> 0, code k -> k + 1
         return out.astype(np.float32)
 
-    def fit(self, X, y, X_val=None, y_val=None):
+    def fit(self, X, y, X_val=None, y_val=None, *, context: JobContext = JobContext()):
         import torch
         from pytorch_tabnet.tab_model import TabNetClassifier, TabNetRegressor
 
         p = self.params
-        clock = self.training_clock()
+        clock = context.training_clock()
         self.device_ = resolve_device(p["device"])
         self.encoder_ = TabularEncoder(self.meta, categorical="ordinal", standardize=True).fit(X)
         self.cat_idxs_ = list(self.encoder_.categorical_indices_)
@@ -199,4 +199,6 @@ def register_models(register):
                       "virtual_batch_size": [4, 8, 16]},
         gpus=gpus_for,
         description="TabNet (pytorch-tabnet) with standardised numerics, categorical embeddings, early stopping",
+        quick_params={"max_epochs": 100, "patience": 20, "batch_size": 128, "virtual_batch_size": 32},
+        info_keys=frozenset({"device", "n_params", "epochs", "best_epoch", "cat_idxs", "cat_dims"}),
     ))

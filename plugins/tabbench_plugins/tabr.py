@@ -141,7 +141,7 @@ class TabR(PytabkitEstimator):
 
     def predict_with_context(self, X, context_X, context_y):
         """Row i of X predicted with block i of the context as its candidates in place of the training rows
-        (tabbench/spec.py). Cost per row: one pytabkit predict (a Lightning predict loop over the one row), which
+        (see Estimator). Cost per row: one pytabkit predict (a Lightning predict loop over the one row), which
         encodes the block's rows as keys and searches them with faiss for the ``context_size`` nearest."""
         n = len(context_X) // len(X)
         assert n * len(X) == len(context_X) == len(context_y), (
@@ -232,4 +232,8 @@ def register_models(register):
         gpus=gpus_for, cuda_problem=faiss_gpu_problem,
         description="TabR-S-D (Gorishniy et al., ICLR 2024; pytabkit): attention over the nearest TRAINING rows "
                     "(inductive retrieval), early stopping on validation; not in the NPT paper",
+        # on the CPU on a GPU machine too: TabR on CUDA needs a GPU build of faiss, the extra installs faiss-cpu;
+        # its own patience (16): with 4, wine's 124 training rows stop it at chance accuracy
+        quick_params={"n_epochs": 40, "patience": 16, "d_main": 96, "context_size": 32, "device": "cpu"},
+        info_keys=frozenset({"device", "library"}),
     ))

@@ -1,5 +1,6 @@
-"""Helpers the plugins share: device choice, seen classes, validation rows, torch threads and seeding, and the
-early-stopping epoch loop of the plugins' own PyTorch training.
+"""Helpers the plugins share: device choice, seen classes, validation rows, torch threads and seeding, and what
+the plugins' own PyTorch training shares (mlp.py, tabm.py, modernnca.py): inputs and targets as tensors, the
+task's loss and early-stopping criterion, and one epoch loop with early stopping (``train_epochs``).
 
 Nothing here imports torch or a boosting library at module level: ``tabbench models`` imports every
 plugin module, and listing models must stay fast.
@@ -15,7 +16,7 @@ import sys
 
 import numpy as np
 
-from tabbench.preprocess import full_proba
+from tabbench.preprocess import TargetScaler, full_proba
 
 DEVICES = ("auto", "cpu", "cuda")
 
@@ -177,7 +178,7 @@ def torch_seeded(seed: int, device: str):
 
 
 class EarlyStopping:
-    """The epoch loop of the plugins' own PyTorch training (mlp.py, tabm.py, modernnca.py).
+    """Which epochs ``train_epochs`` runs, and the weights it keeps.
 
     It keeps the weights of the epoch with the best validation loss and ends training after ``patience``
     epochs without a better one, after ``max_epochs`` (None: no cap), or when the job's training clock
@@ -226,3 +227,130 @@ class EarlyStopping:
                 "best_epoch": self.best_epoch if self.validated else self.epoch,
                 "best_val_loss": float(self.best_loss) if self.validated else None,
                 "stopped_by_time_budget": self.clock.stopped}
+
+
+def train_epochs(stopping: EarlyStopping, optimizer, batch_loss, n_rows: int, batch_size: int, seed: int, device,
+                 validation_loss=None, clip_norm: float | None = None) -> None:
+    """The epoch loop of the plugins' own PyTorch training (mlp.py, tabm.py, modernnca.py): minibatches of the
+    ``n_rows`` training rows in a fresh order each epoch, from a generator of the loop's own seeded with ``seed``;
+    after each epoch the validation loss, for as many epochs as ``stopping`` allows; then the best epoch's weights,
+    the network in eval mode.
+
+    ``batch_loss(rows, generator)``: the loss of the batch of training rows ``rows`` (a tensor of row indices on
+    ``device``), or None to skip the batch; ``generator`` is the loop's, for a model that draws more per batch
+    (ModernNCA's candidates). ``validation_loss()``: what early stopping minimises after an epoch (None: no
+    validation rows, the last epoch stays). ``clip_norm``: the gradients' norm is clipped to it before each step.
+    """
+    import torch
+
+    network = stopping.network
+    generator = torch.Generator().manual_seed(seed)
+    batch_size = min(batch_size, n_rows)
+    for _ in stopping:
+        network.train()
+        order = torch.randperm(n_rows, generator=generator).to(device)
+        for start in range(0, n_rows, batch_size):
+            loss = batch_loss(order[start:start + batch_size], generator)
+            if loss is None:
+                continue
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            if clip_norm:
+                torch.nn.utils.clip_grad_norm_(network.parameters(), clip_norm)
+            optimizer.step()
+        if validation_loss is not None:
+            stopping.update(validation_loss())
+    stopping.restore()
+    network.eval()
+
+
+class TabularTensors:
+    """Numeric columns (mean-imputed, quantile-normalised, constant ones dropped) and categorical codes
+    (a missing value is one more level), fitted on the training rows: TabM's and ModernNCA's inputs."""
+
+    def __init__(self, meta, seed: int):
+        self.meta = meta
+        self.seed = seed
+
+    def fit(self, X):
+        from sklearn.preprocessing import QuantileTransformer
+
+        numeric = X[[c.name for c in self.meta.numeric]].to_numpy(dtype=np.float64)
+        with np.errstate(all="ignore"):
+            self.mean_ = np.nan_to_num(np.nanmean(numeric, axis=0)) if numeric.size else np.zeros(numeric.shape[1])
+        numeric = np.where(np.isnan(numeric), self.mean_, numeric)
+        self.keep_ = np.array([len(np.unique(numeric[:, j])) > 1 for j in range(numeric.shape[1])], dtype=bool)
+        self.quantile_ = None
+        if self.keep_.any():
+            # the TabM paper's quantile transform, with a little noise so that ties do not pile up on one quantile
+            kept = numeric[:, self.keep_]
+            noise = np.random.default_rng(self.seed).normal(0.0, 1e-5, kept.shape) * kept.std(axis=0)
+            self.quantile_ = QuantileTransformer(
+                output_distribution="normal", n_quantiles=max(min(len(kept) // 30, 1000), 10),
+                subsample=10**9, random_state=self.seed).fit(kept + noise)
+        self.cardinalities_ = [len(c.categories) + 1 for c in self.meta.categorical]  # + missing
+        return self
+
+    @property
+    def n_numeric(self) -> int:
+        return int(self.keep_.sum())
+
+    def transform(self, X, device):
+        """(numeric float32 tensor or None, categorical int64 tensor or None) on ``device``."""
+        import torch
+
+        x_num = x_cat = None
+        if self.n_numeric:
+            numeric = X[[c.name for c in self.meta.numeric]].to_numpy(dtype=np.float64)
+            numeric = np.where(np.isnan(numeric), self.mean_, numeric)[:, self.keep_]
+            x_num = torch.as_tensor(self.quantile_.transform(numeric), dtype=torch.float32, device=device)
+        if self.cardinalities_:
+            codes = np.stack([X[c.name].cat.codes.to_numpy().astype(np.int64) for c in self.meta.categorical], 1)
+            codes = np.where(codes < 0, np.array(self.cardinalities_) - 1, codes)
+            x_cat = torch.as_tensor(codes, dtype=torch.long, device=device)
+        return x_num, x_cat
+
+
+def training_targets(model: str, meta, y, X_val, y_val, device):
+    """The fit's targets as tensors (TabM's and ModernNCA's): class codes over the classes the training
+    rows hold (validation rows of any other class cannot be scored and are dropped, with their X rows), or
+    regression values standardised on the training rows. Returns (seen classes or None, X_val, t_train, t_val,
+    the regression target's ``TargetScaler`` or None); ``model`` names the model in the errors."""
+    import torch
+
+    if X_val is None or len(X_val) == 0:
+        raise ValueError(f"{model} on {meta.name}: no validation rows for early stopping; use a split with a "
+                         "validation part")
+    seen = SeenClasses(y, meta.n_classes) if meta.is_classification else None
+    val = validation(X_val, y_val, seen)  # drops validation rows of a class the training rows lack
+    if val is None:
+        raise ValueError(f"{model} on {meta.name}: no validation row has a class the training rows hold, so "
+                         "early stopping has nothing to score; use a split whose validation part shares classes")
+    X_val, v = val
+    if seen is not None:
+        scale = None
+        t_train, t_val = (torch.as_tensor(c, device=device) for c in (seen.encode(y), v))
+    else:
+        scale = TargetScaler().fit(y)
+        t_train, t_val = (torch.as_tensor(scale.transform(c), dtype=torch.float32, device=device) for c in (y, v))
+    return seen, X_val, t_train, t_val, scale
+
+
+def task_loss(meta, out, target):
+    """Cross-entropy (classification) or squared error (regression, standardised target) of one output."""
+    import torch.nn.functional as F
+
+    if meta.is_classification:
+        return F.cross_entropy(out, target)
+    return F.mse_loss(out.squeeze(-1), target)
+
+
+def stopping_criterion(meta, t_val) -> str:
+    """The leaderboard's metric for the task, or "log_loss" where it is undefined on these validation rows
+    (AUROC needs both classes, and a fit whose training rows hold one class has one output)."""
+    from tabbench.metrics import PRIMARY
+
+    metric = PRIMARY[meta.task][0]
+    if metric == "auroc" and len(t_val.unique()) < 2:
+        return "log_loss"
+    return metric

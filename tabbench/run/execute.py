@@ -7,9 +7,11 @@ from __future__ import annotations
 import time
 import traceback
 from datetime import datetime, timezone
+from pathlib import Path
 
 import numpy as np
 
+from tabbench.estimator import JobContext, optional
 from tabbench.run.jobs import ERROR, GPU_OOM, INVALID, OK, OOM, Job
 from tabbench.run.measure import PeakMemory, environment
 from tabbench.metrics import classification_metrics, regression_metrics
@@ -45,19 +47,27 @@ def _status_of(exc: BaseException) -> str:
     return ERROR
 
 
-def _fit(estimator, job: Job, X, y, split):
-    """The job's fit call: training and validation rows; a transductive job also gets the test rows'
-    features (``X`` holds features only: the targets ``y`` of the test rows never reach the model)."""
+def fit_context(job: Job, checkpoint_dir=None, started: float | None = None) -> JobContext:
+    """What ``fit`` is told about the job: its time budget counted from ``started``, its checkpoint folder and
+    the resources the scheduler reserved for it."""
+    return JobContext(time_budget_s=job.time_budget_s, started=started,
+                      checkpoint_dir=None if checkpoint_dir is None else Path(checkpoint_dir),
+                      cpus=job.resources.get("num_cpus"), gpus=job.resources.get("num_gpus"))
+
+
+def _fit(estimator, job: Job, X, y, split, context: JobContext):
+    """The job's fit call: training and validation rows and the job's context; a transductive job also gets the
+    test rows' features (``X`` holds features only: the targets ``y`` of the test rows never reach the model)."""
     fit_args = (X.iloc[split.train], y[split.train], X.iloc[split.val], y[split.val])
     if job.transductive:
-        return estimator.fit(*fit_args, X_unlabelled=X.iloc[split.test])
-    return estimator.fit(*fit_args)
+        return estimator.fit(*fit_args, X_unlabelled=X.iloc[split.test], context=context)
+    return estimator.fit(*fit_args, context=context)
 
 
 def _budget_curve(estimator, meta, X, y, split) -> list:
     """Metrics at each step budget a model kept weights for (``budgets_`` / ``at_budget``)."""
     curve = []
-    for steps in getattr(estimator, "budgets_", None) or []:
+    for steps in optional(estimator, "budgets_"):
         shorter = estimator.at_budget(steps)
         curve.append({"steps": steps, "best_step": shorter.info_.get("best_step"),
                       "val": _evaluate(shorter, meta, X.iloc[split.val], y[split.val]),
@@ -67,7 +77,7 @@ def _budget_curve(estimator, meta, X, y, split) -> list:
 
 def execute(job: Job, factory, meta, X, y, split, checkpoint_dir=None, started: float | None = None) -> dict:
     """Fit and evaluate one job; never raises for a model's own failure (it is recorded instead).
-    ``checkpoint_dir``: a folder the model may keep its training state in (see tabbench/spec.py).
+    ``checkpoint_dir``: a folder the model may keep its training state in (``JobContext``).
     ``started``: the ``time.monotonic()`` reading the job's time budget counts from (default: now)."""
     started = time.monotonic() if started is None else started
     record = job.record()
@@ -78,12 +88,9 @@ def execute(job: Job, factory, meta, X, y, split, checkpoint_dir=None, started: 
     try:
         with memory:
             estimator = factory(meta, job.seed, **job.params)
-            estimator.time_budget_s, estimator.job_started = job.time_budget_s, started
-            if checkpoint_dir is not None:
-                estimator.checkpoint_dir = str(checkpoint_dir)
             t0 = time.perf_counter()
-            _fit(estimator, job, X, y, split)
-            earlier = getattr(estimator, "resumed_fit_seconds_", 0.0)  # of a fit resumed from a checkpoint
+            _fit(estimator, job, X, y, split, fit_context(job, checkpoint_dir, started))
+            earlier = optional(estimator, "resumed_fit_seconds_")  # of a fit resumed from a checkpoint
             record["fit_seconds"] = time.perf_counter() - t0 + earlier
             if earlier:
                 record["fit_seconds_before_resume"] = earlier
@@ -102,7 +109,7 @@ def execute(job: Job, factory, meta, X, y, split, checkpoint_dir=None, started: 
         record["error_message"] = str(exc)[:2000]
         record["traceback"] = traceback.format_exc()[-20000:]
     record.update(memory.record() if hasattr(memory, "peak_bytes") else {})
-    info = getattr(estimator, "info_", None)
+    info = optional(estimator, "info_")
     if isinstance(info, dict):
         record["info"] = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in info.items()}
     # the whole job's, as fit_seconds: a job resumed from a checkpoint adds its earlier attempts' fit time

@@ -16,9 +16,9 @@ import math
 
 import numpy as np
 
-from tabbench.estimator import Estimator
+from tabbench.estimator import Estimator, JobContext
 from tabbench.spec import CATEGORICAL, ModelSpec
-from tabbench_plugins.torch_training import deterministic_algorithms, native_bf16
+from tabbench_plugins.torch_training import deterministic_algorithms, native_bf16, resolve_device
 
 from tabbench_plugins.npt.cost import auto_steps, check_cost, estimate_cpu_seconds, estimate_seconds
 
@@ -142,7 +142,7 @@ class NPT(Estimator):
         return {**SPEC.key_params(self.params), "seed": self.seed,
                 **({"steps": self.steps_} if self.params["steps"] == "auto" else {})}
 
-    def fit(self, X, y, X_val=None, y_val=None, X_unlabelled=None):
+    def fit(self, X, y, X_val=None, y_val=None, X_unlabelled=None, *, context: JobContext = JobContext()):
         """Train on (X, y); (X_val, y_val) choose the best step. Transductive (``transductive=True``):
         the validation rows' and ``X_unlabelled``'s features join the table with their targets
         masked, as in the authors' code; their targets are never an input and never scored."""
@@ -151,24 +151,22 @@ class NPT(Estimator):
         from tabbench_plugins.npt import training
 
         self._check_params()
-        self.clock_ = self.training_clock()  # the job's time budget, if any, counted from here
-        device = self._param("device")
-        if device == "auto":
-            device = "cuda" if torch.cuda.is_available() else "cpu"
-        self.device_ = torch.device(device)
+        self.clock_ = context.training_clock()  # the job's time budget, if any, counted from the job's start
+        self.device_ = torch.device(resolve_device(self._param("device")))  # cuda without a GPU: a clear error
         self.amp_ = bool(self._param("amp")) and native_bf16(self.device_.type)
         torch.manual_seed(self.seed)  # initialisation and dropout (the CUDA generators too)
 
         with deterministic_algorithms(self.device_.type, bool(self._param("deterministic"))):
             self.table_ = self._table(X, y, X_val, y_val, X_unlabelled)
             self._build_model_and_optimiser(torch)
-            self.steps_ = self._resolve_steps(len(X_unlabelled) if X_unlabelled is not None else 0, torch)
+            self.steps_ = self._resolve_steps(len(X_unlabelled) if X_unlabelled is not None else 0, torch,
+                                              context.time_budget_s)
             trained = training.train(self.table_, self.model_, self.opt_, self.params, torch, steps=self.steps_,
                                      seed=self.seed, clock=self.clock_, identity=self.job_identity(),
-                                     checkpoint_dir=getattr(self, "checkpoint_dir", None))
+                                     checkpoint_dir=context.checkpoint_dir)
         self.run_ = trained.run
         self.resumed_fit_seconds_ = self.run_.earlier_seconds
-        self._fill_info(trained, torch)
+        self._fill_info(trained, torch, context.time_budget_s)
         return self
 
     def _table(self, X, y, X_val, y_val, X_unlabelled):
@@ -185,10 +183,10 @@ class NPT(Estimator):
             stratified=self.meta.is_classification and bool(P("class_balance") or P("batch_size") == "auto"),
             context_labels=P("p_target") < 1 if P("context_labels") == "auto" else bool(P("context_labels")))
 
-    def _resolve_steps(self, n_unlabelled: int, torch) -> int:
+    def _resolve_steps(self, n_unlabelled: int, torch, budget: float | None) -> int:
         """``steps``, or for ``"auto"`` the steps that fit in what is left of the job's training time (the
-        clock's ``remaining``, from the suite's budget.time_s, which the harness hands the estimator as the
-        attribute ``time_budget_s``, as it hands ``checkpoint_dir``) by the cost model (``cost.auto_steps``),
+        clock's ``remaining``, from ``budget``, the suite's budget.time_s that the harness hands fit in the job's
+        context, ``JobContext.time_budget_s``) by the cost model (``cost.auto_steps``),
         scaled by how much slower than it one training pass runs here (``training.measured_slowdown``)."""
         steps = self._param("steps")
         if steps != "auto":
@@ -196,10 +194,9 @@ class NPT(Estimator):
         from tabbench.spec import SplitSizes
         from tabbench_plugins.npt import training
 
-        budget = getattr(self, "time_budget_s", None)
         if not budget:
             raise ValueError('npt: steps "auto" needs the job\'s time budget (the suite\'s budget.time_s, given '
-                             "to the estimator as time_budget_s); none was given: set budget.time_s, or give "
+                             "to fit as context.time_budget_s); none was given: set budget.time_s, or give "
                              "steps a number")
         sizes = SplitSizes(self.table_.n_labelled, self.table_.n_val, n_unlabelled)
         model = estimate_cpu_seconds(self.meta, sizes, {**self.params, "steps": 0})
@@ -229,7 +226,7 @@ class NPT(Estimator):
                                    weight_decay=P("weight_decay"), grad_clamp=value_clip, fused=fused),
                               alpha=P("lookahead_alpha"), k=P("lookahead_k"))
 
-    def _fill_info(self, trained, torch):
+    def _fill_info(self, trained, torch, budget: float | None):
         run, steps, dev, has_val = self.run_, self.run_.steps, self.device_, self.table_.has_val
         self.info_ = {
             "n_params": self.model_.n_params(),
@@ -250,7 +247,7 @@ class NPT(Estimator):
             "checkpoint_ignored": trained.checkpointer.ignored,
         }
         if self._param("steps") == "auto":  # the steps planned (above) came from this budget at this speed
-            self.info_["steps_from_budget_s"] = self.time_budget_s
+            self.info_["steps_from_budget_s"] = budget
             self.info_["slowdown_vs_cost_model"] = self.slowdown_
 
     # --- step budgets: what a shorter run would have predicted ---------------------------------------
@@ -314,6 +311,10 @@ SPEC = ModelSpec(
     requires=("torch",), install_hint="pip install 'tabbench-harness[torch]'",
     deterministic=False,  # seeded torch training: last digits differ across CPUs
     check=check_cost, estimate=estimate_seconds, run_params=RUN_PARAMS, added_params=ADDED_PARAMS, uses_other_rows=True,
+    # A small NPT (2 layers, e=16) for a few hundred steps; lambda starts at 0.5 so that the short run spends half
+    # its loss on the targets (the paper's runs anneal from 1 over thousands of steps).
+    quick_params={"e": 16, "n_layers": 2, "n_heads": 4, "steps": 300, "lambda_init": 0.5},
+    info_keys=frozenset({"device", "n_params", "steps", "best_step", "best_val_loss", "final_train_loss"}),
     description="Non-Parametric Transformer (Kossen et al. 2021): attention between rows and columns. "
                 "CPU cost of the defaults (e 32, 8 layers, 500 steps, batches of at most 2,048 rows): per step "
                 "about 0.4 CPU-s per 1,000 rows at 10 features, 2.2 s at 25, 10 s at 54; a job over the suite's "
