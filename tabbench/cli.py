@@ -87,6 +87,11 @@ def build_parser() -> argparse.ArgumentParser:
     board.add_argument("--results", default="results", metavar="DIR", help="results root (default: results/)")
     _tables_only_arg(board)
 
+    report = sub.add_parser("report", help="regenerate every results folder's tables and HTML page from its records, "
+                            "the index page and the answer atop results/README.md")
+    report.add_argument("--results", default="results", metavar="DIR", help="results root (default: results/), "
+                        "its folders' READMEs giving their commands; run from the checkout's root")
+
     compare = sub.add_parser("compare", help="compare two result folders per method and dataset; writes "
                                              "comparison.md and .csv into the first")
     compare.add_argument("ours", help="a suite's results folder, e.g. runs/quickstart")
@@ -223,48 +228,21 @@ def cmd_probe(args) -> int:
 
 
 def cmd_leaderboard(args) -> int:
-    from tabbench.report import report_installed
-    from tabbench.report.leaderboard import write_leaderboard
-
-    from tabbench.report.leaderboard import declared_splits
-
-    folders, published, splits = [], {Path(args.published)} if args.published else set(), {}
-    for target in map(Path, args.targets):
-        if target.is_file():
-            from tabbench.suite import load_suite
-
-            suite = load_suite(target)
-            folders.append(suite.results_dir(args.results))
-            splits.update(declared_splits(suite.datasets))
-            if suite.published and not args.published:
-                published.add(suite.published)
-        else:
-            folders.append(target)
-    problem = None
-    if len(published) > 1:
-        problem = f"the suites name different published: files ({', '.join(map(str, sorted(published)))}); " \
-                  "choose one with --published FILE"
-    elif len(folders) > 1 and not args.name:
-        problem = "several targets are ranked together into RESULTS/NAME/: add --name NAME"
-    elif not args.tables_only and not report_installed():
-        problem = "the tests and figures need the report extra: pip install 'tabbench-harness[report]' (or pass --tables-only)"
-    for folder in folders:
-        if not (folder / "records").is_dir():
-            problem = f"{folder} has no records/ folder; run the suite first or pass its results folder"
-    if problem:
-        print(f"tabbench: {problem}", file=sys.stderr)
-        return 2
-    out = Path(args.results) / args.name if args.name else folders[0]
-    from tabbench.report.leaderboard import FirstComplete
+    from tabbench.report.leaderboard import inputs, write_leaderboard
 
     try:
-        first_complete = [FirstComplete.parse(text) for text in args.first_complete]
+        given = inputs(args.targets, args.results, args.published, args.name, args.first_complete, args.tables_only)
     except ValueError as exc:
-        print(f"tabbench: --first-complete: {exc}", file=sys.stderr)
+        print(f"tabbench: {exc}", file=sys.stderr)
         return 2
-    path = write_leaderboard(out, next(iter(published), None), sources=folders, report=not args.tables_only,
-                             first_complete=first_complete, splits=splits)
-    print(f"Leaderboard: {path}")
+    print(f"Leaderboard: {write_leaderboard(**given)}")
+    return 0
+
+
+def cmd_report(args) -> int:
+    from tabbench.report.site import write_site
+
+    print(f"Report: {write_site(Path(args.results))}")
     return 0
 
 
@@ -390,7 +368,7 @@ def cmd_schema(args) -> int:
     return 0
 
 
-COMMANDS = {"schema": cmd_schema, "run": cmd_run, "compare": cmd_compare, "plan": cmd_plan, "leaderboard": cmd_leaderboard, "probe": cmd_probe, "models": cmd_models, "validate": cmd_validate,
+COMMANDS = {"schema": cmd_schema, "run": cmd_run, "compare": cmd_compare, "plan": cmd_plan, "leaderboard": cmd_leaderboard, "report": cmd_report, "probe": cmd_probe, "models": cmd_models, "validate": cmd_validate,
             "datasets": cmd_datasets, "fetch": cmd_fetch, "archive": cmd_archive}
 
 

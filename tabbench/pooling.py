@@ -64,3 +64,19 @@ def _difference(params_a: set, params_b: set) -> str:
     differ = [f"{name} {a.get(name, '(unset)')} against {b.get(name, '(unset)')}"
               for name in sorted(set(a) | set(b)) if a.get(name) != b.get(name)]
     return "params " + ", ".join(differ) if differ else "different parameter sets, e.g. tuning grids"
+
+
+def record_device(record) -> str:
+    """"gpu" or "cpu": where a record's job ran, as the record says (its ``info.device``, which the models that
+    can use a GPU record; a record without one ran on the CPU)."""
+    info = record.get("info") if isinstance(record.get("info"), dict) else {}
+    return "gpu" if str(info.get("device") or "cpu").startswith("cuda") else "cpu"
+
+
+def record_devices(frame):
+    """record_device of every row of a records frame, as a Series beside it."""
+    import pandas as pd
+
+    if "info" not in frame:
+        return pd.Series("cpu", index=frame.index)
+    return frame["info"].map(lambda info: record_device({"info": info}))

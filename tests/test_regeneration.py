@@ -35,11 +35,14 @@ _INTERVALS = [re.compile(r"(?<=\| )-?\d+ to -?\d+(?= \|)"),  # leaderboard.md's 
 def comparable(text: str, suffix: str) -> str:
     """``text`` without what library versions may change: the versions named, the Elo intervals' ends, and
     in a page its inline figures."""
-    if suffix == ".html":
+    if suffix == ".html":  # inline figures, and the intervals wherever a page writes them
         text = re.sub(r"<svg.*?</svg>", "<svg/>", text, flags=re.S)
+        text = re.sub(r"-?\d+ to -?\d+", "(interval)", text)
+        text = re.sub(r"data:text/csv;base64,[^\"]*", "(csv)", text)  # leaderboard.csv's intervals inside
     text = _VERSIONS.sub("Computed with (versions):", text)
     text = _INTERVALS[0].sub("(interval)", text)
     text = _INTERVALS[1].sub("(interval)", text)
+    text = re.sub(r"\((-?\d+) to (-?\d+)\)", "(interval)", text)  # results/README.md's answer
     return _INTERVALS[2].sub(r"\1,\2,\3,(interval)", text)
 
 

@@ -234,6 +234,13 @@ def write_leaderboard(suite_dir: str | Path, published_path: str | Path | None =
     writes them. ``first_complete``: FirstComplete rows (e.g. the most faithful NPT with complete folds per
     dataset). ``splits``: dataset -> the number of splits its suite declares (declared_splits), where known.
     """
+    write(suite_dir, published_path, sources, report, first_complete, splits)
+    return Path(suite_dir) / "leaderboard.md"
+
+
+def write(suite_dir, published_path=None, sources=None, report=False, first_complete=(), splits=None) -> Context | None:
+    """write_leaderboard's work; returns the Context its sections read (None where there are no records), for
+    the report site (tabbench.report.site) to summarise."""
     suite_dir = Path(suite_dir)
     sources = [Path(s) for s in sources] if sources else [suite_dir]
     published = None
@@ -247,7 +254,7 @@ def write_leaderboard(suite_dir: str | Path, published_path: str | Path | None =
     suite_dir.mkdir(parents=True, exist_ok=True)
     if records.empty:
         md_path.write_text(f"# Leaderboard: {suite_dir.name}\n\nNo records yet.\n")
-        return md_path
+        return None
     ctx = make_context(suite_dir, sources, records, published, report, first_complete, splits)
     parts = [(section, section.markdown(ctx)) for section in sections(ctx)]
     md_path.write_text("\n".join(line for _, lines in parts for line in lines))
@@ -263,4 +270,43 @@ def write_leaderboard(suite_dir: str | Path, published_path: str | Path | None =
         tex = preamble(suite_dir.name) + [line for section, _ in parts for line in section.latex(ctx)]
         (suite_dir / "leaderboard.tex").write_text("\n".join(tex))
         write_page(ctx, parts)
-    return md_path
+    return ctx
+
+
+def inputs(targets, results="results", published=None, name=None, first_complete=(), tables_only=False):
+    """What ``tabbench leaderboard TARGET... [--name] [--published] [--first-complete]`` ranks: a dict of
+    write()'s arguments (suite_dir, published_path, sources, report, first_complete, splits). A target is a
+    results folder, or a suite file (its folder under ``results``, its declared splits and published file).
+    Raises ValueError, saying what to change, where the targets cannot be ranked as given."""
+    folders, found, splits = [], {Path(published)} if published else set(), {}
+    for target in map(Path, targets):
+        if target.is_file():
+            from tabbench.suite import load_suite
+
+            suite = load_suite(target)
+            folders.append(suite.results_dir(results))
+            splits.update(declared_splits(suite.datasets))
+            if suite.published and not published:
+                found.add(suite.published)
+        else:
+            folders.append(target)
+    if len(found) > 1:
+        raise ValueError(f"the suites name different published: files ({', '.join(map(str, sorted(found)))}); "
+                         "choose one with --published FILE")
+    if len(folders) > 1 and not name:
+        raise ValueError("several targets are ranked together into RESULTS/NAME/: add --name NAME")
+    if not tables_only:
+        from tabbench.report import report_installed
+
+        if not report_installed():
+            raise ValueError("the tests and figures need the report extra: pip install 'tabbench-harness[report]' "
+                             "(or pass --tables-only)")
+    for folder in folders:
+        if not (folder / "records").is_dir():
+            raise ValueError(f"{folder} has no records/ folder; run the suite first or pass its results folder")
+    try:
+        rules = [FirstComplete.parse(text) for text in first_complete]
+    except ValueError as exc:
+        raise ValueError(f"--first-complete: {exc}") from None
+    return {"suite_dir": Path(results) / name if name else folders[0], "published_path": next(iter(found), None),
+            "sources": folders, "report": not tables_only, "first_complete": rules, "splits": splits}

@@ -231,6 +231,12 @@ class Arena(Section):
 
         return arena(ctx)
 
+    def html(self, ctx, markdown):
+        """Its notes only: the page's headline shows its table, with the Elo intervals drawn."""
+        from tabbench.report.html import from_markdown
+
+        return from_markdown([line for line in markdown if not line.startswith("|")], ctx.out_dir)
+
 
 class Variants(Section):
     """For a model run under several method names (npt at 300 steps and at the paper's 10,000): the
