@@ -84,6 +84,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="one row NAME holding, per dataset, the first listed method with a complete result "
                             "there (every fold, none failed), else FALLBACK; the listed methods but FALLBACK lose "
                             "their own rows, e.g. 'npt (most faithful)=npt-tuned,npt-paper,npt-e32,npt'")
+    board.add_argument("--across-devices", action="store_true",
+                       help="pool one method made on different devices (e.g. NPT's paper config on a GPU in one "
+                            "folder, on the CPU in another): per method and dataset the device covering the most "
+                            "folds, every GPU cell labelled")
     board.add_argument("--results", default="results", metavar="DIR", help="results root (default: results/)")
     _tables_only_arg(board)
 
@@ -231,7 +235,8 @@ def cmd_leaderboard(args) -> int:
     from tabbench.report.leaderboard import inputs, write_leaderboard
 
     try:
-        given = inputs(args.targets, args.results, args.published, args.name, args.first_complete, args.tables_only)
+        given = inputs(args.targets, args.results, args.published, args.name, args.first_complete, args.tables_only,
+                       args.across_devices)
     except ValueError as exc:
         print(f"tabbench: {exc}", file=sys.stderr)
         return 2

@@ -279,3 +279,27 @@ def test_a_published_pooled_leaderboard_regenerates_unchanged_without_the_model_
         # tests/test_regeneration.py compares them: all but the library versions and the Elo intervals' ends
         suffix = Path(name).suffix
         assert comparable((out / name).read_text(), suffix) == comparable((committed / name).read_text(), suffix), name
+
+
+def test_one_method_from_folders_made_on_different_devices_pools_only_when_asked_and_its_gpu_cells_say_so(tmp_path):
+    def on(device, fold, value, method="npt"):
+        return {**record(method, "d1", fold, value, "regression"), "key": f"{method}-{device}-{fold}",
+                "params": {"steps": 2000, "device": device}, "info": {"device": device}}
+
+    for fold in (0, 1):  # the CPU afforded two folds, the GPU ran all three
+        Store(tmp_path / "cpu").append(on("cpu", fold, 9.0))
+        Store(tmp_path / "cpu").append(record("knn", "d1", fold, 5.0, "regression"))
+    for fold in (0, 1, 2):
+        Store(tmp_path / "gpu").append(on("cuda", fold, 3.0))
+    Store(tmp_path / "cpu").append(record("knn", "d1", 2, 5.0, "regression"))
+    folders = [tmp_path / "cpu", tmp_path / "gpu"]
+    with pytest.raises(PoolingError, match=r"\(params device cpu against cuda\)"):
+        pooled_records(folders)
+    pooled = pooled_records(folders, across_devices=True)
+    npt = pooled[pooled["method"] == "npt"]
+    assert len(npt) == 3 and set(npt["source"]) == {str(tmp_path / "gpu")}  # one device's records, never a mean
+    md = write_leaderboard(tmp_path / "both", sources=folders, across_devices=True).read_text()
+    assert "| npt | 3.000 ± 0.000 (GPU) |" in md and "| knn | 5.000 ± 0.000 |" in md
+    assert 'A mean marked "(GPU)" rests on records made on a GPU' in md
+    # a folder of one device labels nothing
+    assert "(GPU)" not in write_leaderboard(tmp_path / "gpu").read_text()

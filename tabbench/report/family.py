@@ -50,6 +50,7 @@ class FamilyResults:
     se: pd.DataFrame
     incomplete: list = field(default_factory=list)
     partial: dict = field(default_factory=dict)
+    devices: dict = field(default_factory=dict)  # (method, dataset) -> "GPU" where the records pool devices
 
     @property
     def ranks(self) -> pd.DataFrame:
@@ -66,10 +67,12 @@ class FamilyResults:
 
     def cell(self, method: str, dataset: str, digits: int = 3, bold: bool = False) -> Cell:
         """A method's mean ± SE on a dataset, with its fold count where it ran fewer folds than the dataset has."""
+        device = self.devices.get((method, dataset))
         if (method, dataset) in self.partial:
             value, value_se, ran, of = self.partial[(method, dataset)]
-            return Cell(value, value_se, ran, of, digits)
-        return Cell(self.mean.loc[method, dataset], self.se.loc[method, dataset], digits=digits, bold=bold)
+            return Cell(value, value_se, ran, of, digits, device=device)
+        return Cell(self.mean.loc[method, dataset], self.se.loc[method, dataset], digits=digits, bold=bold,
+                    device=device)
 
     def best(self) -> pd.Series:
         """dataset -> the best complete mean there."""
@@ -116,7 +119,13 @@ def incomplete(runs: pd.DataFrame, values: pd.Series, n_splits: int, metric: str
 
 
 def summarise(frame: pd.DataFrame, declared=None) -> dict[str, FamilyResults]:
-    """task -> its FamilyResults over ``frame`` (one selected trial per run); ``declared``: dataset_splits'."""
+    """task -> its FamilyResults over ``frame`` (one selected trial per run); ``declared``: dataset_splits'.
+    Where the records ran on more than one device (tabbench.pooling's ``across_devices``), every mean that rests
+    on a GPU's records is labelled so."""
+    from tabbench.pooling import record_devices
+
+    devices = record_devices(frame) if len(frame) else None
+    mixed = devices is not None and devices.nunique() > 1
     out = {}
     for task, (metric, higher) in PRIMARY.items():
         part = frame[frame["task"] == task]
@@ -130,6 +139,8 @@ def summarise(frame: pd.DataFrame, declared=None) -> dict[str, FamilyResults]:
         splits = dataset_splits(part, declared)
         for (method, dataset), runs in part.groupby(["method", "dataset"]):
             values = runs[column] if column in runs else pd.Series(np.nan, index=runs.index)
+            if mixed and (devices[runs.index] == "gpu").all():
+                family.devices[(method, dataset)] = "GPU"
             why = incomplete(runs, values, splits[dataset], metric)
             value_se = values.std(ddof=1) / math.sqrt(len(values)) if len(values) > 1 else np.nan
             if why:

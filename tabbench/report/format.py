@@ -31,7 +31,8 @@ def mean_se(mean, se=None, digits: int = 3) -> str:
 @dataclass(frozen=True)
 class Cell:
     """One mean as every report writes it: ``mean ± SE``, with its fold count where it rests on fewer of the
-    dataset's folds than it has (``ran`` of ``of``), in Markdown, LaTeX and HTML alike, so that the three
+    dataset's folds than it has (``ran`` of ``of``) and its device where the table pools devices, in Markdown,
+    LaTeX and HTML alike, so that the three
     cannot disagree on a digit. ``bold``: the best of its column (LaTeX and HTML mark it; Markdown does not)."""
 
     mean: float | None
@@ -40,13 +41,16 @@ class Cell:
     of: int | None = None
     digits: int = 3
     bold: bool = False
+    device: str | None = None  # "GPU" where a table pools devices and this mean rests on a GPU's records
 
     @property
     def partial(self) -> bool:
         return self.ran is not None and self.of is not None and self.ran < self.of
 
     def folds(self) -> str:
-        return f" ({self.ran} of {self.of} folds)" if self.partial else ""
+        """What the mean rests on where a table must say it: " (2 of 10 folds)", " (GPU)", " (6 of 10 folds, GPU)"."""
+        said = ([f"{self.ran} of {self.of} folds"] if self.partial else []) + ([self.device] if self.device else [])
+        return f" ({', '.join(said)})" if said else ""
 
     def markdown(self) -> str:
         text = mean_se(self.mean, self.se, self.digits)

@@ -84,6 +84,9 @@ TRANSDUCTIVE_NOTE = (f"{TRANSDUCTIVE_MARK} transductive: the method's fit saw th
 
 
 #: Under a table where some mean is of fewer folds than its dataset has (format.Cell).
+DEVICE_NOTE = ("A mean marked \"(GPU)\" rests on records made on a GPU, pooled with CPU folders (`tabbench "
+               "leaderboard --across-devices`: per method and dataset, the device whose records cover the most folds); "
+               "every other mean here ran on CPUs. The method's parameters are the same on both but the device.")
 FOLDS_NOTE = ("A mean marked \"(k of n folds)\" is over the k of the dataset's n folds the method ran (n: what the "
               "suite declares, and never fewer than the most any method in this table ran there); it is not a complete "
               "result and takes the worst rank.")
@@ -224,7 +227,7 @@ def sections(ctx: Context) -> list:
 
 
 def write_leaderboard(suite_dir: str | Path, published_path: str | Path | None = None, sources=None,
-                      report: bool = False, first_complete=(), splits=None) -> Path:
+                      report: bool = False, first_complete=(), splits=None, across_devices: bool = False) -> Path:
     """Regenerate leaderboard.md / leaderboard.csv (and selected_params.csv when tuning) in suite_dir;
     with ``published_path`` (a suite's ``published:`` file) also the published numbers side by side.
 
@@ -233,12 +236,14 @@ def write_leaderboard(suite_dir: str | Path, published_path: str | Path | None =
     the folder's HTML page report.html (tabbench.report; needs the ``report`` extra), as ``tabbench leaderboard``
     writes them. ``first_complete``: FirstComplete rows (e.g. the most faithful NPT with complete folds per
     dataset). ``splits``: dataset -> the number of splits its suite declares (declared_splits), where known.
+    ``across_devices``: pool a method made on different devices (tabbench.pooling), its GPU cells labelled.
     """
-    write(suite_dir, published_path, sources, report, first_complete, splits)
+    write(suite_dir, published_path, sources, report, first_complete, splits, across_devices)
     return Path(suite_dir) / "leaderboard.md"
 
 
-def write(suite_dir, published_path=None, sources=None, report=False, first_complete=(), splits=None) -> Context | None:
+def write(suite_dir, published_path=None, sources=None, report=False, first_complete=(), splits=None,
+          across_devices=False) -> Context | None:
     """write_leaderboard's work; returns the Context its sections read (None where there are no records), for
     the report site (tabbench.report.site) to summarise."""
     suite_dir = Path(suite_dir)
@@ -250,7 +255,7 @@ def write(suite_dir, published_path=None, sources=None, report=False, first_comp
         published = load_published(published_path)
     md_path = suite_dir / "leaderboard.md"
     own = sources == [suite_dir] and not (suite_dir / "records").is_dir()
-    records = pd.DataFrame() if own else pooled_records(sources)
+    records = pd.DataFrame() if own else pooled_records(sources, across_devices)
     suite_dir.mkdir(parents=True, exist_ok=True)
     if records.empty:
         md_path.write_text(f"# Leaderboard: {suite_dir.name}\n\nNo records yet.\n")
@@ -273,7 +278,8 @@ def write(suite_dir, published_path=None, sources=None, report=False, first_comp
     return ctx
 
 
-def inputs(targets, results="results", published=None, name=None, first_complete=(), tables_only=False):
+def inputs(targets, results="results", published=None, name=None, first_complete=(), tables_only=False,
+           across_devices=False):
     """What ``tabbench leaderboard TARGET... [--name] [--published] [--first-complete]`` ranks: a dict of
     write()'s arguments (suite_dir, published_path, sources, report, first_complete, splits). A target is a
     results folder, or a suite file (its folder under ``results``, its declared splits and published file).
@@ -309,4 +315,5 @@ def inputs(targets, results="results", published=None, name=None, first_complete
     except ValueError as exc:
         raise ValueError(f"--first-complete: {exc}") from None
     return {"suite_dir": Path(results) / name if name else folders[0], "published_path": next(iter(found), None),
-            "sources": folders, "report": not tables_only, "first_complete": rules, "splits": splits}
+            "sources": folders, "report": not tables_only, "first_complete": rules, "splits": splits,
+            "across_devices": across_devices}

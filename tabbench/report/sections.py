@@ -291,7 +291,7 @@ def published_table(ctx: Context, t) -> list:
         rank = theirs.get(m)
         cells = [f"{mean_se(r['mean_rank'], r['se'], 2)} / {mean_se(*rank, 2) if rank else '–'}"]
         for d in datasets:
-            value = published.metrics[d].get(m)  # as printed in the publication: its own digits
+            value = published.metrics[d].get(m) or published.metrics[d].get(ctx.model_of(m))  # its own digits
             shown = "–" if not value else f"{value[0]:g}" + (f" ± {value[1]:g}" if value[1] is not None else "")
             cells.append(f"{t.cell(m, d).markdown()} / {shown}")
         rows.append([show[m]] + cells)
@@ -309,7 +309,7 @@ class Families(Section):
     beside ours and, with the report, the family's significance tests."""
 
     def markdown(self, ctx):
-        from tabbench.report.leaderboard import FOLDS_NOTE, part_searched, part_searched_note
+        from tabbench.report.leaderboard import DEVICE_NOTE, FOLDS_NOTE, part_searched, part_searched_note
 
         show, labels, mark_note, md = ctx.show, ctx.labels, ctx.mark_note, []
         for task, t in ctx.tables.items():
@@ -330,6 +330,7 @@ class Families(Section):
             rows = [[show[m]] + [t.cell(m, d).markdown() for d in t.datasets] for m in ranks.index]
             md += [markdown_table(["method"] + [labels[d] for d in t.datasets], rows), "", *mark_note]
             md += [FOLDS_NOTE, ""] if t.partial else []
+            md += [DEVICE_NOTE, ""] if t.devices else []
             md += part_searched_note(part_searched(ctx.all_runs[ctx.all_runs["task"] == task]), show)
             if ctx.published is not None:
                 md += published_table(ctx, t) + mark_note

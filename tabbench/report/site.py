@@ -209,7 +209,7 @@ def write_site(results: Path) -> Path:
             args = build_parser().parse_args(regenerate_command(folder))
             try:
                 given = inputs(args.targets, args.results, args.published, args.name, args.first_complete,
-                               args.tables_only)
+                               args.tables_only, args.across_devices)
             except ValueError as exc:
                 raise SiteError(f"{folder / 'README.md'}: its Regenerate command fails: {exc}") from None
             ctx = write(**given)
