@@ -87,6 +87,8 @@ def test_report_writes_every_page_and_the_answer_from_the_records(tmp_path):
     (tmp_path / "suites").symlink_to(ROOT / "suites")
     readme = tmp_path / "results" / "README.md"
     readme.write_text(readme.read_text().replace("χ²", "chi2"))  # a stale answer is replaced, not kept
+    stale = tmp_path / "results" / "uci-cpu" / "README.md"  # and so is a stale generated block in a folder's README
+    stale.write_text(re.sub(r"χ² = [0-9.]+", "χ² = 48.7", stale.read_text()))
     subprocess.run([sys.executable, "-m", "tabbench.cli", "report"], cwd=tmp_path, check=True, capture_output=True)
     for page in PAGES:
         fresh = tmp_path / page.relative_to(ROOT)
@@ -95,3 +97,29 @@ def test_report_writes_every_page_and_the_answer_from_the_records(tmp_path):
     assert committed.index(BEGIN) < 200, "results/README.md opens with the generated answer"
     assert comparable(ours, ".md") == comparable(committed, ".md")
     assert ours.count(BEGIN) == 1 and ours.count(END) == 1
+    blocks = 0
+    for folder in published_folders(RESULTS):  # every README's generated blocks are current
+        committed = (folder / "README.md").read_text()
+        blocks += committed.count("<!-- tabbench report: ")
+        assert (tmp_path / "results" / folder.name / "README.md").read_text() == committed, folder.name
+    assert blocks >= 2
+
+
+def test_the_numbers_the_records_contradicted_are_gone_from_the_readmes():
+    """Issue 47's audit: prose that had gone stale against its tables, and figures of a record never committed."""
+    cpu, breadth = (RESULTS / "uci-cpu" / "README.md").read_text(), (RESULTS / "breadth" / "README.md").read_text()
+    assert "48.7" not in cpu and "4.52" not in cpu
+    assert "XGBoost better than TabNet (7.22) and `npt-faithful`" not in cpu
+    assert "6 to 149 s" not in breadth and "30 to 326 s" not in breadth
+    for readme in (RESULTS / "uci-higgs-npt-gpu" / "README.md", ROOT / "benchmarks" / "README.md"):
+        text = readme.read_text()
+        assert "15.1 GPU-hours" not in text and "31.2 s" not in text and "x1.85" not in text, readme
+
+
+def test_an_unknown_generated_block_is_an_error_naming_the_readme(tmp_path):
+    from tabbench.report.site import SiteError, fill_blocks
+
+    readme = tmp_path / "README.md"
+    readme.write_text("# x\n<!-- tabbench report: sigificance -->\n<!-- end of tabbench report: sigificance -->\n")
+    with pytest.raises(SiteError, match=rf"{readme}: unknown generated block 'sigificance'; known: significance"):
+        fill_blocks(readme, None)

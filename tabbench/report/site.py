@@ -154,6 +154,73 @@ def answer(contexts: dict) -> list:
     return out + [END]
 
 
+def _significance_block(ctx) -> list:
+    """Per metric family and over every dataset: Friedman, Nemenyi's critical difference and the pairs it
+    separates (the leaderboard's own tests, tabbench.report.significance), and the cost's Pareto fronts."""
+    from tabbench.report import cost
+    from tabbench.report.significance import significance
+
+    families = [(t.metric, f"{t.metric.upper() if t.metric != 'accuracy' else 'Accuracy'}", t.ranks[t.datasets],
+                 t.mean.loc[t.ranks.index, t.datasets]) for t in ctx.tables.values()]
+    families.append(("all", "All datasets together", ctx.pooled, None))
+    out = []
+    for family, title, ranks, scores in families:
+        result = significance(family, ranks, scores)
+        text = f"- **{title}** ({_count(result.n_datasets, 'dataset')}, {_count(len(ranks), 'method')}): "
+        text += " ".join(result.notes)
+        if result.cd is not None and result.friedman and result.friedman[1] < 0.05:
+            mean = result.mean_ranks
+            pairs = [(a, b) for a in mean.index for b in mean.index if mean[b] - mean[a] > result.cd]
+            text += (" Separated pairs (mean ranks): " + "; ".join(
+                f"{ctx.show.get(a, a)} ({mean[a]:.2f}) ahead of {ctx.show.get(b, b)} ({mean[b]:.2f})"
+                for a, b in pairs) + "." if pairs else " No pair is further apart than the critical difference.")
+        out.append(text)
+    table = cost.cost_table(ctx.all_runs, ctx.pooled.mean(axis=1))
+    for column, what in (("fit_seconds", "fit time per result"), ("rss_mib", "peak memory")):
+        front = cost.pareto_front(table["mean_rank"], table[column])
+        on = table[front.reindex(table.index, fill_value=False)].sort_values(column)
+        out.append(f"- **Cost** ({what}): the Pareto front runs " + " → ".join(ctx.show.get(m, m) for m in on.index)
+                   + "; NPT's rows: " + "; ".join(
+                       f"{ctx.show.get(m, m)} {table.loc[m, 'fit_seconds']:.3g} s a result, "
+                       f"{table.loc[m, 'rss_mib']:.0f} MiB" for m in _npt_methods(ctx)) + "."
+                   if column == "fit_seconds" else
+                   f"- **Cost** ({what}): the Pareto front runs " + " → ".join(ctx.show.get(m, m) for m in on.index) + ".")
+    return out
+
+
+def _job_times_block(ctx) -> list:
+    """Per method: its jobs and their wall seconds (shortest, median, longest), from the records."""
+    from tabbench.report.format import markdown_table
+
+    runs = ctx.all_runs
+    seconds = runs.groupby("method")["wall_seconds"].agg(["count", "min", "median", "max"]).sort_values("median")
+    rows = [[ctx.show.get(m, m), f"{int(r['count']):,}", f"{r['min']:.1f}", f"{r['median']:.1f}", f"{r['max']:.1f}"]
+            for m, r in seconds.iterrows()]
+    return [markdown_table(["method", "jobs", "shortest s", "median s", "longest s"], rows), "",
+            "Wall seconds a job (fit, predict and scoring in its worker), from each record's `wall_seconds`."]
+
+
+#: The blocks a results folder's README may hold between ``<!-- tabbench report: NAME -->`` and
+#: ``<!-- end of tabbench report: NAME -->``: `tabbench report` writes them from the folder's records.
+README_BLOCKS = {"significance": _significance_block, "job-times": _job_times_block}
+
+
+def fill_blocks(readme: Path, ctx) -> None:
+    """The README's generated blocks (README_BLOCKS) rewritten from ``ctx``; an unknown block name is an error."""
+    text = readme.read_text()
+    pattern = re.compile(r"(<!-- tabbench report: ([\w-]+) -->\n).*?(<!-- end of tabbench report: \2 -->)", re.S)
+
+    def fill(match):
+        name = match[2]
+        if name not in README_BLOCKS:
+            raise SiteError(f"{readme}: unknown generated block {name!r}; known: {', '.join(README_BLOCKS)}")
+        return match[1] + "\n".join(README_BLOCKS[name](ctx)) + "\n" + match[3]
+
+    filled = pattern.sub(fill, text)
+    if filled != text:
+        readme.write_text(filled)
+
+
 def write_answer(readme: Path, contexts: dict) -> None:
     """results/README.md with its generated answer (between BEGIN and END) replaced or put first."""
     text = readme.read_text() if readme.exists() else ""
@@ -215,6 +282,7 @@ def write_site(results: Path) -> Path:
             ctx = write(**given)
             if ctx is not None and given["report"]:
                 contexts[folder.name] = ctx
+                fill_blocks(folder / "README.md", ctx)
     finally:
         os.chdir(cwd)
     write_answer(results / "README.md", contexts)
