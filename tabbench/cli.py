@@ -72,24 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "matrix, the cost-against-quality scatter and leaderboard.tex. Several targets are ranked "
                     "together into RESULTS/NAME/, e.g. `tabbench leaderboard results/uci-small "
                     "results/uci-large-cpu --name uci-cpu --published suites/published/npt-paper.yaml`.")
-    board.add_argument("targets", nargs="+", metavar="TARGET",
-                       help="a results folder (e.g. results/quickstart), or a suite YAML file: its folder under "
-                            "--results, and its published: file for the side-by-side comparison")
-    board.add_argument("--name", help="write to RESULTS/NAME/ (required with several targets; default: the one "
-                                      "target's own folder)")
-    board.add_argument("--published", metavar="FILE", help="published numbers to set beside ours, e.g. "
-                                                          "suites/published/npt-paper.yaml (default: the "
-                                                          "published: file of the suites named)")
-    board.add_argument("--first-complete", metavar="NAME=M1,M2,...,FALLBACK", action="append", default=[],
-                       help="one row NAME holding, per dataset, the first listed method with a complete result "
-                            "there (every fold, none failed), else FALLBACK; the listed methods but FALLBACK lose "
-                            "their own rows, e.g. 'npt (most faithful)=npt-tuned,npt-paper,npt-e32,npt'")
-    board.add_argument("--across-devices", action="store_true",
-                       help="pool one method made on different devices (e.g. NPT's paper config on a GPU in one "
-                            "folder, on the CPU in another): per method and dataset the device covering the most "
-                            "folds, every GPU cell labelled")
-    board.add_argument("--results", default="results", metavar="DIR", help="results root (default: results/)")
-    _tables_only_arg(board)
+    from tabbench.report.site import leaderboard_arguments  # light: the arguments a README's command uses too
+
+    leaderboard_arguments(board)
 
     report = sub.add_parser("report", help="regenerate every results folder's tables and HTML page from its records, "
                             "the index page and the answer atop results/README.md")

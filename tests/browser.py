@@ -39,6 +39,7 @@ class Browser:
                 url = line.split("DevTools listening on ", 1)[1].strip()
         self.socket = websocket.create_connection(url, timeout=60)
         self.ids = itertools.count(1)
+        self.events: list = []  # what the browser reported while a command ran
 
     def send(self, method: str, session: str | None = None, **params) -> dict:
         """Send a command and return its result; the events that arrive meanwhile go to ``self.events``."""
@@ -54,8 +55,6 @@ class Browser:
                     raise RuntimeError(f"{method}: {reply['error']}")
                 return reply.get("result", {})
             self.events.append(reply)
-
-    events: list = []
 
     def open(self, url: str, screenshot: Path) -> dict:
         """Load ``url`` in a fresh tab; return its problems (console errors, exceptions, failed requests), the

@@ -18,6 +18,7 @@ import pandas as pd
 from tabbench.metrics import PRIMARY
 from tabbench.report.format import Cell
 
+RUN_KEYS = ["method", "dataset", "fold", "repeat", "seed"]  # one run: its selected trial is one row
 TASK_TITLES = {"binary": "AUROC (binary)", "multiclass": "Accuracy (multi-class)", "regression": "RMSE (regression)"}
 
 

@@ -49,7 +49,7 @@ class Context:
     @property
     def mark_note(self) -> list:
         """The notes explaining the marks in the shown names, as the lines under a table ([] without marks)."""
-        from tabbench.report.leaderboard import mark_notes
+        from tabbench.report.labels import mark_notes
 
         notes = mark_notes(self.show, self.published)
         return [" ".join(notes), ""] if notes else []

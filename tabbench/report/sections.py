@@ -14,7 +14,7 @@ import pandas as pd
 
 from tabbench.measure import machines
 from tabbench.report import cost, plots, significance as sig, winrate
-from tabbench.report.format import Cell, markdown_table, mean_se
+from tabbench.report.format import markdown_table, mean_se
 from tabbench.report.section import Context, Section
 
 COST_AXES = {"fit_seconds": ("time", "fit seconds per result (geometric mean over datasets)"),
@@ -138,7 +138,7 @@ def _differs(a: dict, b: dict) -> bool:
 
 
 def _generated_line(ctx: Context) -> str:
-    from tabbench.report.leaderboard import library_versions
+    from tabbench.report.labels import library_versions
 
     computed = (f"Computed with {library_versions()}: other versions can move the last digits (the bootstrap "
                 "Elo intervals).")
@@ -172,7 +172,7 @@ class Table1(Section):
     csv_late = True
 
     def markdown(self, ctx):
-        from tabbench.report.leaderboard import mark_notes
+        from tabbench.report.labels import mark_notes
 
         tables, published, show = ctx.tables, ctx.published, ctx.show
         families = list(tables.values())
@@ -309,7 +309,7 @@ class Families(Section):
     beside ours and, with the report, the family's significance tests."""
 
     def markdown(self, ctx):
-        from tabbench.report.leaderboard import DEVICE_NOTE, FOLDS_NOTE, part_searched, part_searched_note
+        from tabbench.report.labels import DEVICE_NOTE, FOLDS_NOTE, part_searched, part_searched_note
 
         show, labels, mark_note, md = ctx.show, ctx.labels, ctx.mark_note, []
         for task, t in ctx.tables.items():
@@ -387,6 +387,13 @@ class CostAgainstQuality(Section):
     def markdown(self, ctx):
         return cost_section(ctx.out_dir, ctx.all_runs, ctx.pooled.mean(axis=1), ctx.show)
 
+    def html(self, ctx, markdown):
+        from tabbench.report.html import from_markdown
+
+        return from_markdown(markdown, ctx.out_dir) + (
+            '<p class="note">Time is per result, not per 1,000 rows: the records do not hold the number of rows a '
+            "job trained on.</p>")
+
 
 class BudgetCurves(Section):
     report_only = True
@@ -413,7 +420,7 @@ class SelectedParams(Section):
     """Tuned methods: the configuration chosen per dataset and fold, written to selected_params.csv."""
 
     def markdown(self, ctx):
-        from tabbench.report.leaderboard import RUN_KEYS
+        from tabbench.report.family import RUN_KEYS
 
         if not ctx.all_runs["trial"].notna().any():
             return []

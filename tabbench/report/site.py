@@ -30,6 +30,38 @@ def regenerate_command(folder: Path) -> list[str] | None:
     return shlex.split(found[0])[1:] if found else None
 
 
+def leaderboard_arguments(parser) -> None:
+    """``tabbench leaderboard``'s arguments: the command line's, and those a README's Regenerate command is read by."""
+    parser.add_argument("targets", nargs="+", metavar="TARGET",
+                        help="a results folder (e.g. results/quickstart), or a suite YAML file: its folder under "
+                             "--results, and its published: file for the side-by-side comparison")
+    parser.add_argument("--name", help="write to RESULTS/NAME/ (required with several targets; default: the one "
+                                       "target's own folder)")
+    parser.add_argument("--published", metavar="FILE", help="published numbers to set beside ours, e.g. "
+                                                           "suites/published/npt-paper.yaml (default: the "
+                                                           "published: file of the suites named)")
+    parser.add_argument("--first-complete", metavar="NAME=M1,M2,...,FALLBACK", action="append", default=[],
+                        help="one row NAME holding, per dataset, the first listed method with a complete result "
+                             "there (every fold, none failed), else FALLBACK; the listed methods but FALLBACK lose "
+                             "their own rows, e.g. 'npt (most faithful)=npt-tuned,npt-paper,npt-e32,npt'")
+    parser.add_argument("--across-devices", action="store_true",
+                        help="pool one method made on different devices (e.g. NPT's paper config on a GPU in one "
+                             "folder, on the CPU in another): per method and dataset the device covering the most "
+                             "folds, every GPU cell labelled")
+    parser.add_argument("--results", default="results", metavar="DIR", help="results root (default: results/)")
+    parser.add_argument("--tables-only", action="store_true",
+                        help="only leaderboard.md and .csv: no tests, figures or LaTeX (no `report` extra needed)")
+
+
+def parse_leaderboard(args: list):
+    """A README's ``leaderboard ...`` arguments, read as ``tabbench leaderboard`` reads them."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="tabbench leaderboard")
+    leaderboard_arguments(parser)
+    return parser.parse_args(args[1:])
+
+
 def published_folders(results: Path) -> list[Path]:
     """The results folders whose README gives a regenerate command, by name."""
     return [d for d in sorted(Path(results).iterdir()) if d.is_dir() and regenerate_command(d) is not None]
@@ -237,7 +269,7 @@ def index_page(results: Path, contexts: dict) -> str:
     """results/index.html: every folder's page, what it holds, and the answer's tables."""
     import html as escape
 
-    from tabbench.report.html import STYLE, SCRIPT, from_markdown, table
+    from tabbench.report.html import SCRIPT, STYLE, from_markdown
 
     rows = []
     for folder, ctx in contexts.items():
@@ -251,7 +283,6 @@ def index_page(results: Path, contexts: dict) -> str:
               + "</tbody></table>"
     body = from_markdown([line for line in answer(contexts) if not line.startswith("<!--")], results)
     body = body.replace('href="index.html"', 'href="#folders"')
-    del table  # the listing links its folders, which table() would escape
     return ("<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8><title>tabbench: results</title>"
             f"<link rel=icon href='data:,'><style>{STYLE}</style></head><body>\n<h1>tabbench results</h1>\n"
             f"{body}\n<h2 id=folders>Every results folder</h2>\n{listing}\n"
@@ -265,7 +296,6 @@ def write_site(results: Path) -> Path:
     the answer atop results/README.md. Run from the checkout's root (the commands name paths from there)."""
     import os
 
-    from tabbench.cli import build_parser
     from tabbench.report.leaderboard import inputs, write
 
     results = Path(results).resolve()
@@ -273,7 +303,7 @@ def write_site(results: Path) -> Path:
     os.chdir(results.parent)  # the README commands' paths (results/..., suites/...) are the checkout's
     try:
         for folder in published_folders(results):
-            args = build_parser().parse_args(regenerate_command(folder))
+            args = parse_leaderboard(regenerate_command(folder))
             try:
                 given = inputs(args.targets, args.results, args.published, args.name, args.first_complete,
                                args.tables_only, args.across_devices)
