@@ -38,7 +38,6 @@ def comparable(text: str, suffix: str) -> str:
     if suffix == ".html":  # inline figures, and the intervals wherever a page writes them
         text = re.sub(r"<svg.*?</svg>", "<svg/>", text, flags=re.S)
         text = re.sub(r"-?\d+ to -?\d+", "(interval)", text)
-        text = re.sub(r"data:text/csv;base64,[^\"]*", "(csv)", text)  # leaderboard.csv's intervals inside
     text = _VERSIONS.sub("Computed with (versions):", text)
     text = _INTERVALS[0].sub("(interval)", text)
     text = _INTERVALS[1].sub("(interval)", text)
