@@ -76,20 +76,16 @@ def _leaderboard_parser(sub) -> None:
                     "matrix, the cost-against-quality scatter and leaderboard.tex. Several targets are ranked "
                     "together into RESULTS/NAME/, e.g. `tabbench leaderboard results/uci-small "
                     "results/uci-large-cpu --name uci-cpu --published suites/published/npt-paper.yaml`.")
-    board.add_argument("targets", nargs="+", metavar="TARGET",
-                       help="a results folder (e.g. results/quickstart), or a suite YAML file: its folder under "
-                            "--results, and its published: file for the side-by-side comparison")
-    board.add_argument("--name", help="write to RESULTS/NAME/ (required with several targets; default: the one "
-                                      "target's own folder)")
-    board.add_argument("--published", metavar="FILE", help="published numbers to set beside ours, e.g. "
-                                                          "suites/published/npt-paper.yaml (default: the "
-                                                          "published: file of the suites named)")
-    board.add_argument("--first-complete", metavar="NAME=M1,M2,...,FALLBACK", action="append", default=[],
-                       help="one row NAME holding, per dataset, the first listed method with a complete result "
-                            "there (every fold, none failed), else FALLBACK; the listed methods but FALLBACK lose "
-                            "their own rows, e.g. 'npt (most faithful)=npt-tuned,npt-paper,npt-e32,npt'")
-    board.add_argument("--results", default="results", metavar="DIR", help="results root (default: results/)")
-    _tables_only_arg(board)
+    from tabbench.report.site import leaderboard_arguments  # light: the arguments a README's command uses too
+
+    leaderboard_arguments(board)
+
+
+def _report_parser(sub) -> None:
+    report = sub.add_parser("report", help="regenerate every results folder's tables and HTML page from its records, "
+                            "the index page and the answer atop results/README.md")
+    report.add_argument("--results", default="results", metavar="DIR", help="results root (default: results/), "
+                        "its folders' READMEs giving their commands; run from the checkout's root")
 
 
 def _compare_parser(sub) -> None:
@@ -263,48 +259,22 @@ def cmd_probe(args) -> int:
 
 
 def cmd_leaderboard(args) -> int:
-    from tabbench.report import report_installed
-    from tabbench.report.leaderboard import write_leaderboard
-
-    from tabbench.report.leaderboard import declared_splits
-
-    folders, published, splits = [], {Path(args.published)} if args.published else set(), {}
-    for target in map(Path, args.targets):
-        if target.is_file():
-            from tabbench.suite import load_suite
-
-            suite = load_suite(target)
-            folders.append(suite.results_dir(args.results))
-            splits.update(declared_splits(suite.datasets))
-            if suite.published and not args.published:
-                published.add(suite.published)
-        else:
-            folders.append(target)
-    problem = None
-    if len(published) > 1:
-        problem = f"the suites name different published: files ({', '.join(map(str, sorted(published)))}); " \
-                  "choose one with --published FILE"
-    elif len(folders) > 1 and not args.name:
-        problem = "several targets are ranked together into RESULTS/NAME/: add --name NAME"
-    elif not args.tables_only and not report_installed():
-        problem = "the tests and figures need the report extra: pip install 'tabbench-harness[report]' (or pass --tables-only)"
-    for folder in folders:
-        if not (folder / "records").is_dir():
-            problem = f"{folder} has no records/ folder; run the suite first or pass its results folder"
-    if problem:
-        print(f"tabbench: {problem}", file=sys.stderr)
-        return 2
-    out = Path(args.results) / args.name if args.name else folders[0]
-    from tabbench.report.leaderboard import FirstComplete
+    from tabbench.report.leaderboard import inputs, write_leaderboard
 
     try:
-        first_complete = [FirstComplete.parse(text) for text in args.first_complete]
+        given = inputs(args.targets, args.results, args.published, args.name, args.first_complete, args.tables_only,
+                       args.across_devices)
     except ValueError as exc:
-        print(f"tabbench: --first-complete: {exc}", file=sys.stderr)
+        print(f"tabbench: {exc}", file=sys.stderr)
         return 2
-    path = write_leaderboard(out, next(iter(published), None), sources=folders, report=not args.tables_only,
-                             first_complete=first_complete, splits=splits)
-    print(f"Leaderboard: {path}")
+    print(f"Leaderboard: {write_leaderboard(**given)}")
+    return 0
+
+
+def cmd_report(args) -> int:
+    from tabbench.report.site import write_site
+
+    print(f"Report: {write_site(Path(args.results))}")
     return 0
 
 
@@ -432,10 +402,12 @@ def cmd_schema(args) -> int:
 
 #: Each command's parser, one small function each, in the order `tabbench --help` lists them. A new command is a
 #: _NAME_parser function, a cmd_NAME function, and its entry here and in COMMANDS.
-PARSERS = (_run_parser, _leaderboard_parser, _compare_parser, _plan_parser, _probe_parser, _archive_parser,
-           _models_parser, _datasets_parser, _fetch_parser, _validate_parser, _schema_parser)
+PARSERS = (_run_parser, _leaderboard_parser, _report_parser, _compare_parser, _plan_parser, _probe_parser,
+           _archive_parser, _models_parser, _datasets_parser, _fetch_parser, _validate_parser, _schema_parser)
 
-COMMANDS = {"schema": cmd_schema, "run": cmd_run, "compare": cmd_compare, "plan": cmd_plan, "leaderboard": cmd_leaderboard, "probe": cmd_probe, "models": cmd_models, "validate": cmd_validate,
+COMMANDS = {"schema": cmd_schema, "run": cmd_run, "compare": cmd_compare, "plan": cmd_plan,
+            "leaderboard": cmd_leaderboard, "report": cmd_report, "probe": cmd_probe, "models": cmd_models,
+            "validate": cmd_validate,
             "datasets": cmd_datasets, "fetch": cmd_fetch, "archive": cmd_archive}
 
 

@@ -8,6 +8,12 @@ averaged into one row; a model's run params, such as NPT's threads, say how a jo
 computed, and may differ: records are compared by their ``key_params``, which hold them at their defaults),
 and a job key present twice keeps its newest record (by ``finished_at``), as one store does with a re-run.
 
+A method run on different devices (NPT's paper config on a GPU in one folder, on the CPU in another) differs in
+its ``device`` parameter, so pooling refuses it unless asked (``across_devices``): then the parameters are compared
+without the device, and per (method, dataset) the records of the device whose records cover the most splits are
+kept (the first folder's device on a tie), never a mean over both; the leaderboard labels every cell that rests on
+a GPU's records.
+
 Everything here is read from the records: pooling needs no model registry, so it gives the same answer
 whichever plugins are installed.
 """
@@ -25,9 +31,13 @@ class PoolingError(TabbenchError, ValueError):
     """The result folders cannot be pooled; the message names the folders and what would fix it."""
 
 
-def pooled_records(folders):
+#: The parameters that say where a job ran, not what it computed: ignored when pooling across devices.
+DEVICE_PARAMS = ("device",)
+
+
+def pooled_records(folders, across_devices: bool = False):
     """The newest record per job key over ``folders`` as a DataFrame, with a ``source`` column naming
-    each record's folder."""
+    each record's folder. ``across_devices``: pool one method made on different devices (see above)."""
     records: dict[str, dict] = {}
     where: dict[str, dict] = {}  # dataset -> {fingerprint: first folder holding it}
     configs: dict[tuple, dict] = {}  # (method, dataset) -> {folder: the parameter sets of its records}
@@ -35,7 +45,10 @@ def pooled_records(folders):
         if not (folder / "records").is_dir():
             raise PoolingError(f"{folder}: no records/ folder; run its suite first or name another results folder")
         for key, record in Store(folder).latest().items():
-            params = json.dumps(key_params(record), sort_keys=True)
+            compared = key_params(record)
+            if across_devices:
+                compared = {k: v for k, v in compared.items() if k not in DEVICE_PARAMS}
+            params = json.dumps(compared, sort_keys=True)
             configs.setdefault((record["method"], record["dataset"]), {}).setdefault(folder, set()).add(params)
             seen = where.setdefault(record["dataset"], {})
             seen.setdefault(record.get("dataset_fingerprint"), folder)
@@ -55,7 +68,25 @@ def pooled_records(folders):
                 f"method {method!r} on dataset {dataset!r} is a different configuration in {dir_a} and in {dir_b} "
                 f"({_difference(params_a, params_b)}); one leaderboard cannot average both into one row: give the "
                 f"method another name in one of the suites, or leave one folder out")
+    if across_devices:
+        records = _one_device_each(records, [str(Path(f)) for f in folders])
     return records_frame(records.values())
+
+
+def _one_device_each(records: dict, order: list) -> dict:
+    """Per (method, dataset) the records of one device: the one whose records cover the most (fold, repeat)
+    splits, the earlier folder's on a tie."""
+    splits: dict = {}  # (method, dataset) -> {device: set of splits}
+    first: dict = {}  # (method, dataset, device) -> the earliest folder index holding it
+    for record in records.values():
+        where = (record["method"], record["dataset"])
+        device = record_device(record)
+        splits.setdefault(where, {}).setdefault(device, set()).add((record.get("fold"), record.get("repeat")))
+        index = order.index(record["source"])
+        first[(*where, device)] = min(first.get((*where, device), index), index)
+    keep = {where: max(by_device, key=lambda d: (len(by_device[d]), -first[(*where, d)]))
+            for where, by_device in splits.items()}
+    return {key: r for key, r in records.items() if record_device(r) == keep[(r["method"], r["dataset"])]}
 
 
 def _difference(params_a: set, params_b: set) -> str:
@@ -64,3 +95,19 @@ def _difference(params_a: set, params_b: set) -> str:
     differ = [f"{name} {a.get(name, '(unset)')} against {b.get(name, '(unset)')}"
               for name in sorted(set(a) | set(b)) if a.get(name) != b.get(name)]
     return "params " + ", ".join(differ) if differ else "different parameter sets, e.g. tuning grids"
+
+
+def record_device(record) -> str:
+    """"gpu" or "cpu": where a record's job ran, as the record says (its ``info.device``, which the models that
+    can use a GPU record; a record without one ran on the CPU)."""
+    info = record.get("info") if isinstance(record.get("info"), dict) else {}
+    return "gpu" if str(info.get("device") or "cpu").startswith("cuda") else "cpu"
+
+
+def record_devices(frame):
+    """record_device of every row of a records frame, as a Series beside it."""
+    import pandas as pd
+
+    if "info" not in frame:
+        return pd.Series("cpu", index=frame.index)
+    return frame["info"].map(lambda info: record_device({"info": info}))

@@ -13,7 +13,8 @@ import pytest
 
 from tabbench.report.leaderboard import pooled_ranks, select_trials, summarise, write_leaderboard
 from tabbench.report import arena
-from tabbench.report.latex import latex
+from tabbench.report import latex
+from tabbench.report.section import Context
 from tabbench.pooling import pooled_records
 
 pytest.importorskip("bencheval")
@@ -78,10 +79,10 @@ def test_a_method_that_beats_all_others_on_every_dataset_has_win_rate_1_and_the_
     champion = "tabnet"  # the weakest here: its results are replaced by ones better than every other method's
     tables = copy.deepcopy(tables)
     for t in tables.values():
-        others = t["mean"].drop(index=champion)
-        best = others.max() if t["higher"] else others.min()
-        assert not t["higher"] or (best < 1).all(), "a perfect score leaves no room to beat it"
-        t["mean"].loc[champion] = (best + 1) / 2 if t["higher"] else best / 2
+        others = t.mean.drop(index=champion)
+        best = others.max() if t.higher else others.min()
+        assert not t.higher or (best < 1).all(), "a perfect score leaves no room to beat it"
+        t.mean.loc[champion] = (best + 1) / 2 if t.higher else best / 2
     result = run(tables, selected)
     row = result.table.loc[champion]
     assert row.win_rate == 1.0 and row.improvability == 0.0
@@ -93,20 +94,20 @@ def test_a_method_that_failed_everywhere_counts_at_the_worst_rank(tables, select
     failed = "mlp"  # the best here: failing everywhere must take it to the bottom
     tables = copy.deepcopy(tables)
     for t in tables.values():
-        t["mean"].loc[failed] = np.nan
+        t.mean.loc[failed] = np.nan
     result = run(tables, selected)
     row = result.table.loc[failed]
     assert row.win_rate == 0.0 and row.improvability == 1.0
     assert result.table.index[-1] == failed and row.elo < result.table.drop(index=failed).elo.min()
-    n = sum(t["mean"].shape[1] for t in tables.values())
-    assert sorted(result.imputed) == sorted((failed, d) for t in tables.values() for d in t["mean"].columns)
+    n = sum(len(t.datasets) for t in tables.values())
+    assert sorted(result.imputed) == sorted((failed, d) for t in tables.values() for d in t.datasets)
     assert len(result.imputed) == n and f"{failed} on " in " ".join(arena.notes(result))
 
 
 def test_without_random_forest_the_elo_is_unanchored_and_says_so(tables, selected):
     tables = copy.deepcopy(tables)
     for t in tables.values():
-        t["mean"] = t["mean"].drop(index="random_forest")
+        t.mean = t.mean.drop(index="random_forest")
     result = run(tables, selected)
     assert result.anchor is None and "random_forest" not in result.table.index
     assert abs(result.table.elo.mean() - 1000) < 0.1  # bencheval centres unanchored ratings on 1000
@@ -116,7 +117,7 @@ def test_without_random_forest_the_elo_is_unanchored_and_says_so(tables, selecte
 def test_one_method_gets_a_sentence_instead_of_a_table(tables, selected):
     tables = copy.deepcopy(tables)
     for t in tables.values():
-        t["mean"] = t["mean"].loc[["knn"]]
+        t.mean = t.mean.loc[["knn"]]
     result = run(tables, selected)
     assert result.table is None and arena.csv_rows(result) == []
     assert "compare methods" in " ".join(arena.markdown(result, {}))
@@ -128,8 +129,10 @@ def test_the_aggregates_regenerate_identically(tables, selected):
 
 def test_leaderboard_tex_has_the_aggregates_table_with_consistent_columns(tables, selected):
     result = run(tables, selected)
-    labels = {d: d for t in tables.values() for d in t["mean"].columns}
-    tex = latex("quickstart", tables, labels, arena=result)
+    labels = {d: d for t in tables.values() for d in t.datasets}
+    ctx = Context(out_dir=Path("quickstart"), sources=[], records=selected, all_runs=selected, selected=selected,
+                  tables=tables, labels=labels, show={m: m for m in result.table.index}, aggregates=result)
+    tex = "\n".join(latex.arena(ctx))
     block = tex.split(r"\label{tab:quickstart-arena}")[1].split(r"\end{table}")[0]
     spec = re.search(r"\\begin\{tabular\}\{(\w+)\}", block)[1]
     rows = [line for line in block.splitlines() if line.strip().endswith(r"\\") and "&" in line]

@@ -1,7 +1,10 @@
 """Reports made from stored records alone (no model registry, nothing re-run): the leaderboard
-(``leaderboard``: rank tables, and beside them significance tests, win rates, TabArena's Elo (``arena``), cost against
-quality, budget curves and LaTeX), written with one set of table and number formats (``format``). Records
-pooled from several result folders come from ``tabbench.pooling``.
+(``leaderboard``: a list of sections (``section``, ``sections``) over one context: rank tables from the typed
+per-family results (``family``), and beside them significance tests, win rates, TabArena's Elo (``arena``), cost
+against quality, budget curves, LaTeX (``latex``) and an HTML page (``html``)), written with one set of table and
+number formats (``format``: its ``Cell`` writes every mean ± SE alike in Markdown, LaTeX and HTML). Records
+pooled from several result folders come from ``tabbench.pooling``; the site over every results folder from
+``site``.
 
 The statistics come from scipy.stats, scikit-posthocs and bencheval, the figures from matplotlib (the
 ``report`` extra); they are imported only inside the functions that use them, so the core stays light.

@@ -1,7 +1,7 @@
 """TabArena's aggregates beside the mean ranks: Elo, improvability and win rate, computed by bencheval.
 
 bencheval is TabArena's own evaluation engine (the ``report`` extra); nothing here re-implements its
-statistics. This module turns the leaderboard's per-family tables (``leaderboard.summarise``: the test
+statistics. This module turns the leaderboard's per-family tables (``family.summarise``: the test
 metric per method and dataset, averaged over folds and seeds, NaN where the method has no complete
 result) into the one frame bencheval reads, and its answer into Markdown, CSV rows and LaTeX cells.
 
@@ -58,19 +58,19 @@ class Aggregates:
 
 
 def errors(tables: dict) -> tuple[pd.DataFrame, list, list]:
-    """bencheval's input from ``leaderboard.summarise``'s tables: one row per (method, dataset) with
+    """bencheval's input from ``family.summarise``'s tables: one row per (method, dataset) with
     ``metric_error`` (lower is better, inf where the method has no complete result), the imputed
     pairs, and the datasets left out because no method has a result there."""
-    methods = sorted({m for t in tables.values() for m in t["mean"].index})
+    methods = sorted({m for t in tables.values() for m in t.mean.index})
     rows, imputed, left_out = [], [], []
     for t in tables.values():
-        mean = t["mean"].reindex(methods)
+        mean = t.mean.reindex(methods)
         for dataset in mean.columns:
             scores = mean[dataset]
             if scores.isna().all():
                 left_out.append(dataset)
                 continue
-            error = 1 - scores if t["higher"] else scores
+            error = 1 - scores if t.higher else scores
             imputed += [(m, dataset) for m in error.index[error.isna()]]
             rows += [(m, dataset, float(e)) for m, e in error.fillna(np.inf).items()]
     return pd.DataFrame(rows, columns=["method", "dataset", "metric_error"]), imputed, left_out
@@ -81,7 +81,7 @@ def aggregates(tables: dict, selected: pd.DataFrame, mean_rank: pd.Series) -> Ag
     ``selected``: the leaderboard's selected trials (to say whether the anchor was tuned);
     ``mean_rank``: the leaderboard's mean rank over all datasets, shown beside them."""
     data, imputed, left_out = errors(tables)
-    datasets = {t["metric"]: [d for d in t["mean"].columns if d not in left_out] for t in tables.values()}
+    datasets = {t.metric: [d for d in t.datasets if d not in left_out] for t in tables.values()}
     out = Aggregates(None, {m: d for m, d in datasets.items() if d}, imputed=imputed, left_out=left_out)
     try:
         from importlib.metadata import version
@@ -113,7 +113,8 @@ def aggregates(tables: dict, selected: pd.DataFrame, mean_rank: pd.Series) -> Ag
                           "win_rate": board["winrate"], "mean_rank": mean_rank.reindex(board.index)})
     if out.n_datasets < 2:  # one dataset: every resample is the same, so the interval says nothing
         table[["elo_low", "elo_high"]] = np.nan
-    out.table = table.sort_values(["elo", "mean_rank"], ascending=[False, True])
+    # ties in Elo and mean rank by name: a sort that is not stable would order them by chance
+    out.table = table.rename_axis("method").sort_values(["elo", "mean_rank", "method"], ascending=[False, True, True])
     return out
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from tabbench.report.agreement import within
-from tabbench.report.format import markdown_table, mean_se, with_folds
+from tabbench.report.format import Cell, markdown_table
 
 def budget_table(selected: pd.DataFrame, primary: dict) -> pd.DataFrame:
     """Rows (method, model, dataset, metric, steps, mean, runs, folds, se) of the primary test metric over
@@ -109,7 +109,7 @@ def budget_section(out_dir: Path, selected: pd.DataFrame, primary: dict, publish
     table.drop(columns=["model", "folds"]).round(6).to_csv(out_dir / "budget-curves.csv", index=False)
     show, splits = show or {}, splits or {}
     rows = [[show.get(r["method"], r["method"]), r["dataset"], f"{int(r['steps']):,}",
-             with_folds(mean_se(r["mean"], r["se"]), int(r["folds"]), splits.get(r["dataset"], 0)),
+             Cell(r["mean"], r["se"], int(r["folds"]), splits.get(r["dataset"], 0)).markdown(),
              str(int(r["runs"])), versus_paper(r["mean"], r["se"], _paper(published, r["dataset"], r["model"]))]
             for _, r in table.sort_values(["dataset", "method", "steps"]).iterrows()]
     models = sorted(table["model"].unique())

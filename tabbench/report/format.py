@@ -4,7 +4,9 @@ aligned plain-text tables the terminal commands print. No pandas here: ``tabbenc
 
 from __future__ import annotations
 
+import html
 import math
+from dataclasses import dataclass
 
 #: A cell with no value (a missing result, no standard error to show).
 MISSING = "–"
@@ -26,10 +28,49 @@ def mean_se(mean, se=None, digits: int = 3) -> str:
     return f"{mean:.{digits}f}" if _absent(se) else f"{mean:.{digits}f} ± {se:.{digits}f}"
 
 
-def with_folds(text: str, ran: int, of: int) -> str:
-    """A mean's cell with its fold count where the method ran fewer of the dataset's folds than it has:
-    ``5.450 ± 0.370 (2 of 10 folds)``; ``text`` unchanged where it ran them all (or there is no mean)."""
-    return f"{text} ({ran} of {of} folds)" if ran < of and text != MISSING else text
+@dataclass(frozen=True)
+class Cell:
+    """One mean as every report writes it: ``mean ± SE``, with its fold count where it rests on fewer of the
+    dataset's folds than it has (``ran`` of ``of``) and its device where the table pools devices, in Markdown,
+    LaTeX and HTML alike, so that the three
+    cannot disagree on a digit. ``bold``: the best of its column (LaTeX and HTML mark it; Markdown does not)."""
+
+    mean: float | None
+    se: float | None = None
+    ran: int | None = None  # folds the mean rests on, where fewer than the dataset's ``of``
+    of: int | None = None
+    digits: int = 3
+    bold: bool = False
+    device: str | None = None  # "GPU" where a table pools devices and this mean rests on a GPU's records
+
+    @property
+    def partial(self) -> bool:
+        return self.ran is not None and self.of is not None and self.ran < self.of
+
+    def folds(self) -> str:
+        """What the mean rests on where a table must say it: " (2 of 10 folds)", " (GPU)", " (6 of 10 folds, GPU)"."""
+        said = ([f"{self.ran} of {self.of} folds"] if self.partial else []) + ([self.device] if self.device else [])
+        return f" ({', '.join(said)})" if said else ""
+
+    def markdown(self) -> str:
+        text = mean_se(self.mean, self.se, self.digits)
+        return text + self.folds() if text != MISSING else text
+
+    __str__ = markdown
+
+    def latex(self) -> str:
+        """``$0.870 \\pm 0.010$`` (bold: ``\\mathbf``); a partial mean is never bold and keeps its fold count."""
+        if _absent(self.mean):
+            return "--" + self.folds()
+        body = f"{self.mean:.{self.digits}f}" + ("" if _absent(self.se) else f" \\pm {self.se:.{self.digits}f}")
+        return (f"$\\mathbf{{{body}}}$" if self.bold and not self.partial else f"${body}$") + self.folds()
+
+    def html(self) -> str:
+        """The Markdown text, escaped, in a ``<span>`` whose ``data-v`` is the mean (a sortable table sorts by it)."""
+        value = "" if _absent(self.mean) else f"{self.mean:.6g}"
+        classes = " ".join(c for c, on in (("best", self.bold), ("partial", self.partial)) if on)
+        return (f'<span data-v="{value}"' + (f' class="{classes}"' if classes else "") + f">"
+                f"{html.escape(self.markdown())}</span>")
 
 
 def significant(value, digits: int = 4) -> str:

@@ -1,0 +1,113 @@
+"""Every committed leaderboard regenerates unchanged from its records by the command its folder's README gives.
+
+Each results folder with tables names one command (``Regenerate: `tabbench leaderboard ...```,
+tabbench.report.site.REGENERATE); the test runs every one of them in a copy of results/ from which every generated
+file was removed, so that each committed table must be written again by its own command, and compares what does
+not depend on library versions byte for byte: everything but the bootstrap Elo intervals' ends (their resampled
+Bradley-Terry fits move a point or two between numpy builds and CPUs; they are checked to enclose the Elo) and
+the library versions the leaderboard names; figures (matplotlib's rendering) must be written, not equal. It never
+skips in CI: the records are committed, and the report extra is required there (TABBENCH_REQUIRE_PACKAGES=1).
+"""
+
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tabbench.report.site import regenerate_command
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "results"
+FOLDERS = [d.name for d in sorted(RESULTS.iterdir()) if (d / "leaderboard.md").exists()]
+#: What a folder holds that its leaderboard command does not write.
+NOT_GENERATED = {"README.md", "records", "probe-corruption", "comparison.md", "comparison.csv", "checkpoints"}
+FIGURES = {".svg", ".png"}
+
+_VERSIONS = re.compile(r"Computed with [^:]*:")
+_INTERVALS = [re.compile(r"(?<=\| )-?\d+ to -?\d+(?= \|)"),  # leaderboard.md's and the page's tables
+              re.compile(r"\$-?\d+\$ to \$-?\d+\$"),  # leaderboard.tex
+              re.compile(r"^(elo_low|elo_high),([^,]*),([^,]*),[^,]*", re.M)]  # leaderboard.csv
+
+
+def comparable(text: str, suffix: str) -> str:
+    """``text`` without what library versions may change: the versions named, the Elo intervals' ends, and
+    in a page its inline figures."""
+    if suffix == ".html":  # inline figures, and the intervals wherever a page writes them
+        text = re.sub(r"<svg.*?</svg>", "<svg/>", text, flags=re.S)
+        text = re.sub(r"-?\d+ to -?\d+", "(interval)", text)
+    text = _VERSIONS.sub("Computed with (versions):", text)
+    text = _INTERVALS[0].sub("(interval)", text)
+    text = _INTERVALS[1].sub("(interval)", text)
+    text = re.sub(r"\((-?\d+) to (-?\d+)\)", "(interval)", text)  # results/README.md's answer
+    return _INTERVALS[2].sub(r"\1,\2,\3,(interval)", text)
+
+
+def require_report_extra():
+    from tabbench.report import report_installed
+
+    if not report_installed():
+        if os.environ.get("TABBENCH_REQUIRE_PACKAGES") == "1":
+            pytest.fail("the report extra is missing; TABBENCH_REQUIRE_PACKAGES=1 requires it", pytrace=False)
+        pytest.skip("the report extra (matplotlib, scikit-posthocs, bencheval) is not installed")
+
+
+def test_every_folder_with_tables_gives_its_regenerate_command_once():
+    assert len(FOLDERS) >= 11
+    for name in FOLDERS:
+        args = regenerate_command(RESULTS / name)
+        assert args and args[0] == "leaderboard", f"results/{name}/README.md gives no 'Regenerate: `tabbench ...`' line"
+        writes_to = args[args.index("--name") + 1] if "--name" in args else Path(args[1]).stem
+        assert writes_to == name, f"results/{name}/README.md's command writes results/{writes_to}"
+
+
+@pytest.fixture(scope="module")
+def regenerated(tmp_path_factory):
+    """A checkout's results/ with every generated file removed, then every folder's command run in it."""
+    require_report_extra()
+    root = tmp_path_factory.mktemp("checkout")
+    shutil.copytree(RESULTS, root / "results", ignore=shutil.ignore_patterns("checkpoints"))
+    (root / "suites").symlink_to(ROOT / "suites")
+    for name in FOLDERS:
+        for path in (root / "results" / name).iterdir():
+            if path.name not in NOT_GENERATED:
+                path.unlink()
+    from tabbench.cli import main
+
+    cwd = Path.cwd()
+    os.chdir(root)
+    try:
+        for name in FOLDERS:
+            assert main(regenerate_command(RESULTS / name)) == 0, name
+    finally:
+        os.chdir(cwd)
+    return root / "results"
+
+
+@pytest.mark.parametrize("name", FOLDERS)
+def test_committed_tables_regenerate_unchanged(regenerated, name):
+    committed, fresh = RESULTS / name, regenerated / name
+    generated = lambda folder: {p.name for p in folder.iterdir() if p.name not in NOT_GENERATED}  # noqa: E731
+    assert generated(fresh) == generated(committed), "files its command writes, against those committed"
+    for filename in sorted(generated(committed)):
+        if Path(filename).suffix in FIGURES:
+            continue
+        ours, theirs = (fresh / filename).read_text(), (committed / filename).read_text()
+        assert comparable(ours, Path(filename).suffix) == comparable(theirs, Path(filename).suffix), filename
+    board = pd.read_csv(committed / "leaderboard.csv")
+    elo = board[board["table"].isin(["elo", "elo_low", "elo_high"])].pivot(index="method", columns="table",
+                                                                          values="value")
+    elo = elo.reindex(columns=["elo", "elo_low", "elo_high"]).dropna()  # one dataset: no interval
+    assert ((elo["elo_low"] <= elo["elo"]) & (elo["elo"] <= elo["elo_high"])).all(), "an interval not enclosing its Elo"
+
+
+def test_the_comparison_ignores_only_versions_and_interval_ends():
+    md = "| npt | 414 | -1592 to 528 | 0.529 |\nComputed with numpy 2.4.6, scipy 1.17.1: other"
+    moved = "| npt | 414 | -1590 to 528 | 0.529 |\nComputed with numpy 2.5.0, scipy 1.17.1: other"
+    assert comparable(md, ".md") == comparable(moved, ".md")
+    assert comparable(md, ".md") != comparable(md.replace("| 414 |", "| 415 |"), ".md")  # the Elo itself counts
+    csv = "elo_low,npt,,-1592.0\nelo,npt,,414.0\n"
+    assert comparable(csv, ".csv") == comparable(csv.replace("-1592.0", "-1590.0"), ".csv")
+    assert comparable(csv, ".csv") != comparable(csv.replace("414.0", "414.5"), ".csv")
