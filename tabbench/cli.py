@@ -63,7 +63,9 @@ def _run_parser(sub) -> None:
     run.add_argument("--retry-failed", action="store_true", help="re-run jobs whose record is a failure")
     _selection_args(run)
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
-    _tables_only_arg(run)
+    from tabbench.report.site import tables_only_argument  # light, as leaderboard_arguments
+
+    tables_only_argument(run)
     _plugin_arg(run)
     _data_args(run)
 
@@ -276,11 +278,6 @@ def cmd_report(args) -> int:
 
     print(f"Report: {write_site(Path(args.results))}")
     return 0
-
-
-def _tables_only_arg(parser) -> None:
-    parser.add_argument("--tables-only", action="store_true",
-                        help="only leaderboard.md and .csv: no tests, figures or LaTeX (no `report` extra needed)")
 
 
 def cmd_models(args) -> int:

@@ -49,6 +49,11 @@ def leaderboard_arguments(parser) -> None:
                              "folder, on the CPU in another): per method and dataset the device covering the most "
                              "folds, every GPU cell labelled")
     parser.add_argument("--results", default="results", metavar="DIR", help="results root (default: results/)")
+    tables_only_argument(parser)
+
+
+def tables_only_argument(parser) -> None:
+    """``--tables-only``, shared by ``tabbench leaderboard`` and ``tabbench run``."""
     parser.add_argument("--tables-only", action="store_true",
                         help="only leaderboard.md and .csv: no tests, figures or LaTeX (no `report` extra needed)")
 
