@@ -28,7 +28,9 @@ def budget_table(selected: pd.DataFrame, primary: dict) -> pd.DataFrame:
         if not curve:
             continue
         metric = primary[r["task"]][0]
-        steps = (r.get("info") or {}).get("steps") if isinstance(r.get("info"), dict) else None
+        info = r.get("info") if isinstance(r.get("info"), dict) else {}
+        # the run's own point is where it ended: the steps it ran (fewer than planned when the clock stopped it)
+        steps = info.get("steps_run", info.get("steps"))
         points = [(p["steps"], p["test"].get(metric)) for p in curve]
         if steps is not None:
             points.append((steps, r.get(f"test_{metric}")))

@@ -83,12 +83,17 @@ def budget_note(runs: pd.DataFrame, order, show) -> list:
     table = cost.budget_table(runs)
     if table.empty:
         return []
-    budgets = sorted(runs["time_budget_s"].dropna().unique())
+    budgets = runs.dropna(subset=["time_budget_s"]).groupby("time_budget_s")["method"].unique()
+    if len(budgets) == 1:
+        budget = f"Time budget: {budgets.index[0]:g} s a job, the same for every method."
+    else:  # suites of one folder with budgets of their own (e.g. a longer one for NPT)
+        budget = "Time budgets: " + "; ".join(
+            f"{b:g} s a job for {', '.join(show.get(m, m) for m in sorted(methods))}" for b, methods in budgets.items()) + "."
     rows = [[show.get(m, m), *(f"{int(r[c]):,}" for c in ("jobs", "stopped", "killed")),
              "–" if pd.isna(r["steps_median"]) else
              f"{r['steps_median']:.0f} ({r['steps_min']:.0f}-{r['steps_max']:.0f})"]
             for m, r in table.loc[[m for m in order if m in table.index]].iterrows()]
-    return [f"Time budget: {', '.join(f'{b:g}' for b in budgets)} s a job, the same for every method. 'stopped': "
+    return [f"{budget} 'stopped': "
             "results whose training the clock ended at 80% of it (the best epoch or iteration reached is kept); "
             "'killed': jobs still running at the budget, failed (timeout) and ranked last; 'steps run': NPT's "
             "training steps, median (range), sized to the budget by `steps: auto`.", "",
