@@ -1,8 +1,9 @@
 """The base class offered to model plugins: parameters declared once, stored the scikit-learn way.
 
-A subclass declares every parameter it accepts with its default in ``defaults``; ``spec_for`` (or a
-``ModelSpec`` whose ``default_params`` is left out) takes them from there, so they are written once.
-``__init__`` only stores: ``meta``, ``seed`` and ``params`` (the defaults overridden by the suite's).
+A subclass declares every parameter it accepts once, as ``class Params(tabbench.params.Params)`` (types,
+bounds, choices, defaults, descriptions; see tabbench/params.py); a ``ModelSpec`` whose ``params`` is left out
+takes them from there. ``__init__`` checks the values against that class and stores ``meta``, ``seed`` and
+``params`` (the defaults updated by the values given, as given).
 Classifiers implement ``predict_proba``; ``predict`` is its argmax. Regressors implement
 ``predict_values`` (values in the target's original units). See tabbench/spec.py for the contract.
 
@@ -13,8 +14,9 @@ A model that trains iteratively asks ``self.training_clock()`` at the start of `
 from __future__ import annotations
 
 import time
-from typing import Any, ClassVar, Mapping
+from typing import ClassVar
 
+from tabbench.params import Params, check, merged
 from tabbench.spec import DatasetMeta
 
 #: The share of a job's time budget (``time_budget_s``) a model may spend training. The rest belongs to what
@@ -60,15 +62,19 @@ class TrainingClock:
 class Estimator:
     """Stores ``meta``, ``seed`` and ``params``; predicts class indices from ``predict_proba``."""
 
-    defaults: ClassVar[Mapping[str, Any]] = {}
+    Params: ClassVar[type[Params]] = Params  # none: a subclass declares its own
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "defaults" in vars(cls):  # the declaration before typed params: refused rather than silently ignored
+            raise TypeError(f"{cls.__name__} declares a defaults dict: declare its params as a nested "
+                            "class Params(tabbench.params.Params) with one param(...) field each (tabbench/params.py)")
 
     def __init__(self, meta: DatasetMeta, seed: int = 0, **params):
-        unknown = sorted(set(params) - set(self.defaults))
-        if unknown:
-            raise TypeError(f"{type(self).__name__} got unknown params {unknown}; it accepts {sorted(self.defaults)}")
+        check(self.Params, params, type(self).__name__)
         self.meta = meta
         self.seed = seed
-        self.params = {**self.defaults, **params}
+        self.params = merged(self.Params, params)
 
     def training_clock(self) -> TrainingClock:
         """A clock for this fit's training loop, from the job's time budget (``time_budget_s``, set by the

@@ -40,11 +40,15 @@ def dataset_trials(entry, spec, dataset: str, dataset_params: dict) -> list[tupl
     return [(trial, None, {**params, **dataset_params}) for trial, params in trial_configs(entry, spec)]
 
 
-def resolve_params(spec, params: dict, gpu_available: bool) -> dict:
-    resolved = {**spec.default_params, **params}
-    if resolved.get("device") == "auto":
-        resolved["device"] = spec.auto_device(gpu_available)
-    return resolved
+def method_params(entry, spec, dataset, gpu_available: bool | None = None) -> list[tuple[int | None, str | None, dict]]:
+    """(trial index, config name, params) of a method on one dataset (a DatasetConfig), each trial's params
+    resolved (``ModelSpec.resolve``): the model's defaults, updated by the suite's values in ``dataset_trials``'s
+    order (the method's params, the dataset's ``model_params`` for the method, the trial or named
+    configuration); with ``gpu_available``, ``device: auto`` made cuda or cpu. What run, plan, probe and the
+    pre-run checks give a model."""
+    dataset_params = (dataset.model_params or {}).get(entry.label, {})
+    return [(trial, config, spec.resolve(params, gpu_available=gpu_available))
+            for trial, config, params in dataset_trials(entry, spec, dataset.name, dataset_params)]
 
 
 def expand(suite, registry, loaded, gpu_available=False) -> list[Job]:
@@ -55,10 +59,8 @@ def expand(suite, registry, loaded, gpu_available=False) -> list[Job]:
             spec = registry[entry.model].spec
             if dataset.meta.task not in spec.tasks:
                 continue
-            dataset_params = (cfg.model_params or {}).get(entry.label, {})
-            trials = [(trial, config, params, spec.key_params(params)) for trial, config, params in
-                      ((t, c, resolve_params(spec, p, gpu_available))
-                       for t, c, p in dataset_trials(entry, spec, name, dataset_params))]
+            trials = [(trial, config, params, spec.key_params(params))
+                      for trial, config, params in method_params(entry, spec, cfg, gpu_available)]
             # split-major: a split's trials are consecutive, so a run stopped part-way leaves splits whose
             # search is complete (and at most the few in flight part-searched), not every split part-searched
             for split in splits:
