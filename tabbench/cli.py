@@ -132,7 +132,8 @@ def build_parser() -> argparse.ArgumentParser:
                              "records[-N].jsonl.gz (safe while a run appends; readers see the same records)")
     archive.add_argument("folder", help="a suite's results folder, e.g. results/breadth")
 
-    models = sub.add_parser("models", help="list the registered models")
+    models = sub.add_parser("models", help="list the registered models, or one model's parameters")
+    models.add_argument("name", nargs="?", help="a model: print its parameters (type, choices or bounds, default)")
     _plugin_arg(models)
 
     datasets = sub.add_parser("datasets", help="where each dataset of a suite comes from, its shape, task and splits")
@@ -278,6 +279,8 @@ def cmd_models(args) -> int:
     from tabbench.report.format import text_table
 
     models = load_models(tuple(args.plugin))
+    if args.name is not None:
+        return _model_params(models, args.name)
     rows = []
     for name, entry in sorted(models.items()):
         spec = entry.spec
@@ -295,6 +298,25 @@ def cmd_models(args) -> int:
     for name, reason in BROKEN.items():
         print(f"plugin {name!r} failed to load: {reason}", file=sys.stderr)
     return 1 if BROKEN else 0
+
+
+def _model_params(models: dict, name: str) -> int:
+    """One model's parameters, from its params class (tabbench/params.py)."""
+    from tabbench.errors import TabbenchError
+    from tabbench.params import describe
+    from tabbench.report.format import text_table
+    from tabbench.suite.types import hint
+
+    if name not in models:
+        raise TabbenchError(f"no model named {name!r}" + hint(name, models, "registered models"))
+    spec = models[name].spec
+    print(f"{name}: {spec.description}" if spec.description else name)
+    print()
+    print("\n".join(text_table(["param", "allowed", "default", "flag", "meaning"], describe(spec.params))))
+    if spec.run_params:
+        print("\nrun-only: says how a job runs, not what it computes; a job's key holds its default, so a re-run "
+              "with another value finds the jobs done")
+    return 0
 
 
 def _suite_and_paths(args):
@@ -384,9 +406,10 @@ def cmd_archive(args) -> int:
 
 
 def cmd_schema(args) -> int:
+    from tabbench.plugins import load_models
     from tabbench.suite import reference_markdown, schema_text
 
-    print(reference_markdown() if args.markdown else schema_text(), end="")
+    print(reference_markdown() if args.markdown else schema_text(load_models()), end="")
     return 0
 
 

@@ -265,8 +265,9 @@ class SuiteFile(_Section):
         return self
 
 
-def json_schema() -> dict:
-    """The suite format as JSON Schema (what suites/suite.schema.json holds)."""
+def json_schema(models: dict | None = None) -> dict:
+    """The suite format as JSON Schema (what suites/suite.schema.json holds, with the built-in ``models``: a
+    registry, tabbench.plugins.load_models, whose params each method's entry is checked against)."""
     schema = SuiteFile.model_json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
 
@@ -281,8 +282,34 @@ def json_schema() -> dict:
                 close(value)
 
     close(schema)
+    for name, entry in sorted((models or {}).items()):
+        _add_model(schema, name, entry.spec.params)
     return schema
 
 
-def schema_text() -> str:
-    return json.dumps(json_schema(), indent=2) + "\n"
+def _add_model(schema: dict, name: str, params) -> None:
+    """A model's params (tabbench/params.py) as the schema of a method running it: its ``params``, each
+    configuration's, and its ``search_space`` (lists of values), checked where the method says ``model: NAME``
+    and where its name is the model's and it says no other."""
+    from tabbench.params import json_schema as params_schema
+
+    defs = schema["$defs"]
+    defs[f"params.{name}"] = params_schema(params)
+    ref = {"$ref": f"#/$defs/params.{name}"}
+    space = {"type": "object", "additionalProperties": False,
+             "properties": {k: {"type": "array", "items": {"$ref": f"#/$defs/params.{name}/properties/{k}"}}
+                            for k in params_schema(params)["properties"]}}
+    config = {"anyOf": [{"type": "null"}, {"type": "object", "properties": {
+        "params": ref, "datasets": {"type": "object", "additionalProperties": ref}}}]}
+    defs[f"method.{name}"] = {"properties": {"params": ref, "search_space": space,
+                                             "configs": {"type": "object", "additionalProperties": config}}}
+    method = {"$ref": f"#/$defs/method.{name}"}
+    defs["Model"].setdefault("allOf", []).append(
+        {"if": {"required": ["model"], "properties": {"model": {"const": name}}}, "then": method})
+    models = schema["properties"]["models"].setdefault("properties", {})
+    models[name] = {"anyOf": [{"type": "null"}, {"allOf": [
+        {"$ref": "#/$defs/Model"}, {"if": {"not": {"required": ["model"]}}, "then": method}]}]}
+
+
+def schema_text(models: dict | None = None) -> str:
+    return json.dumps(json_schema(models), indent=2) + "\n"
