@@ -5,6 +5,7 @@ split and seed), and the selection of some of them (--models, --datasets, --fold
 from __future__ import annotations
 
 import itertools
+import math
 import random
 from dataclasses import dataclass
 
@@ -20,10 +21,24 @@ def trial_configs(entry, spec) -> list[tuple[int | None, dict]]:
         return [(None, dict(entry.params))]
     space = entry.search_space or dict(spec.search_space)
     names = sorted(space)
-    grid = [dict(zip(names, values)) for values in itertools.product(*(space[n] for n in names))]
-    if entry.tuning == "random" and entry.n_trials < len(grid):
-        grid = random.Random(entry.tuning_seed).sample(grid, entry.n_trials)
+    size = math.prod(len(space[n]) for n in names)
+    if entry.tuning == "random" and entry.n_trials < size:
+        # the sample of the grid in itertools.product order, drawn as indices: random.sample picks the same
+        # positions from range(size) as from the grid's list, without building a grid of, say, 40,000 dicts
+        picks = random.Random(entry.tuning_seed).sample(range(size), entry.n_trials)
+        grid = [_grid_point(space, names, i) for i in picks]
+    else:
+        grid = [dict(zip(names, values)) for values in itertools.product(*(space[n] for n in names))]
     return [(i, {**entry.params, **config}) for i, config in enumerate(grid)]
+
+
+def _grid_point(space: dict, names: list, index: int) -> dict:
+    """The grid's ``index``-th point in itertools.product order (the last name varies fastest)."""
+    point = {}
+    for name in reversed(names):
+        index, position = divmod(index, len(space[name]))
+        point[name] = space[name][position]
+    return {name: point[name] for name in names}
 
 
 def dataset_trials(entry, spec, dataset: str, dataset_params: dict) -> list[tuple[int | None, str | None, dict]]:
