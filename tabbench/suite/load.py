@@ -189,12 +189,14 @@ def _check_values(suite: Suite, entry: ModelEntry, spec, named: list) -> None:
         space = where.endswith(".search_space")
         for name, given in values.items():
             for i, value in enumerate(given) if space else [(None, given)]:
-                for problem in problems(spec.params, {name: value}):
-                    if problem.name is not None:
-                        raise SuiteError(suite.path, f"{where}.{name}" + ("" if i is None else f"[{i}]"),
-                                         f"model {entry.model!r}: {problem.message}")
+                # one value over the defaults: a rule over several params waits for the resolved trials below
+                found = [p for p in problems(spec.params, {name: value}) if p.name is not None]
+                if found:
+                    raise SuiteError(suite.path, f"{where}.{name}" + ("" if i is None else f"[{i}]"),
+                                     f"model {entry.model!r}: {found[0].message}")
     for d in suite.datasets:
         for _, config, params in method_params(entry, spec, d):
-            for problem in problems(spec.params, params):
+            found = problems(spec.params, params)
+            if found:
                 raise SuiteError(suite.path, f"models.{entry.label}", f"model {entry.model!r} on dataset {d.name!r}"
-                                 + (f", configuration {config!r}" if config else "") + f": {problem.message}")
+                                 + (f", configuration {config!r}" if config else "") + f": {found[0].message}")
