@@ -2,7 +2,9 @@
 
 The estimator contract, shared by every model (scikit-learn conventions):
 
-* ``spec.factory(meta, seed, **params)`` builds an estimator. ``__init__`` only stores its arguments.
+* ``spec.factory(meta, seed, **params)`` builds an estimator; ``params`` are every param of ``ModelSpec.params``,
+  values as the suite wrote them (checked before the run). ``__init__`` only stores its arguments (an
+  ``Estimator`` checks them against its ``Params`` first).
 * ``fit(X, y, X_val, y_val)`` learns from the training split; the validation split is there for
   early stopping or selection, never for training. Returns ``self``.
 * ``predict(X)``: class indices (``0 .. n_classes-1``) for classification, values in the target's
