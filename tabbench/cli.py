@@ -144,7 +144,8 @@ def _archive_parser(sub) -> None:
 
 
 def _models_parser(sub) -> None:
-    models = sub.add_parser("models", help="list the registered models")
+    models = sub.add_parser("models", help="list the registered models, or one model's parameters")
+    models.add_argument("name", nargs="?", help="a model: print its parameters (type, choices or bounds, default)")
     _plugin_arg(models)
 
 
@@ -285,6 +286,8 @@ def cmd_models(args) -> int:
     from tabbench.report.format import text_table
 
     models = load_models(tuple(args.plugin))
+    if args.name is not None:
+        return _model_params(models, args.name)
     rows = []
     for name, entry in sorted(models.items()):
         spec = entry.spec
@@ -302,6 +305,25 @@ def cmd_models(args) -> int:
     for name, reason in BROKEN.items():
         print(f"plugin {name!r} failed to load: {reason}", file=sys.stderr)
     return 1 if BROKEN else 0
+
+
+def _model_params(models: dict, name: str) -> int:
+    """One model's parameters, from its params class (tabbench/params.py)."""
+    from tabbench.errors import TabbenchError
+    from tabbench.params import describe
+    from tabbench.report.format import text_table
+    from tabbench.errors import did_you_mean
+
+    if name not in models:
+        raise TabbenchError(f"no model named {name!r}" + did_you_mean(name, models, "registered models"))
+    spec = models[name].spec
+    print(f"{name}: {spec.description}" if spec.description else name)
+    print()
+    print("\n".join(text_table(["param", "allowed", "default", "flag", "meaning"], describe(spec.params))))
+    if spec.run_params:
+        print("\nrun-only: says how a job runs, not what it computes; a job's key holds its default, so a re-run "
+              "with another value finds the jobs done")
+    return 0
 
 
 def _suite_and_paths(args, plugin_files=()):
@@ -391,9 +413,10 @@ def cmd_archive(args) -> int:
 
 
 def cmd_schema(args) -> int:
+    from tabbench.plugins import load_models
     from tabbench.suite import reference_markdown, schema_text
 
-    print(reference_markdown() if args.markdown else schema_text(), end="")
+    print(reference_markdown() if args.markdown else schema_text(models=load_models()), end="")
     return 0
 
 

@@ -1,9 +1,10 @@
 """What a model is to the harness: the base class offered to model plugins (``Estimator``), the job context the
 harness hands ``fit`` (``JobContext``) and the training clock made from it (``TrainingClock``).
 
-A subclass of ``Estimator`` declares every parameter it accepts with its default in ``defaults``; a ``ModelSpec``
-whose ``default_params`` is left out takes them from there, so they are written once.
-``__init__`` only stores: ``meta``, ``seed`` and ``params`` (the defaults overridden by the suite's).
+A subclass declares every parameter it accepts once, as ``class Params(tabbench.params.Params)`` (types,
+bounds, choices, defaults, descriptions; see tabbench/params.py); a ``ModelSpec`` whose ``params`` is left out
+takes them from there. ``__init__`` checks the values against that class and stores ``meta``, ``seed`` and
+``params`` (the defaults updated by the values given, as given).
 Classifiers implement ``predict_proba``; ``predict`` is its argmax. Regressors implement
 ``predict_values`` (values in the target's original units). ``Estimator`` documents the whole contract:
 ``fit`` and the predictions every model has, then the optional capabilities (budget curves, predicting from
@@ -21,6 +22,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, ClassVar, Mapping
 
+from tabbench.params import Params, check, merged
 from tabbench.spec import DatasetMeta
 
 #: The share of a job's time budget (``JobContext.time_budget_s``) a model may spend training. The rest belongs to
@@ -103,7 +105,13 @@ class Estimator:
     them is complete with ``fit`` and ``predict_proba`` (classification) or ``predict_values`` (regression).
     """
 
-    defaults: ClassVar[Mapping[str, Any]] = {}
+    Params: ClassVar[type[Params]] = Params  # none: a subclass declares its own
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "defaults" in vars(cls):  # the declaration before typed params: refused rather than silently ignored
+            raise TypeError(f"{cls.__name__} declares a defaults dict: declare its params as a nested "
+                            "class Params(tabbench.params.Params) with one param(...) field each (tabbench/params.py)")
 
     # --- optional capabilities: the defaults below are what a model that does not provide one has ----------
 
@@ -135,12 +143,10 @@ class Estimator:
     predict_with_context = None
 
     def __init__(self, meta: DatasetMeta, seed: int = 0, **params):
-        unknown = sorted(set(params) - set(self.defaults))
-        if unknown:
-            raise TypeError(f"{type(self).__name__} got unknown params {unknown}; it accepts {sorted(self.defaults)}")
+        check(self.Params, params, type(self).__name__)
         self.meta = meta
         self.seed = seed
-        self.params = {**self.defaults, **params}
+        self.params = merged(self.Params, params)
 
     def fit(self, X, y, X_val=None, y_val=None, *, context: JobContext = JobContext()):
         """Learn from the training split and return ``self``.

@@ -145,7 +145,7 @@ def _model_estimate(row: PlanRow, pending: list, basis: pd.DataFrame, spec, meta
     same = same[same["params"].map(lambda p: (json.loads(p).get("device") == "cuda") == on_gpu).astype(bool)]
     largest = max(sizes.values(), key=lambda z: z.train)
     # each record against its own split's sizes (a split this plan does not select: the largest planned)
-    recorded = [({**spec.default_params, **spec.added_params, **json.loads(p)}, t, m, sizes.get(split, largest))
+    recorded = [(spec.resolve(spec.added_params, json.loads(p)), t, m, sizes.get(split, largest))
                 for p, t, m, split in zip(same["params"], same["seconds"], same["method"], same["split"])]
     recorded = [r for r in recorded if r[0].get("steps") != "auto"]
     # a model's overheads weigh differently at another size: prefer records of the planned jobs' size

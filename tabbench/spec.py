@@ -1,7 +1,8 @@
 """What a model plugin registers (ModelSpec) and what its estimator is told about the data (DatasetMeta).
 
 The estimator contract, shared by every model (scikit-learn conventions: ``spec.factory(meta, seed, **params)``
-builds it, ``fit(X, y, X_val, y_val, context=...)`` learns and returns self, ``predict`` / ``predict_proba``), the
+builds it from every param of ``ModelSpec.params``, values as the suite wrote them (checked before the
+run); ``fit(X, y, X_val, y_val, context=...)`` learns and returns self, ``predict`` / ``predict_proba``), the
 layout of ``X`` and ``y``, the job context handed to ``fit`` and the optional capabilities (budget curves,
 predicting from other rows, resumable fits, ``info_``) with their defaults are documented where a model author
 meets them, on ``tabbench.estimator.Estimator`` and ``JobContext`` (tabbench/estimator.py). What a plugin
@@ -13,6 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
+
+from tabbench.params import Params, added, defaults, merged, run_only
 
 BINARY, MULTICLASS, REGRESSION = "binary", "multiclass", "regression"
 TASKS = (BINARY, MULTICLASS, REGRESSION)
@@ -66,13 +69,14 @@ class SplitSizes:
 class ModelSpec:
     """A model as a plugin registers it.
 
-    ``default_params`` lists every parameter the model accepts (a suite may override any of them,
-    and naming another one is an error caught before a run starts); left out, it is the factory's
-    ``defaults`` (tabbench.estimator.Estimator). ``tasks`` defaults to all three. ``search_space`` maps parameter
-    names to the candidate values used when a suite asks for tuning. ``gpus`` may be a number or a
+    ``params`` is the model's parameter class (tabbench/params.py: every parameter a suite may set, with its
+    type, default and description; a name or value it does not accept is refused before a run starts); left
+    out, it is the factory's ``Params`` (tabbench.estimator.Estimator), else no parameters; ``default_params``,
+    ``run_params`` and ``added_params`` are read from it. ``tasks`` defaults to all three. ``search_space`` maps
+    parameter names to the candidate values used when a suite asks for tuning. ``gpus`` may be a number or a
     function of the resolved params (e.g. ``lambda p: 1 if p["device"] == "cuda" else 0``).
     ``check(meta, sizes, params, budget_s)``, when given, runs before a run starts for every dataset
-    and configuration (``sizes``: SplitSizes; ``params``: defaults overridden by the suite's;
+    and configuration (``sizes``: SplitSizes; ``params``: resolved, ``resolve``;
     ``budget_s``: the suite's ``budget.time_s`` or None) and returns None or a message naming the
     params to set (see ``problem``); ``tabbench run`` refuses a suite with such a job before any job starts.
     """
@@ -80,8 +84,8 @@ class ModelSpec:
     name: str
     factory: Callable[..., Any]
     tasks: frozenset = frozenset(TASKS)
-    # None: the factory's ``defaults`` (a tabbench.estimator.Estimator subclass declares them once there)
-    default_params: Mapping | None = None
+    # None: the factory's ``Params`` (a tabbench.estimator.Estimator subclass declares them once there)
+    params: type | None = None
     search_space: Mapping = field(default_factory=dict)
     cpus: float | Callable[[Mapping], float] = 1
     gpus: float | Callable[[Mapping], float] = 0
@@ -114,25 +118,35 @@ class ModelSpec:
     # The model predicts from other rows; where its estimator implements ``predict_with_context``
     # (tabbench.estimator.Estimator) the corruption probe hands it corrupted rows in place of its training rows.
     uses_other_rows: bool = False
-    # Params that say how a job runs, not what it computes (threads, a checkpoint interval): a job's key
-    # holds their default values, so a re-run with other values finds the jobs already done (its records
-    # keep the values it ran with).
-    run_params: frozenset = frozenset()
-    # Params added after jobs of this model were recorded, each with the value that does what the model did
-    # before it existed: at that value a job's key leaves the param out, so recorded jobs are still found
-    # done and a killed run still resumes from its checkpoint (e.g. the boosters' one_hot: False).
-    added_params: Mapping = field(default_factory=dict)
+    # Read from ``params``: every param with its default; those that say how a job runs, not what it computes
+    # (threads, a checkpoint interval: ``param(run_only=True)``), which a job's key holds at their defaults; those
+    # added after jobs of the model were recorded, with the value that does what the model did before they existed
+    # (``param(added_as=...)``), which a job's key leaves out at that value (e.g. the boosters' one_hot: False).
+    default_params: Mapping = field(init=False, repr=False, compare=False)
+    run_params: frozenset = field(init=False, repr=False, compare=False)
+    added_params: Mapping = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
-        if self.default_params is None:
-            object.__setattr__(self, "default_params", dict(getattr(self.factory, "defaults", {})))
+        if self.params is None:
+            object.__setattr__(self, "params", getattr(self.factory, "Params", Params))
+        object.__setattr__(self, "default_params", defaults(self.params))
+        object.__setattr__(self, "run_params", run_only(self.params))
+        object.__setattr__(self, "added_params", added(self.params))
         unknown = set(self.tasks) - set(TASKS)
         if unknown or not self.tasks:
             raise ValueError(f"model {self.name!r}: tasks must be a non-empty subset of {TASKS}, got {sorted(self.tasks)}")
-        for field_name in ("search_space", "run_params", "added_params"):
-            extra = set(getattr(self, field_name)) - set(self.default_params)
-            if extra:
-                raise ValueError(f"model {self.name!r}: {field_name} names params not in default_params: {sorted(extra)}")
+        extra = set(self.search_space) - set(self.default_params)
+        if extra:
+            raise ValueError(f"model {self.name!r}: search_space names params not in its params: {sorted(extra)}")
+
+    def resolve(self, *layers: Mapping, gpu_available: bool | None = None) -> dict:
+        """The params a job runs with: the defaults updated by each of ``layers`` in turn, values as given
+        (tabbench.run.expand.method_params lays a suite's in order); with ``gpu_available``, ``device: auto`` made
+        what it means for this model on such a machine (``auto_device``)."""
+        resolved = merged(self.params, *layers)
+        if gpu_available is not None and resolved.get("device") == "auto":
+            resolved["device"] = self.auto_device(gpu_available)
+        return resolved
 
     def key_params(self, params: Mapping) -> dict:
         """``params`` as a job's key sees them: each of ``run_params`` at its default, each of
@@ -157,14 +171,14 @@ class ModelSpec:
         return {"num_cpus": cpus, "num_gpus": gpus}
 
     def problem(self, meta: DatasetMeta, sizes: SplitSizes, params: Mapping, budget_s: float | None = None):
-        """Why a job with these params should not start on this dataset (a message), or None."""
+        """Why a job with these (resolved) params should not start on this dataset (a message), or None."""
         if self.check is None:
             return None
-        return self.check(meta, sizes, {**self.default_params, **params}, budget_s)
+        return self.check(meta, sizes, params, budget_s)
 
     def is_transductive(self, params: Mapping) -> bool:
         return bool(self.transductive(params) if callable(self.transductive) else self.transductive)
 
     def build(self, meta: DatasetMeta, seed: int, params: Mapping):
         """The estimator for one job: defaults overridden by ``params``."""
-        return self.factory(meta, seed, **{**self.default_params, **params})
+        return self.factory(meta, seed, **self.resolve(params))

@@ -76,7 +76,7 @@ def fit_checked(spec: ModelSpec, dataset, split, seed: int = 0, params=None,
     params = dict(params or {})
     model = spec.build(dataset.meta, seed, params)
     extra = {}
-    if spec.is_transductive({**spec.default_params, **params}):  # as the harness calls it: test features only
+    if spec.is_transductive(spec.resolve(params)):  # as the harness calls it: test features only
         extra["X_unlabelled"] = dataset.X.iloc[split.test]
     try:  # as the harness calls it: with the job's context, here one outside a job (no budget, no checkpoint)
         returned = model.fit(dataset.X.iloc[train], dataset.y[train], dataset.X.iloc[val], dataset.y[val],

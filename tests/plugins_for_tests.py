@@ -9,11 +9,13 @@ import os
 import signal
 import time
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
 import tabbench
 from tabbench.estimator import Estimator
+from tabbench.params import Params, param
 from tabbench.spec import MULTICLASS, REGRESSION, ModelSpec
 
 PLUGIN_FILE = str(Path(__file__).resolve())
@@ -39,7 +41,8 @@ class Prior(Estimator):
 class Slow(Prior):
     """Sleeps ``seconds`` in fit."""
 
-    defaults = {"seconds": 0.5}
+    class Params(Params):
+        seconds: float = param(0.5, "how long fit sleeps", ge=0)
 
     def fit(self, X, y, X_val=None, y_val=None, *, context=None):
         time.sleep(self.params["seconds"])
@@ -49,7 +52,8 @@ class Slow(Prior):
 class Gated(Prior):
     """With a ``gate`` path, fit says it started (``<gate>.started``) and waits until the gate file exists."""
 
-    defaults = {"gate": ""}
+    class Params(Params):
+        gate: str = param("", "a path: fit waits until it exists (empty: no wait)")
 
     def fit(self, X, y, X_val=None, y_val=None, *, context=None):
         gate = self.params["gate"]
@@ -64,7 +68,8 @@ class Gated(Prior):
 class Misbehaving(Prior):
     """Breaks its job one way (``how``): sleeps, hogs memory, exits, segfaults or raises MemoryError."""
 
-    defaults = {"how": "ok"}
+    class Params(Params):
+        how: Literal["ok", "sleep", "hog", "exit", "segfault", "memoryerror"] = param("ok", "how fit misbehaves")
 
     def fit(self, X, y, X_val=None, y_val=None, *, context=None):
         how = self.params["how"]
@@ -94,7 +99,8 @@ class FailsOnRegression(Prior):
 class Ballast(Prior):
     """Touches ``mib`` MiB during fit, then frees it: the job's peak is known."""
 
-    defaults = {"mib": 150}
+    class Params(Params):
+        mib: int = param(150, "MiB fit touches", ge=0)
 
     def fit(self, X, y, X_val=None, y_val=None, *, context=None):
         block = np.ones(self.params["mib"] * 2**20 // 8)

@@ -4,12 +4,14 @@ import numpy as np
 import pytest
 
 from tabbench.estimator import Estimator
+from tabbench.params import Params, param
 from tabbench.spec import MULTICLASS, REGRESSION, DatasetMeta, ModelSpec
 from tabbench.testing import contract_data
 
 
 class Prior(Estimator):
-    defaults = {"smoothing": 1.0}
+    class Params(Params):
+        smoothing: float = param(1.0, "added to each class count", ge=0)
 
     def fit(self, X, y, X_val=None, y_val=None, *, context=None):
         if self.meta.is_classification:
@@ -35,6 +37,16 @@ def test_defaults_are_declared_once_on_the_class():
 def test_an_unknown_param_is_refused_by_name():
     with pytest.raises(TypeError, match=r"unknown params \['smooth'\].*smoothing"):
         Prior(DatasetMeta("d", REGRESSION, "y", ()), 0, smooth=2.0)
+
+
+def test_a_value_is_checked_against_its_declaration_and_kept_as_given():
+    meta = DatasetMeta("d", REGRESSION, "y", ())
+    with pytest.raises(ValueError, match=r"^Prior: smoothing must be a number >= 0, got -1$"):
+        Prior(meta, 0, smoothing=-1)
+    with pytest.raises(ValueError, match=r"smoothing must be a number >= 0, got '2'"):
+        Prior(meta, 0, smoothing="2")  # strict: a string is not a number
+    smoothing = Prior(meta, 0, smoothing=2).params["smoothing"]
+    assert smoothing == 2 and type(smoothing) is int  # not converted to 2.0: a job key hashes the value as given
 
 
 @pytest.mark.parametrize("task", [MULTICLASS, REGRESSION])

@@ -21,7 +21,11 @@ DEFECTIVE_PLUGIN = textwrap.dedent('''
     """A prior model (class frequencies or the training mean) whose outputs carry one chosen defect."""
     import numpy as np
     import tabbench
+    from tabbench.params import Params, param
     from tabbench.spec import ModelSpec
+
+    class DefectiveParams(Params):
+        defect: str = param("none", "the defect its outputs carry")
 
     class Defective:
         def __init__(self, meta, seed, defect="none"):
@@ -72,7 +76,7 @@ DEFECTIVE_PLUGIN = textwrap.dedent('''
     @tabbench.hookimpl
     def register_models(register):
         register(ModelSpec(name="defective", factory=Defective,
-                           tasks=frozenset({"binary", "multiclass", "regression"}), default_params={"defect": "none"}))
+                           tasks=frozenset({"binary", "multiclass", "regression"}), params=DefectiveParams))
 ''')
 
 SETS = {"binary": "breast_cancer", "multiclass": "wine", "regression": "diabetes"}

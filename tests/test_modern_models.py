@@ -153,14 +153,13 @@ def test_tabr_auto_device_stays_on_the_cpu_where_faiss_cannot_search_on_the_gpu(
     registered_spec("tabr")
     import faiss
 
-    from tabbench.run.expand import resolve_params
     from tabbench_plugins import torch_training, tabr
 
     if hasattr(faiss, "GpuIndexFlatConfig"):
         pytest.skip("this faiss searches on the GPU: auto may pick CUDA")
-    params = resolve_params(spec("tabr"), {"device": "auto"}, gpu_available=True)
+    params = spec("tabr").resolve({"device": "auto"}, gpu_available=True)
     assert params["device"] == "cpu" and spec("tabr").resources(params)["num_gpus"] == 0
-    assert resolve_params(spec("mlp"), {"device": "auto"}, gpu_available=True)["device"] == "cuda"
+    assert spec("mlp").resolve({"device": "auto"}, gpu_available=True)["device"] == "cuda"
     for module in (torch_training, tabr):
         monkeypatch.setattr(module, "cuda_available", lambda: True)
     estimator = spec("tabr").build(concrete()[0].meta, 0, {"device": "auto"})

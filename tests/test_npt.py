@@ -25,6 +25,7 @@ from tabbench.data.dataset import DatasetConfig, SplitConfig, load_dataset  # no
 from tabbench.data.sources.sklearn import Sklearn  # noqa: E402
 from tabbench.data.splits import make_splits  # noqa: E402
 from tabbench.estimator import JobContext  # noqa: E402
+from tabbench.params import defaults  # noqa: E402
 from tabbench.plugins import load_models  # noqa: E402
 from tabbench_plugins.npt import NPT  # noqa: E402
 from tabbench_plugins.npt import model as nm  # noqa: E402
@@ -76,7 +77,7 @@ def bc_tensors(n=120):
 
 def test_registered_with_every_param_and_listing_imports_no_torch():
     spec = load_models()["npt"].spec
-    assert dict(spec.default_params) == NPT.defaults
+    assert spec.params is NPT.Params and dict(spec.default_params) == defaults(NPT.Params)
     assert spec.resources({**spec.default_params, "device": "cuda"})["num_gpus"] == 1
     assert spec.resources({**spec.default_params, "device": "cpu"})["num_gpus"] == 0
     code = "import sys; from tabbench.plugins import load_models; load_models(); assert 'torch' not in sys.modules"
@@ -85,16 +86,16 @@ def test_registered_with_every_param_and_listing_imports_no_torch():
 
 
 def test_recorded_jobs_keep_their_keys_when_params_are_added():
-    """Params added later (ADDED_PARAMS: lr_schedule, warmup_fraction) are left out of a job's key at the
+    """Params added later (``added_as``: lr_schedule, warmup_fraction, ...) are left out of a job's key at the
     value that reproduces the earlier code, so the published records' jobs are still found done and a
     killed run resumes from its checkpoint folder (named by the key; the checkpoint's fingerprint holds
     the same params). Checked on every committed npt record made by the code just before them."""
     import json
 
     from tabbench.run.jobs import job_key
-    from tabbench_plugins.npt import ADDED_PARAMS, SPEC
+    from tabbench_plugins.npt import SPEC
 
-    before = set(SPEC.default_params) - set(ADDED_PARAMS)
+    before = set(SPEC.default_params) - set(SPEC.added_params)
     checked = 0
     for path in sorted(REPO.glob("results/*/records/records.jsonl")):
         for line in path.read_text().splitlines():
@@ -102,7 +103,7 @@ def test_recorded_jobs_keep_their_keys_when_params_are_added():
             if r.get("model") != "npt" or set(r["params"]) != before:
                 continue
             params = SPEC.key_params({**SPEC.default_params, **r["params"]})
-            assert not set(ADDED_PARAMS) & set(params)
+            assert not set(SPEC.added_params) & set(params)
             key = job_key(r["method"], r["model"], params, r["dataset_fingerprint"], r["split_fingerprint"],
                           r["fold"], r["repeat"], r["seed"])
             assert key == r["key"], (path, r["method"], r["dataset"], r["fold"])

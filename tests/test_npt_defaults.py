@@ -13,6 +13,7 @@ pytest.importorskip("torch")
 
 from tabbench.data.cache import DataPaths  # noqa: E402
 from tabbench.estimator import TRAINING_SHARE, JobContext, TrainingClock  # noqa: E402
+from tabbench.params import defaults  # noqa: E402
 from tabbench.plugins import load_models  # noqa: E402
 from tabbench.run.runner import RunError, RunOptions, load_data, model_refusals, run_suite  # noqa: E402
 from tabbench.suite import load_suite  # noqa: E402
@@ -138,7 +139,7 @@ def test_auto_trains_on_class_stratified_minibatches_above_the_threshold(cover):
 def test_auto_steps_are_the_most_the_cost_model_fits_in_the_budget(cover):
     meta, _, _, split = cover
     sizes = SplitSizes(len(split.train), len(split.val), len(split.test))
-    params = {**NPT.defaults, "steps": "auto"}
+    params = {**defaults(NPT.Params), "steps": "auto"}
     found = []
     for budget, cpus in ((1800, 1), (1800, 2), (3600, 1), (36000, 1)):
         p = {**params, "cpus": cpus}
@@ -178,7 +179,7 @@ def test_a_fit_with_auto_steps_runs_the_steps_its_budget_buys_and_records_them()
         with pytest.raises(ValueError, match="steps must be a whole number >= 0"):
             NPT(ds.meta, 0, **{**params, "steps": bad}).fit(*fit_args)
     sizes = SplitSizes(len(sp.train), len(sp.val), 0)
-    full = {**NPT.defaults, **params}
+    full = {**defaults(NPT.Params), **params}
     budget = next(b for b in np.geomspace(1e-3, 100, 300) if auto_steps(ds.meta, sizes, full, b) >= 200)
     model = NPT(ds.meta, 0, **params)
 
@@ -213,7 +214,7 @@ def test_a_slower_machine_buys_fewer_steps_and_the_speed_measurement_changes_not
     cfg = SplitConfig("kfold", k=10, val_fraction=2 / 9)
     ds = load_dataset(DatasetConfig("bc", Sklearn(id="breast_cancer"), split=cfg), Paths.from_env())
     sp = make_splits(ds, cfg)[0]
-    full = {**NPT.defaults, "e": 8, "n_layers": 2, "n_heads": 4, "eval_every": 2}
+    full = {**defaults(NPT.Params), "e": 8, "n_layers": 2, "n_heads": 4, "eval_every": 2}
     sizes = SplitSizes(len(sp.train), len(sp.val), 0)
     at_1, at_2 = (auto_steps(ds.meta, sizes, full, 60.0, slowdown) for slowdown in (1.0, 2.0))
     assert at_2 < at_1 and abs(at_2 - at_1 / 2) <= full["eval_every"] + 1, (at_1, at_2)

@@ -20,11 +20,13 @@ LINEAR_PLUGIN = textwrap.dedent('''
 
     import tabbench
     from tabbench.estimator import Estimator
+    from tabbench.params import Params, param
     from tabbench.spec import ModelSpec
 
 
     class Linear(Estimator):
-        defaults = {"alpha": 1.0}
+        class Params(Params):
+            alpha: float = param(1.0, "L2 penalty (logistic regression: C = 1 / alpha)", gt=0)
 
         def _matrix(self, X):
             frame = pd.get_dummies(X, dtype=float)  # a categorical column: one 0/1 column per level
@@ -78,7 +80,11 @@ PYPROJECT = textwrap.dedent('''
 BROKEN_PLUGIN = textwrap.dedent('''
     import numpy as np
     import tabbench
+    from tabbench.params import Params, param
     from tabbench.spec import ModelSpec
+
+    class BrokenParams(Params):  # a plain factory's params, handed to ModelSpec
+        defect: str = param("none", "the rule of the contract to break")
 
     class Broken:
         def __init__(self, meta, seed, defect="none"):
@@ -112,7 +118,7 @@ BROKEN_PLUGIN = textwrap.dedent('''
     @tabbench.hookimpl
     def register_models(register):
         register(ModelSpec(name="broken", factory=Broken, tasks=frozenset({"binary", "multiclass", "regression"}),
-                           default_params={"defect": "none"}))
+                           params=BrokenParams))
 ''')
 
 

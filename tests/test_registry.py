@@ -121,7 +121,9 @@ def test_a_model_registered_twice_is_an_error_naming_both_sources(tmp_path):
         load_models([path])
 
 
-def test_help_and_models_do_not_import_torch_ray_boosters_or_pydantic():
+def test_help_imports_no_pydantic_and_models_no_torch_ray_or_boosters():
+    """``--help`` loads nothing but the parser; ``models`` loads every plugin, whose params are pydantic classes
+    (tabbench/params.py), but none of the libraries a model trains with."""
     code = textwrap.dedent("""
         import sys
         from tabbench.cli import main
@@ -130,11 +132,12 @@ def test_help_and_models_do_not_import_torch_ray_boosters_or_pydantic():
                 main(argv)
             except SystemExit:
                 pass
-        heavy = {"torch", "ray", "xgboost", "catboost", "lightgbm", "pytorch_tabnet", "pydantic"} & set(sys.modules)
-        print("HEAVY", sorted(heavy))
+            heavy = {"torch", "ray", "xgboost", "catboost", "lightgbm", "pytorch_tabnet", "pydantic"} & set(sys.modules)
+            print("HEAVY", argv[0], sorted(heavy))
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip().splitlines()[-1] == "HEAVY []"
+    assert [line for line in out.splitlines() if line.startswith("HEAVY")] == [
+        "HEAVY --help []", "HEAVY models ['pydantic']"]
 
 
 def test_a_broken_plugin_package_is_reported_and_does_not_hide_the_others(tmp_path):
@@ -155,14 +158,14 @@ def test_run_params_are_left_out_of_the_job_key_and_published_keys_are_unchanged
     defaults: the same job run with more threads, or without CUDA's deterministic algorithms or graphs, is found
     done; any other
     param is a new job; committed records keep their keys."""
-    from tabbench.run.expand import resolve_params
+    from tabbench.params import Params, param
     from tabbench.run.jobs import job_key
     from tabbench.spec import ModelSpec
     from tabbench.store import Store
 
     spec = load_models()["npt"].spec
     assert spec.run_params == {"cpus", "checkpoint_minutes", "deterministic", "cuda_graph"}
-    base = resolve_params(spec, {}, gpu_available=False)
+    base = spec.resolve(gpu_available=False)
 
     def key(params):
         return job_key("npt", "npt", spec.key_params(params), "data", "split", 0, 0, 0)
@@ -175,6 +178,11 @@ def test_run_params_are_left_out_of_the_job_key_and_published_keys_are_unchanged
     for r in Store(folder).latest().values():
         assert job_key(r["method"], r["model"], spec.key_params(r["params"]), r["dataset_fingerprint"],
                        r["split_fingerprint"], r["fold"], r["repeat"], r["seed"]) == r["key"]
-    with pytest.raises(ValueError, match="run_params names params not in default_params: \\['threads'\\]"):
-        ModelSpec(name="m", factory=object, tasks=frozenset({"binary"}), default_params={"cpus": 1},
-                  run_params=frozenset({"threads"}))
+
+    class Threaded(Params):
+        threads: int = param(1, "threads", run_only=True)
+        depth: int = param(3, "depth")
+
+    assert ModelSpec(name="m", factory=object, params=Threaded).run_params == {"threads"}  # the flag on the field
+    with pytest.raises(ValueError, match="search_space names params not in its params: \\['width'\\]"):
+        ModelSpec(name="m", factory=object, params=Threaded, search_space={"width": [1, 2]})

@@ -2,6 +2,7 @@
 
 import itertools
 import json
+import random
 
 import pandas as pd
 import pytest
@@ -33,6 +34,17 @@ def test_grid_covers_the_whole_space_and_random_samples_distinct_configs():
     sampled = trial_configs(entry, load_models()["knn"].spec)
     assert len(sampled) == 4 and len({tuple(sorted(p.items())) for _, p in sampled}) == 4
     assert sampled == trial_configs(entry, load_models()["knn"].spec)  # the sample is seeded
+    # the same sample as drawn from the whole grid's list, so a random search keeps its trials and job keys
+    space = entry.search_space
+    names = sorted(space)
+    grid = [dict(zip(names, values)) for values in itertools.product(*(space[n] for n in names))]
+    assert [p for _, p in sampled] == random.Random(entry.tuning_seed).sample(grid, entry.n_trials)
+    tabm = parse_suite({**SUITE, "models": {"tabm": {"tuning": "random", "n_trials": 30, "tuning_seed": 7}}},
+                       "s.yaml").models[0]
+    space = load_models()["tabm"].spec.search_space
+    names = sorted(space)
+    grid = [dict(zip(names, values)) for values in itertools.product(*(space[n] for n in names))]
+    assert [p for _, p in trial_configs(tabm, load_models()["tabm"].spec)] == random.Random(7).sample(grid, 30)
 
 
 def test_random_search_selects_the_best_validation_config_and_resume_skips_trials(tmp_path, ray_session):

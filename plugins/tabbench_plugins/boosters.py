@@ -42,14 +42,18 @@ from __future__ import annotations
 
 import inspect
 
+from typing import Annotated, Optional
+
 import numpy as np
 import pandas as pd
+from pydantic import Field
 
 import tabbench
 from tabbench.estimator import Estimator, JobContext, TrainingClock
+from tabbench.params import Params, param
 from tabbench.preprocess import TabularEncoder
 from tabbench.spec import CATEGORICAL, ModelSpec
-from tabbench_plugins.torch_training import DEVICES, SeenClasses, gpus_for, resolve_device, validation
+from tabbench_plugins.torch_training import Device, SeenClasses, gpus_for, resolve_device, validation
 
 # The paper's 48-configuration grid, shared by XGBoost, LightGBM and CatBoost (and sklearn's GB).
 PAPER_BOOSTING_GRID = {
@@ -59,13 +63,22 @@ PAPER_BOOSTING_GRID = {
 }
 
 
-# The params every booster takes; each class adds its library's own.
-_COMMON = {"n_estimators": 1000, "learning_rate": 0.1, "early_stopping_rounds": 50, "n_jobs": 1,
-           "device": "auto"}
+#: one_hot came after the published lightgbm/catboost records: at false (``added_as``) a job's key leaves it out, so
+#: they are found done
+ONE_HOT = "every categorical column as 0/1 columns, one per level, instead of the library's own handling"
 
 
 class Booster(Estimator):
     """The shared part: seen-class bookkeeping, the eval set, predictions over all classes."""
+
+    class Params(Params):  # the params every booster takes; each class adds its library's own
+        n_estimators: int = param(1000, "the most boosting rounds (trees)", ge=1)
+        learning_rate: float = param(0.1, "each tree's shrinkage", gt=0)
+        early_stopping_rounds: Optional[Annotated[int, Field(ge=1)]] = param(
+            50, "rounds without a better validation score before training stops (null: all n_estimators, as the "
+            "paper)")
+        n_jobs: int = param(1, "the library's threads")
+        device: Device = param("auto", "auto: CUDA where a GPU is visible (and the library can use it), else the CPU")
 
     # -- subclass hooks -----------------------------------------------------------------------------
     def _frame(self, X: pd.DataFrame) -> pd.DataFrame:
@@ -114,8 +127,13 @@ class Booster(Estimator):
 
 
 class XGBoost(Booster):
-    defaults = {**_COMMON, "max_depth": 6, "min_child_weight": 1.0, "subsample": 1.0, "colsample_bytree": 1.0,
-                "reg_lambda": 1.0, "max_cat_to_onehot": 4}
+    class Params(Booster.Params):
+        max_depth: int = param(6, "the deepest a tree grows", ge=0)
+        min_child_weight: float = param(1.0, "the least hessian weight in a leaf", ge=0)
+        subsample: float = param(1.0, "the share of training rows each tree sees", gt=0, le=1)
+        colsample_bytree: float = param(1.0, "the share of features each tree sees", gt=0, le=1)
+        reg_lambda: float = param(1.0, "L2 regularisation of the leaf weights", ge=0)
+        max_cat_to_onehot: int = param(4, "categorical columns with at most this many levels split one-hot", ge=1)
 
     def _fit(self, X, y, val, n_seen, device, clock):
         import xgboost
@@ -159,7 +177,10 @@ def xgboost_time_limit(clock):
 
 
 class CatBoost(Booster):
-    defaults = {**_COMMON, "max_depth": 6, "l2_leaf_reg": 3.0, "one_hot": False}
+    class Params(Booster.Params):
+        max_depth: int = param(6, "the depth of each (symmetric) tree", ge=1, le=16)
+        l2_leaf_reg: float = param(3.0, "L2 regularisation of the leaf values", ge=0)
+        one_hot: bool = param(False, ONE_HOT, added_as=False)
 
     def _frame(self, X):
         if self.params["one_hot"]:
@@ -248,8 +269,14 @@ class LightGBMTimeLimit:
 
 
 class LightGBM(Booster):
-    defaults = {**_COMMON, "max_depth": -1, "num_leaves": 31, "min_child_samples": 20, "subsample": 1.0,
-                "colsample_bytree": 1.0, "reg_lambda": 0.0, "one_hot": False}
+    class Params(Booster.Params):
+        max_depth: int = param(-1, "the deepest a tree grows (<= 0: unlimited)")
+        num_leaves: int = param(31, "the most leaves of a tree", ge=2)
+        min_child_samples: int = param(20, "the fewest training rows in a leaf", ge=0)
+        subsample: float = param(1.0, "the share of training rows each tree sees", gt=0, le=1)
+        colsample_bytree: float = param(1.0, "the share of features each tree sees", gt=0, le=1)
+        reg_lambda: float = param(0.0, "L2 regularisation of the leaf values", ge=0)
+        one_hot: bool = param(False, ONE_HOT, added_as=False)
 
     def _fit(self, X, y, val, n_seen, device, clock):
         import lightgbm
@@ -278,8 +305,6 @@ class LightGBM(Booster):
             self.model_.fit(X, y, eval_set=[val], callbacks=callbacks)
 
     def _device(self):
-        if self.params["device"] not in DEVICES:
-            resolve_device(self.params["device"])  # raises the usual message
         return "cpu"  # no CUDA in LightGBM's wheel, whatever was asked for (see the module docstring)
 
     def _best_iteration(self):
@@ -289,8 +314,6 @@ class LightGBM(Booster):
         return int(best) - 1 if best else int(self.model_.n_estimators) - 1
 
 
-# one_hot came after the published lightgbm/catboost records: at False a job's key leaves it out, so they are found
-ONE_HOT_ADDED = {"one_hot": False}
 BOOSTERS = "pip install 'tabbench-harness[boosters]'"
 
 
@@ -310,13 +333,13 @@ def register_models(register):
     ))
     register(ModelSpec(
         name="catboost", factory=CatBoost, requires=("catboost",), install_hint=BOOSTERS,
-        search_space=PAPER_BOOSTING_GRID, gpus=gpus_for, added_params=ONE_HOT_ADDED,
+        search_space=PAPER_BOOSTING_GRID, gpus=gpus_for,
         description="CatBoost (cat_features for categoricals, or one_hot; early stopping on the validation split)",
         quick_params=QUICK, info_keys=RECORDS,
     ))
     register(ModelSpec(
         name="lightgbm", factory=LightGBM, requires=("lightgbm",), install_hint=BOOSTERS,
-        search_space=PAPER_BOOSTING_GRID, gpus=0, added_params=ONE_HOT_ADDED,
+        search_space=PAPER_BOOSTING_GRID, gpus=0,
         description="LightGBM (native categoricals, or one_hot; early stopping on the validation split; CPU only)",
         quick_params=QUICK, info_keys=RECORDS,
     ))

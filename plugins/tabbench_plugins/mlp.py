@@ -29,10 +29,11 @@ import numpy as np
 
 import tabbench
 from tabbench.estimator import Estimator, JobContext
+from tabbench.params import Params, param
 from tabbench.preprocess import TabularEncoder, TargetScaler
 from tabbench.spec import ModelSpec
-from tabbench_plugins.torch_training import (EarlyStopping, gpus_for, resolve_device, torch_seeded, torch_threads,
-                                            train_epochs)
+from tabbench_plugins.torch_training import (Device, EarlyStopping, gpus_for, resolve_device, torch_seeded,
+                                            torch_threads, train_epochs)
 
 PREDICT_CHUNK = 8192  # rows per forward pass at prediction time
 
@@ -49,8 +50,17 @@ def build_network(n_in: int, n_out: int, hidden_size: int, n_layers: int, dropou
 
 
 class MLP(Estimator):
-    defaults = {"hidden_size": 256, "n_layers": 2, "dropout": 0.1, "lr": 1e-3, "weight_decay": 1e-4, "batch_size": 128,
-                "max_epochs": 500, "patience": 20, "n_jobs": 1, "device": "auto"}
+    class Params(Params):
+        hidden_size: int = param(256, "units of each hidden layer", ge=1)
+        n_layers: int = param(2, "hidden layers (0: a linear model)", ge=0)
+        dropout: float = param(0.1, "dropout after each hidden layer", ge=0, lt=1)
+        lr: float = param(1e-3, "AdamW's learning rate", gt=0)
+        weight_decay: float = param(1e-4, "AdamW's weight decay", ge=0)
+        batch_size: int = param(128, "training rows per step", ge=1)
+        max_epochs: int = param(500, "the most epochs trained", ge=1)
+        patience: int = param(20, "epochs without a better validation loss before training stops", ge=0)
+        n_jobs: int = param(1, "torch threads", ge=1)
+        device: Device = param("auto", "auto: CUDA where a GPU is visible, else the CPU")
 
     def fit(self, X, y, X_val=None, y_val=None, *, context: JobContext = JobContext()):
         import torch

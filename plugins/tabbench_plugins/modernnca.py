@@ -50,9 +50,10 @@ import numpy as np
 
 import tabbench
 from tabbench.estimator import Estimator, JobContext
+from tabbench.params import Params, param
 from tabbench.spec import ModelSpec
-from tabbench_plugins.torch_training import (EarlyStopping, TabularTensors, gpus_for, resolve_device, task_loss,
-                                            torch_seeded, torch_threads, train_epochs, training_targets)
+from tabbench_plugins.torch_training import (Device, EarlyStopping, TabularTensors, gpus_for, resolve_device,
+                                            task_loss, torch_seeded, torch_threads, train_epochs, training_targets)
 
 CANDIDATE_CHUNK = 1024  # query rows per distance computation at prediction time
 REQUIRES = ("torch", "rtdl_num_embeddings")
@@ -115,12 +116,23 @@ def neighbour_output(query, candidates, candidate_targets, temperature: float, e
 
 
 class ModernNCA(Estimator):
-    defaults = {
-        "dim": 128, "d_block": 256, "n_blocks": 1, "dropout": 0.1, "temperature": 1.0, "sample_rate": 0.5,
-        "n_frequencies": 48, "frequency_scale": 0.1, "d_embedding": 24,
-        "lr": 1e-3, "weight_decay": 1e-5, "batch_size": 256, "patience": 16, "max_epochs": 200,
-        "n_jobs": 1, "device": "auto",
-    }
+    class Params(Params):  # the paper's search space's centre, kept short on a CPU (the module docstring)
+        dim: int = param(128, "size of the embedding the distances are measured in", ge=1)
+        d_block: int = param(256, "units of each residual block", ge=1)
+        n_blocks: int = param(1, "residual MLP blocks of the embedding", ge=0)
+        dropout: float = param(0.1, "dropout in each block", ge=0, lt=1)
+        temperature: float = param(1.0, "the softmax temperature over negative distances", gt=0)
+        sample_rate: float = param(0.5, "the share of training rows drawn as candidates each step", gt=0, le=1)
+        n_frequencies: int = param(48, "PLR(lite) frequencies per numeric column", ge=1)
+        frequency_scale: float = param(0.1, "scale of PLR's initial frequencies", gt=0)
+        d_embedding: int = param(24, "size of each numeric column's embedding", ge=1)
+        lr: float = param(1e-3, "AdamW's learning rate", gt=0)
+        weight_decay: float = param(1e-5, "AdamW's weight decay", ge=0)
+        batch_size: int = param(256, "training rows per step", ge=1)
+        patience: int = param(16, "epochs without a better validation score before training stops", ge=0)
+        max_epochs: int = param(200, "the most epochs trained", ge=1)
+        n_jobs: int = param(1, "torch threads", ge=1)
+        device: Device = param("auto", "auto: CUDA where a GPU is visible, else the CPU")
 
     def fit(self, X, y, X_val=None, y_val=None, *, context: JobContext = JobContext()):
         import torch

@@ -14,7 +14,7 @@ the training split (validation rows of other classes are dropped), and the proba
 back to all ``meta.n_classes`` columns.
 
 A subclass names the pytabkit classes (``classifier``, ``regressor``: attribute names in
-``pytabkit.models.sklearn.sklearn_interfaces``) and declares its ``defaults``; every declared param
+``pytabkit.models.sklearn.sklearn_interfaces``) and declares its ``Params``; every declared param
 other than ``device``/``n_jobs`` whose value is not None is passed through to pytabkit (None: the
 package's own default for the task).
 

@@ -23,9 +23,14 @@ left at the TD default, as one space serves all three tasks here.
 
 from __future__ import annotations
 
+from typing import Annotated, Optional
+
+from pydantic import Field
+
 import tabbench
+from tabbench.params import Params, param
 from tabbench.spec import ModelSpec
-from tabbench_plugins.torch_training import gpus_for
+from tabbench_plugins.torch_training import Device, gpus_for
 from tabbench_plugins.pytabkit_wrapper import PytabkitEstimator
 
 REQUIRES = ("pytabkit",)
@@ -36,13 +41,19 @@ class RealMLP(PytabkitEstimator):
     classifier = "RealMLP_TD_Classifier"
     regressor = "RealMLP_TD_Regressor"
     time_limited = True
-    defaults = {
-        "n_epochs": 256, "use_early_stopping": False,
-        # None: RealMLP-TD's value for the task
-        "num_emb_type": None, "add_front_scale": None, "lr": None, "p_drop": None, "wd": None,
-        "plr_sigma": None, "act": None, "hidden_sizes": None,
-        "n_jobs": 1, "device": "auto",
-    }
+    class Params(Params):  # null: RealMLP-TD's value for the task
+        n_epochs: int = param(256, "epochs trained (the best validation epoch is kept)", ge=1)
+        use_early_stopping: bool = param(False, "pytabkit's early stopping on the validation rows")
+        num_emb_type: Optional[str] = param(None, "numeric embeddings: none, pl, plr, pbld, ... (pytabkit's names)")
+        add_front_scale: Optional[bool] = param(None, "a learnable scale per input feature")
+        lr: Optional[Annotated[float, Field(gt=0)]] = param(None, "the learning rate")
+        p_drop: Optional[Annotated[float, Field(ge=0, lt=1)]] = param(None, "dropout")
+        wd: Optional[Annotated[float, Field(ge=0)]] = param(None, "weight decay")
+        plr_sigma: Optional[Annotated[float, Field(gt=0)]] = param(None, "scale of the PLR embeddings' frequencies")
+        act: Optional[str] = param(None, "the activation: relu, selu, mish, ... (pytabkit's names)")
+        hidden_sizes: Optional[list[Annotated[int, Field(ge=1)]]] = param(None, "units of each hidden layer")
+        n_jobs: int = param(1, "torch threads", ge=1)
+        device: Device = param("auto", "auto: CUDA where a GPU is visible, else the CPU")
 
     def stopped_by_time(self) -> bool:
         """Fewer epochs than ``n_epochs`` and not all stopped early: Lightning's ``max_time`` ended the fit.

@@ -10,10 +10,14 @@ it then predicts with the trees it has and records ``info_["stopped_by_time_budg
 
 from __future__ import annotations
 
+from typing import Annotated, Literal, Optional, Union
+
 import numpy as np
+from pydantic import Field
 
 import tabbench
 from tabbench.estimator import Estimator, JobContext
+from tabbench.params import Params, param
 from tabbench.preprocess import TabularEncoder, full_proba
 from tabbench.spec import ModelSpec
 
@@ -21,7 +25,7 @@ from tabbench.spec import ModelSpec
 class SklearnModel(Estimator):
     """Wraps a scikit-learn estimator class pair (classifier, regressor) in the tabbench contract.
 
-    ``defaults`` are the scikit-learn keyword arguments the model passes on (plus ``random_state``
+    Its ``Params`` are the scikit-learn keyword arguments the model passes on (plus ``random_state``
     from the seed where the estimator is ``seeded``).
     """
 
@@ -57,7 +61,11 @@ class KNN(SklearnModel):
     classifier = "sklearn.neighbors.KNeighborsClassifier"
     regressor = "sklearn.neighbors.KNeighborsRegressor"
     seeded = False
-    defaults = {"n_neighbors": 5, "weights": "uniform", "p": 2}
+
+    class Params(Params):
+        n_neighbors: int = param(5, "neighbours that vote (more than the training rows: all of them)", ge=1)
+        weights: Literal["uniform", "distance"] = param("uniform", "uniform votes, or votes weighted by 1/distance")
+        p: float = param(2, "the Minkowski distance's power: 1 Manhattan, 2 Euclidean", gt=0)
 
     def _estimator(self):
         estimator = super()._estimator()
@@ -95,13 +103,24 @@ class KNN(SklearnModel):
 class RandomForest(SklearnModel):
     classifier = "sklearn.ensemble.RandomForestClassifier"
     regressor = "sklearn.ensemble.RandomForestRegressor"
-    defaults = {"n_estimators": 100, "max_depth": None, "max_features": "sqrt", "n_jobs": 1}
+
+    class Params(Params):
+        n_estimators: int = param(100, "trees", ge=1)
+        max_depth: Optional[Annotated[int, Field(ge=1)]] = param(None, "the deepest a tree grows (null: until pure)")
+        max_features: Union[Literal["sqrt", "log2"], Annotated[int, Field(ge=1)], Annotated[float, Field(gt=0, le=1)],
+                            None] = param("sqrt", "features tried per split: a rule, a count, a share, or null: all")
+        n_jobs: int = param(1, "scikit-learn's threads (-1: every core)")
 
 
 class GradientBoosting(SklearnModel):
     classifier = "sklearn.ensemble.GradientBoostingClassifier"
     regressor = "sklearn.ensemble.GradientBoostingRegressor"
-    defaults = {"n_estimators": 100, "learning_rate": 0.1, "max_depth": 3, "subsample": 1.0}
+
+    class Params(Params):
+        n_estimators: int = param(100, "boosting rounds (trees), all trained: no early stopping", ge=1)
+        learning_rate: float = param(0.1, "each tree's shrinkage", ge=0)
+        max_depth: Optional[Annotated[int, Field(ge=1)]] = param(3, "the deepest a tree grows (null: unlimited)")
+        subsample: float = param(1.0, "the share of training rows each tree sees", gt=0, le=1)
 
     def fit(self, X, y, X_val=None, y_val=None, *, context: JobContext = JobContext()):
         clock = context.training_clock()

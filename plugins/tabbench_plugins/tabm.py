@@ -47,12 +47,17 @@ on ``n_jobs`` threads; the same seed gives the same predictions on the CPU.
 
 from __future__ import annotations
 
+from typing import Annotated, Literal, Optional
+
+from pydantic import Field
+
 import tabbench
 from tabbench.estimator import Estimator, JobContext
+from tabbench.params import Params, param
 from tabbench.spec import ModelSpec
-from tabbench_plugins.torch_training import (EarlyStopping, TabularTensors, bf16_autocast, gpus_for, native_bf16,
-                                            resolve_device, stopping_criterion, task_loss, torch_seeded,
-                                            torch_threads, train_epochs, training_targets)
+from tabbench_plugins.torch_training import (Device, EarlyStopping, TabularTensors, bf16_autocast, gpus_for,
+                                            native_bf16, resolve_device, stopping_criterion, task_loss,
+                                            torch_seeded, torch_threads, train_epochs, training_targets)
 
 PREDICT_CHUNK = 4096  # rows per forward pass at prediction time
 REQUIRES = ("torch", "tabm", "rtdl_num_embeddings")
@@ -60,12 +65,24 @@ INSTALL_HINT = "pip install 'tabbench-harness[modern]'"
 
 
 class TabM(Estimator):
-    defaults = {
-        "k": 32, "n_blocks": 2, "d_block": 512, "dropout": 0.1, "arch_type": "tabm",
-        "n_bins": 48, "d_embedding": 16,
-        "lr": 2e-3, "weight_decay": 3e-4, "batch_size": 256, "gradient_clipping_norm": 1.0, "patience": 16,
-        "max_epochs": None, "amp": True, "n_jobs": 1, "device": "auto",
-    }
+    class Params(Params):  # the paper's / package's defaults (the module docstring)
+        k: int = param(32, "ensemble members (MLPs sharing weights, BatchEnsemble)", ge=1)
+        n_blocks: int = param(2, "MLP blocks", ge=1)
+        d_block: int = param(512, "units of each block", ge=1)
+        dropout: float = param(0.1, "dropout in each block", ge=0, lt=1)
+        arch_type: Literal["tabm", "tabm-mini", "tabm-packed"] = param("tabm", "the tabm package's architecture")
+        n_bins: int = param(48, "piecewise-linear embedding bins per numeric column (at most the rows - 1)", ge=2)
+        d_embedding: int = param(16, "size of each numeric column's embedding", ge=1)
+        lr: float = param(2e-3, "AdamW's learning rate", gt=0)
+        weight_decay: float = param(3e-4, "AdamW's weight decay", ge=0)
+        batch_size: int = param(256, "training rows per step", ge=1)
+        gradient_clipping_norm: Optional[Annotated[float, Field(gt=0)]] = param(
+            1.0, "the gradient norm is clipped to this (null: not clipped)")
+        patience: int = param(16, "epochs without a better validation score before training stops", ge=0)
+        max_epochs: Optional[Annotated[int, Field(ge=1)]] = param(None, "the most epochs trained (null: no cap)")
+        amp: bool = param(True, "bf16 autocast where bf16 is native (the module docstring)")
+        n_jobs: int = param(1, "torch threads", ge=1)
+        device: Device = param("auto", "auto: CUDA where a GPU is visible, else the CPU")
 
     def fit(self, X, y, X_val=None, y_val=None, *, context: JobContext = JobContext()):
         import torch

@@ -41,10 +41,12 @@ import numpy as np
 
 import tabbench
 from tabbench.estimator import Estimator, JobContext
+from tabbench.params import Params, param
 from tabbench.preprocess import TabularEncoder, TargetScaler
 from tabbench.spec import CATEGORICAL, ModelSpec
 from tabbench_plugins.torch_training import (SeenClasses, gpus_for, resolve_device, torch_seeded, torch_threads,
                                              validation)
+from tabbench_plugins.torch_training import Device
 
 _LOGLOSS = None
 
@@ -101,9 +103,23 @@ def _last_batch_breaks_batch_norm(n: int, batch_size: int, virtual_batch_size: i
 
 
 class TabNet(Estimator):
-    defaults = {"n_d": 8, "n_a": 8, "n_steps": 3, "gamma": 1.3, "lambda_sparse": 1e-4, "momentum": 0.02,
-                "cat_emb_dim": 1, "lr": 2e-2, "scheduler_step": 10, "scheduler_gamma": 0.95, "batch_size": 128,
-                "virtual_batch_size": 16, "max_epochs": 3000, "patience": 100, "n_jobs": 1, "device": "auto"}
+    class Params(Params):  # the paper's small-data protocol (the module docstring)
+        n_d: int = param(8, "width of the decision layer", ge=1)
+        n_a: int = param(8, "width of the attention layer", ge=1)
+        n_steps: int = param(3, "decision steps", ge=1)
+        gamma: float = param(1.3, "feature reuse across steps (1: each feature used once)", ge=1)
+        lambda_sparse: float = param(1e-4, "weight of the sparsity loss", ge=0)
+        momentum: float = param(0.02, "batch normalisation momentum", gt=0, lt=1)
+        cat_emb_dim: int = param(1, "embedding size of each categorical column", ge=1)
+        lr: float = param(2e-2, "Adam's learning rate", gt=0)
+        scheduler_step: int = param(10, "epochs between learning-rate decays", ge=1)
+        scheduler_gamma: float = param(0.95, "the learning rate's factor at each decay", gt=0, le=1)
+        batch_size: int = param(128, "training rows per step (the library's default, with drop_last)", ge=1)
+        virtual_batch_size: int = param(16, "rows per ghost batch normalisation", ge=1)
+        max_epochs: int = param(3000, "the most epochs trained", ge=1)
+        patience: int = param(100, "epochs without a better validation score before training stops", ge=0)
+        n_jobs: int = param(1, "torch threads", ge=1)
+        device: Device = param("auto", "auto: CUDA where a GPU is visible, else the CPU")
 
     def _matrix(self, X) -> np.ndarray:
         out = self.encoder_.transform(X)

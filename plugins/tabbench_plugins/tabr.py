@@ -40,13 +40,16 @@ from __future__ import annotations
 
 import contextlib
 import copy
+from typing import Annotated, Optional
 
 import numpy as np
 import pandas as pd
+from pydantic import Field
 
 import tabbench
+from tabbench.params import Params, param
 from tabbench.spec import ModelSpec
-from tabbench_plugins.torch_training import cuda_available, gpus_for, resolve_device
+from tabbench_plugins.torch_training import Device, cuda_available, gpus_for, resolve_device
 from tabbench_plugins.pytabkit_wrapper import PytabkitEstimator
 
 # skorch and faiss: imported inside pytabkit's TabR (its test-set Dataset class, its neighbour search)
@@ -69,13 +72,20 @@ def faiss_gpu_problem() -> str | None:
 class TabR(PytabkitEstimator):
     classifier = "TabR_S_D_Classifier"
     regressor = "TabR_S_D_Regressor"
-    defaults = {
-        "patience": 16, "n_epochs": None,  # None: until early stopping (the paper's "infinite" budget)
-        # None: TabR-S-D's value
-        "d_main": None, "context_dropout": None, "dropout0": None, "encoder_n_blocks": None,
-        "predictor_n_blocks": None, "context_size": None, "lr": None, "weight_decay": None,
-        "n_jobs": 1, "device": "auto",
-    }
+    class Params(Params):  # null: TabR-S-D's value
+        patience: int = param(16, "epochs without a better validation score before training stops", ge=0)
+        n_epochs: Optional[Annotated[int, Field(ge=1)]] = param(
+            None, "the most epochs (null: until early stopping, the paper's \"infinite\" budget)")
+        d_main: Optional[Annotated[int, Field(ge=1)]] = param(None, "the width of the encoder and predictor")
+        context_dropout: Optional[Annotated[float, Field(ge=0, lt=1)]] = param(None, "dropout of the context's weights")
+        dropout0: Optional[Annotated[float, Field(ge=0, lt=1)]] = param(None, "dropout of the first block")
+        encoder_n_blocks: Optional[Annotated[int, Field(ge=0)]] = param(None, "blocks of the encoder")
+        predictor_n_blocks: Optional[Annotated[int, Field(ge=1)]] = param(None, "blocks of the predictor")
+        context_size: Optional[Annotated[int, Field(ge=1)]] = param(None, "neighbours retrieved per row")
+        lr: Optional[Annotated[float, Field(gt=0)]] = param(None, "AdamW's learning rate")
+        weight_decay: Optional[Annotated[float, Field(ge=0)]] = param(None, "AdamW's weight decay")
+        n_jobs: int = param(1, "torch threads", ge=1)
+        device: Device = param("auto", "auto: CUDA where a GPU and a GPU build of faiss are there, else the CPU")
 
     time_limited = True
 

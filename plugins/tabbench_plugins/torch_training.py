@@ -13,12 +13,14 @@ import copy
 import functools
 import os
 import sys
+from typing import Literal
 
 import numpy as np
 
 from tabbench.preprocess import TargetScaler, full_proba
 
 DEVICES = ("auto", "cpu", "cuda")
+Device = Literal[DEVICES]  # a model's ``device`` param
 
 
 @functools.lru_cache(maxsize=None)

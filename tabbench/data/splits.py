@@ -116,7 +116,7 @@ def make_splits(dataset: Dataset, cfg: SplitConfig) -> list[Split]:
     elif cfg.protocol == "fixed":
         n_test = cfg.test_rows if cfg.test_rows is not None else dataset.n_test_rows
         if not n_test:
-            raise DataError(f"split protocol 'fixed' needs split.test_rows or a "
+            raise DataError("split protocol 'fixed' needs split.test_rows or a "
                             "source with a test file (test_path / test_url)")
         if not 0 < n_test < n:
             raise DataError(f"split.test_rows={n_test} must be between 1 and "
@@ -125,7 +125,7 @@ def make_splits(dataset: Dataset, cfg: SplitConfig) -> list[Split]:
     elif cfg.protocol == "openml_task":
         task = dataset.openml_task
         if task is None:
-            raise DataError(f"split protocol 'openml_task' needs source: openml "
+            raise DataError("split protocol 'openml_task' needs source: openml "
                             "with a task_id")
         n_repeats, n_folds, _ = task.get_split_dimensions()
         for repeat in range(n_repeats):

@@ -5,6 +5,7 @@ split and seed), and the selection of some of them (--models, --datasets, --fold
 from __future__ import annotations
 
 import itertools
+import math
 import random
 from dataclasses import dataclass
 
@@ -20,10 +21,24 @@ def trial_configs(entry, spec) -> list[tuple[int | None, dict]]:
         return [(None, dict(entry.params))]
     space = entry.search_space or dict(spec.search_space)
     names = sorted(space)
-    grid = [dict(zip(names, values)) for values in itertools.product(*(space[n] for n in names))]
-    if entry.tuning == "random" and entry.n_trials < len(grid):
-        grid = random.Random(entry.tuning_seed).sample(grid, entry.n_trials)
+    size = math.prod(len(space[n]) for n in names)
+    if entry.tuning == "random" and entry.n_trials < size:
+        # the sample of the grid in itertools.product order, drawn as indices: random.sample picks the same
+        # positions from range(size) as from the grid's list, without building a grid of, say, 40,000 dicts
+        picks = random.Random(entry.tuning_seed).sample(range(size), entry.n_trials)
+        grid = [_grid_point(space, names, i) for i in picks]
+    else:
+        grid = [dict(zip(names, values)) for values in itertools.product(*(space[n] for n in names))]
     return [(i, {**entry.params, **config}) for i, config in enumerate(grid)]
+
+
+def _grid_point(space: dict, names: list, index: int) -> dict:
+    """The grid's ``index``-th point in itertools.product order (the last name varies fastest)."""
+    point = {}
+    for name in reversed(names):
+        index, position = divmod(index, len(space[name]))
+        point[name] = space[name][position]
+    return {name: point[name] for name in names}
 
 
 def dataset_trials(entry, spec, dataset: str, dataset_params: dict) -> list[tuple[int | None, str | None, dict]]:
@@ -40,11 +55,15 @@ def dataset_trials(entry, spec, dataset: str, dataset_params: dict) -> list[tupl
     return [(trial, None, {**params, **dataset_params}) for trial, params in trial_configs(entry, spec)]
 
 
-def resolve_params(spec, params: dict, gpu_available: bool) -> dict:
-    resolved = {**spec.default_params, **params}
-    if resolved.get("device") == "auto":
-        resolved["device"] = spec.auto_device(gpu_available)
-    return resolved
+def method_params(entry, spec, dataset, gpu_available: bool | None = None) -> list[tuple[int | None, str | None, dict]]:
+    """(trial index, config name, params) of a method on one dataset (a DatasetConfig), each trial's params
+    resolved (``ModelSpec.resolve``): the model's defaults, updated by the suite's values in ``dataset_trials``'s
+    order (the method's params, the dataset's ``model_params`` for the method, the trial or named
+    configuration); with ``gpu_available``, ``device: auto`` made cuda or cpu. What run, plan, probe and the
+    pre-run checks give a model."""
+    dataset_params = (dataset.model_params or {}).get(entry.label, {})
+    return [(trial, config, spec.resolve(params, gpu_available=gpu_available))
+            for trial, config, params in dataset_trials(entry, spec, dataset.name, dataset_params)]
 
 
 def expand(suite, registry, loaded, gpu_available=False) -> list[Job]:
@@ -55,10 +74,8 @@ def expand(suite, registry, loaded, gpu_available=False) -> list[Job]:
             spec = registry[entry.model].spec
             if dataset.meta.task not in spec.tasks:
                 continue
-            dataset_params = (cfg.model_params or {}).get(entry.label, {})
-            trials = [(trial, config, params, spec.key_params(params)) for trial, config, params in
-                      ((t, c, resolve_params(spec, p, gpu_available))
-                       for t, c, p in dataset_trials(entry, spec, name, dataset_params))]
+            trials = [(trial, config, params, spec.key_params(params))
+                      for trial, config, params in method_params(entry, spec, cfg, gpu_available)]
             # split-major: a split's trials are consecutive, so a run stopped part-way leaves splits whose
             # search is complete (and at most the few in flight part-searched), not every split part-searched
             for split in splits:

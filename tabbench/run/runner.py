@@ -17,7 +17,7 @@ from tabbench.data.dataset import load_dataset
 from tabbench.data.splits import make_splits
 from tabbench.errors import TabbenchError
 from tabbench.run.executors import DEFAULT, make_executor
-from tabbench.run.expand import Selection, dataset_trials, expand
+from tabbench.run.expand import Selection, expand, method_params
 from tabbench.run.interrupts import StopRequest
 from tabbench.run.jobs import OK
 from tabbench.plugins import load_models
@@ -98,9 +98,8 @@ def model_refusals(suite: Suite, registry: dict, loaded: dict, methods=()) -> li
             spec = registry[entry.model].spec
             if spec.check is None or dataset.meta.task not in spec.tasks or (methods and entry.label not in methods):
                 continue
-            dataset_params = (cfg.model_params or {}).get(entry.label, {})
             messages = [spec.problem(dataset.meta, sizes, params, suite.budget.time_s)
-                        for _, _, params in dataset_trials(entry, spec, name, dataset_params)]
+                        for _, _, params in method_params(entry, spec, cfg)]
             out += [f"{suite.path}: models.{entry.label} on dataset {name!r}: {message}"
                     for message in dict.fromkeys(m for m in messages if m)]
     return out
@@ -225,9 +224,8 @@ def _run(suite: Suite, options: RunOptions, store: Store, summary: RunSummary, s
 def _device_auto(suite: Suite, registry: dict) -> bool:
     """Whether some method's device is left to the machine ('auto'), so that the executor must say if a GPU is
     there before the jobs are expanded."""
-    return any({**registry[e.model].spec.default_params, **e.params}.get("device") == "auto"
-               or any((d.model_params or {}).get(e.label, {}).get("device") == "auto" for d in suite.datasets)
-               for e in suite.models)
+    return any(params.get("device") == "auto" for e in suite.models for d in suite.datasets
+               for _, _, params in method_params(e, registry[e.model].spec, d))
 
 
 def _record_all(records, total: int, store: Store, summary: RunSummary, progress: bool, stop: StopRequest):

@@ -269,9 +269,14 @@ def suite_model(plugin_files=()) -> type[SuiteFile]:
     return _suite_model(tuple((r.cls, r.source) for r in registered.values()))
 
 
-def json_schema(plugin_files=()) -> dict:
-    """The suite format as JSON Schema (what suites/suite.schema.json holds, built from the registered sources)."""
-    return model_schema(suite_model(plugin_files))
+def json_schema(plugin_files=(), models: dict | None = None) -> dict:
+    """The suite format as JSON Schema (what suites/suite.schema.json holds): built from the registered data
+    sources (the plugin files' too) and, given ``models`` (a registry, tabbench.plugins.load_models), with each
+    method's params checked against its model's."""
+    schema = model_schema(suite_model(plugin_files))
+    for name, entry in sorted((models or {}).items()):
+        _add_model(schema, name, entry.spec.params)
+    return schema
 
 
 def model_schema(model: type[SuiteFile]) -> dict:
@@ -293,5 +298,29 @@ def model_schema(model: type[SuiteFile]) -> dict:
     return schema
 
 
-def schema_text(plugin_files=()) -> str:
-    return json.dumps(json_schema(plugin_files), indent=2) + "\n"
+def _add_model(schema: dict, name: str, params) -> None:
+    """A model's params (tabbench/params.py) as the schema of a method running it: its ``params``, each
+    configuration's, and its ``search_space`` (lists of values), checked where the method says ``model: NAME``
+    and where its name is the model's and it says no other."""
+    from tabbench.params import json_schema as params_schema
+
+    defs = schema["$defs"]
+    defs[f"params.{name}"] = params_schema(params)
+    ref = {"$ref": f"#/$defs/params.{name}"}
+    space = {"type": "object", "additionalProperties": False,
+             "properties": {k: {"type": "array", "items": {"$ref": f"#/$defs/params.{name}/properties/{k}"}}
+                            for k in params_schema(params)["properties"]}}
+    config = {"anyOf": [{"type": "null"}, {"type": "object", "properties": {
+        "params": ref, "datasets": {"type": "object", "additionalProperties": ref}}}]}
+    defs[f"method.{name}"] = {"properties": {"params": ref, "search_space": space,
+                                             "configs": {"type": "object", "additionalProperties": config}}}
+    method = {"$ref": f"#/$defs/method.{name}"}
+    defs["Model"].setdefault("allOf", []).append(
+        {"if": {"required": ["model"], "properties": {"model": {"const": name}}}, "then": method})
+    models = schema["properties"]["models"].setdefault("properties", {})
+    models[name] = {"anyOf": [{"type": "null"}, {"allOf": [
+        {"$ref": "#/$defs/Model"}, {"if": {"not": {"required": ["model"]}}, "then": method}]}]}
+
+
+def schema_text(plugin_files=(), models: dict | None = None) -> str:
+    return json.dumps(json_schema(plugin_files, models), indent=2) + "\n"

@@ -156,7 +156,8 @@ def load_suite(path, plugin_files=()) -> Suite:
 
 
 def check_models(suite: Suite, registry: dict) -> None:
-    """Every model exists, every param is one the model accepts, every search space is valid."""
+    """Every model exists, every param is one the model accepts with a value it accepts (its ``Params``), every
+    search space is valid."""
     for entry in suite.models:
         path = f"models.{entry.label}"
         if entry.model not in registry:
@@ -182,6 +183,7 @@ def check_models(suite: Suite, registry: dict) -> None:
                                      f"model {entry.model!r} does not accept a parameter {name!r}"
                                      + did_you_mean(name, accepted, what=None)
                                      + f"; accepted: {', '.join(sorted(accepted)) or '(none)'}")
+        _check_values(suite, entry, spec, named)
         missing = spec.missing_requirements()
         if missing:
             raise SuiteError(suite.path, path, f"model {entry.model!r} needs {', '.join(missing)}, which is not "
@@ -189,3 +191,28 @@ def check_models(suite: Suite, registry: dict) -> None:
         if entry.tuning in ("grid", "random") and not (entry.search_space or spec.search_space):
             raise SuiteError(suite.path, f"{path}.tuning", f"model {entry.model!r} declares no search space; "
                              "give one under search_space or set tuning: none")
+
+
+def _check_values(suite: Suite, entry: ModelEntry, spec, named: list) -> None:
+    """Each value the suite gives a method, where it is written (``named``: (field path, params) pairs; a search
+    space's values one by one), then each trial's resolved params on each dataset, for the rules a model states
+    over several params (NPT's n_patches and image_shape): a SuiteError naming the place, the model, the
+    parameter, the value and what is allowed."""
+    from tabbench.run.expand import method_params
+    from tabbench.params import problems
+
+    for where, values in named:
+        space = where.endswith(".search_space")
+        for name, given in values.items():
+            for i, value in enumerate(given) if space else [(None, given)]:
+                # one value over the defaults: a rule over several params waits for the resolved trials below
+                found = [p for p in problems(spec.params, {name: value}) if p.name is not None]
+                if found:
+                    raise SuiteError(suite.path, f"{where}.{name}" + ("" if i is None else f"[{i}]"),
+                                     f"model {entry.model!r}: {found[0].message}")
+    for d in suite.datasets:
+        for _, config, params in method_params(entry, spec, d):
+            found = problems(spec.params, params)
+            if found:
+                raise SuiteError(suite.path, f"models.{entry.label}", f"model {entry.model!r} on dataset {d.name!r}"
+                                 + (f", configuration {config!r}" if config else "") + f": {found[0].message}")

@@ -17,7 +17,7 @@ This module registers the model; it imports no torch (``tabbench models`` stays 
 from __future__ import annotations
 
 import tabbench
-from tabbench_plugins.npt.estimator import ADDED_PARAMS, NPT, RUN_PARAMS, SPEC  # noqa: F401 (the package's names)
+from tabbench_plugins.npt.estimator import NPT, SPEC  # noqa: F401 (the package's names)
 
 
 @tabbench.hookimpl

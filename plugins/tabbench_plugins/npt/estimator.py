@@ -4,7 +4,7 @@
 forward pass over it as context), builds the model and the optimiser, trains
 (``tabbench_plugins.npt.training``, which gets them as arguments) and fills ``info_``; ``predict`` asks the
 table for the model's outputs. What NPT is and how it trains is written down in docs/npt.md; the choices
-where the authors' code and the paper differ are params, listed there and in ``defaults`` below.
+where the authors' code and the paper differ are params, listed there and in ``NPT.Params`` below.
 
 torch is imported only when ``fit`` runs (table.py, training.py and the model are imported there):
 ``tabbench models`` stays fast.
@@ -13,12 +13,15 @@ torch is imported only when ``fit`` runs (table.py, training.py and the model ar
 from __future__ import annotations
 
 import math
+from typing import Annotated, Literal, Optional, Sequence, Union
 
 import numpy as np
+from pydantic import AfterValidator, Field, WithJsonSchema, model_validator
 
 from tabbench.estimator import Estimator, JobContext
+from tabbench.params import Params, param
 from tabbench.spec import CATEGORICAL, ModelSpec
-from tabbench_plugins.torch_training import deterministic_algorithms, native_bf16, resolve_device
+from tabbench_plugins.torch_training import Device, deterministic_algorithms, native_bf16, resolve_device
 
 from tabbench_plugins.npt.cost import auto_steps, check_cost, estimate_cpu_seconds, estimate_seconds
 
@@ -38,98 +41,127 @@ def fused_optimizer(setting, device_type: str, n_params: int) -> bool:
     return bool(setting)
 
 
+def _whole(value):
+    if int(value) != value:
+        raise ValueError("not a whole number")
+    return value
+
+
+#: A step count: a whole number, also when written as a float (2000.0), as the code has always taken it.
+WholeSteps = Annotated[Union[int, float], Field(ge=0), AfterValidator(_whole),
+                       WithJsonSchema({"type": "integer", "minimum": 0})]
+Fraction = Annotated[float, Field(ge=0, le=1)]
+
+
 class NPT(Estimator):
     """Non-Parametric Transformer estimator (tabbench contract, see tabbench/spec.py)."""
 
-    defaults = {
+    class Params(Params):
         # architecture (paper defaults; e = 32 is the paper's Breast Cancer size, 64 / 128 elsewhere)
-        "e": 32, "n_layers": 8, "n_heads": 8, "dropout": 0.1, "att_dropout": 0.1,
+        e: int = param(32, "embedding size per column (the hidden size is e x columns)", ge=1)
+        n_layers: int = param(8, "attention layers, alternating between datapoints and attributes", ge=1)
+        n_heads: int = param(8, "attention heads", ge=1)
+        dropout: Fraction = param(0.1, "hidden dropout: embeddings, attention outputs, feed-forward blocks")
+        att_dropout: Fraction = param(0.1, "dropout of the attention weights")
         # code-vs-paper architecture flags (defaults = the authors' code; see model.py)
-        "ln_kv": False, "temperature": "hidden", "residual": "linear",
+        ln_kv: bool = param(False, "layer norm on keys and values too (paper), not only queries (code)")
+        temperature: Literal["hidden", "head"] = param(
+            "hidden", "softmax scale: 1/sqrt of the full hidden size (code) or of one head's size (paper)")
+        residual: Literal["linear", "identity"] = param(
+            "linear", "the residual branch: a learned Linear of the input (code) or the input itself (paper)")
         # optimisation
-        # batch_size "auto": the whole table up to AUTO_BATCH_ROWS rows, else class-stratified minibatches of
-        # at most that many; null: the whole table always; a number: minibatches of about that many rows
-        # steps "auto": as many as the cost model says fit in the job's time budget (cost.auto_steps)
-        "lr": 1e-3, "steps": 500, "batch_size": "auto", "eval_batch_size": None,
-        # lr_schedule "flat_anneal": constant for flat_fraction of the steps, then cosine to 0 (None: 0.5 with
-        # whole-table batches (paper, small data), else 0.7); "cosine_cyclic": linear warm-up over
-        # warmup_fraction of the steps, then cosine cycles (optimiser.cosine_cyclic)
-        "lr_schedule": "flat_anneal", "flat_fraction": None, "warmup_fraction": 0.2,
-        "clip": 1.0, "clip_mode": "value", "weight_decay": 0.0, "lookahead_alpha": 0.5, "lookahead_k": 6,
-        "eval_every": 6, "class_balance": False,
+        lr: float = param(1e-3, "LAMB's learning rate", gt=0)
+        steps: Union[WholeSteps, Literal["auto"]] = param(
+            500, "training steps (0: none); auto: as many as the cost model fits in the job's time budget")
+        batch_size: Union[Annotated[int, Field(gt=0)], Literal["auto"], None] = param(
+            "auto", "rows per step: a count (class-stratified minibatches of about that many); auto: the whole "
+            "table up to AUTO_BATCH_ROWS rows, else minibatches of at most that many; null: the whole table")
+        eval_batch_size: Optional[Annotated[int, Field(gt=0)]] = param(
+            None, "rows per prediction pass (null: as batch_size)")
+        lr_schedule: Literal[LR_SCHEDULES] = param(
+            "flat_anneal", "flat_anneal: constant for flat_fraction of the steps, then cosine to 0; cosine_cyclic: "
+            "linear warm-up over warmup_fraction, then cosine cycles", added_as="flat_anneal")
+        flat_fraction: Optional[Fraction] = param(
+            None, "flat_anneal's flat share of the steps (null: 0.5 with whole-table batches, as the paper, else 0.7)")
+        warmup_fraction: Annotated[float, Field(gt=0, lt=1)] = param(
+            0.2, "cosine_cyclic's warm-up share of the steps", added_as=0.2)
+        clip: Optional[Annotated[float, Field(ge=0)]] = param(1.0, "gradient clipping threshold (0 or null: none)")
+        clip_mode: Literal["value", "norm"] = param("value", "clip each gradient value, or the gradients' norm")
+        weight_decay: float = param(0.0, "LAMB's weight decay", ge=0)
+        lookahead_alpha: Fraction = param(0.5, "Lookahead's step towards the fast weights")
+        lookahead_k: int = param(6, "fast steps per Lookahead step", ge=1)
+        eval_every: int = param(6, "steps between validation losses (the best step is kept)", ge=1)
+        class_balance: bool = param(
+            False, "class-stratified minibatches (each keeps the class proportions); batch_size auto has them anyway")
         # masking objective
-        "p_feature": 0.15, "p_target": 1.0, "p_random": 0.1, "lambda_init": 1.0, "context_labels": "auto",
-        # images: a linear patch encoder (paper section 4.2). n_patches patches on a square grid over images
-        # of image_shape [channels, height, width], whose pixels are the feature columns, channel-major
-        # (tabbench.data.images); each patch is one column of the table. MNIST: 49 (4x4), CIFAR-10: 64 (4x4x3)
-        "n_patches": None, "image_shape": None,
-        # protocol: transductive = the validation and test rows' features are in every training batch with
-        # their targets masked, and standardisation uses all rows (the authors' code's default)
-        "transductive": False,
-        # step budgets (ascending) at which the best-so-far weights are kept for a budget curve; None: the
-        # ladder 100, 300, 1000, 2000, 5000, 10000, ... below ``steps`` (checkpoints.BUDGET_LADDER)
-        "budgets": None,
-        # execution: cpus = torch threads (and the CPUs the job asks Ray for); a checkpoint every
-        # checkpoint_minutes when the harness gives the job a checkpoint folder; fused_optimizer: one
-        # compiled LAMB kernel per parameter ("auto": on the CPU, for models of FUSED_MIN_PARAMS parameters
-        # or more; on CUDA never); deterministic: on CUDA, torch's deterministic algorithms while fitting, so
-        # that a seed repeats a fit bit for bit there as it does on the CPU (benchmarks/README.md: its cost);
-        # cuda_graph: each training step and validation replayed as a CUDA graph ("auto": on CUDA with
-        # whole-table batches, where launches, not arithmetic, bound a step; graphs.py)
-        "device": "auto", "amp": True, "checkpointing": False, "attention": "fused", "cpus": 1,
-        "checkpoint_minutes": 5.0, "fused_optimizer": "auto", "deterministic": True, "cuda_graph": "auto",
-    }
+        p_feature: Fraction = param(0.15, "probability that a feature entry is masked and reconstructed")
+        p_target: Fraction = param(
+            1.0, "probability that a training label is masked at a step (1: the model never reads one)")
+        p_random: Fraction = param(0.1, "of the masked entries, the share replaced by a random value (BERT-style)")
+        lambda_init: Fraction = param(
+            1.0, "lambda at the start, cosine-annealed to 0; the loss is (1 - lambda) targets + lambda features")
+        context_labels: Literal["auto", True, False] = param(
+            "auto", "whether the training labels are visible as context when evaluating (auto: when p_target < 1)")
+        # images: a linear patch encoder (paper section 4.2) over images whose pixels are the feature columns,
+        # channel-major (tabbench.data.images); each patch is one column of the table
+        n_patches: Optional[Annotated[int, Field(ge=1)]] = param(
+            None, "patches on a square grid over the image (null: none); MNIST 49 (4x4), CIFAR-10 64 (4x4x3)")
+        image_shape: Optional[Annotated[Sequence[Annotated[int, Field(gt=0)]], Field(min_length=3, max_length=3)]] = (
+            param(None, "[channels, height, width] of the images n_patches cuts"))
+        # protocol
+        transductive: bool = param(
+            False, "the validation and test rows' features are in every training batch with their targets masked, "
+            "and standardisation uses all rows (the authors' code's default)")
+        budgets: Optional[Sequence[Annotated[int, Field(gt=0)]]] = param(
+            None, "step budgets (ascending) at which the best-so-far weights are kept for a budget curve; null: "
+            "the ladder 100, 300, 1000, ... below steps (checkpoints.BUDGET_LADDER)")
+        # execution
+        device: Device = param("auto", "auto: CUDA where a GPU is visible, else the CPU")
+        amp: bool = param(True, "bf16 autocast where bf16 is native")
+        checkpointing: bool = param(False, "activation checkpointing: less memory, more compute")
+        attention: Literal["fused", "explicit"] = param(
+            "fused", "fused: torch's scaled_dot_product_attention; explicit: the textbook softmax(QK^T)V")
+        cpus: Annotated[float, Field(ge=1)] = param(1, "torch threads, and the CPUs the job asks Ray for",
+                                                    run_only=True)
+        checkpoint_minutes: float = param(
+            5.0, "minutes between checkpoints, when the harness gives the job a checkpoint folder (0: at every "
+            "chance to save)", ge=0,
+            run_only=True)
+        fused_optimizer: Literal["auto", True, False] = param(
+            "auto", "one compiled LAMB kernel per parameter; auto: on the CPU for models of FUSED_MIN_PARAMS "
+            "parameters or more, on CUDA never")
+        deterministic: bool = param(
+            True, "on CUDA, torch's deterministic algorithms while fitting, so that a seed repeats a fit bit for "
+            "bit there as on the CPU (benchmarks/README.md: its cost)", run_only=True, added_as=True)
+        cuda_graph: Literal["auto", True, False] = param(
+            "auto", "each training step and validation replayed as a CUDA graph; auto: on CUDA with whole-table "
+            "batches, where launches, not arithmetic, bound a step (graphs.py)", run_only=True, added_as="auto")
+
+        @model_validator(mode="after")
+        def _patches_tile_the_image(self):
+            if self.n_patches:
+                if self.image_shape is None:
+                    raise ValueError("n_patches needs image_shape: [channels, height, width], got null")
+                _, h, w = self.image_shape
+                g = math.isqrt(self.n_patches)
+                if g * g != self.n_patches or h % g or w % g:
+                    raise ValueError(f"n_patches={self.n_patches} must be a square grid (g x g) dividing the {h}x{w} "
+                                     "image: e.g. 49 for 28x28 (4x4 patches), 64 for 32x32")
+            return self
 
     # --- params -------------------------------------------------------------------------------------
 
     def _param(self, name):
         return self.params[name]
 
-    def _check_params(self):
-        P = self._param
-        steps = P("steps")
-        if not (steps == "auto" or (isinstance(steps, (int, float)) and not isinstance(steps, bool)
-                                    and steps >= 0 and int(steps) == steps)):
-            raise ValueError(f"npt: steps must be a whole number >= 0 (0: no training) or 'auto', got {steps!r}")
-        if P("clip_mode") not in ("value", "norm"):
-            raise ValueError("npt: clip_mode must be 'value' or 'norm'")
-        if P("context_labels") not in ("auto", True, False):
-            raise ValueError("npt: context_labels must be 'auto', true or false")
-        if P("lr_schedule") not in LR_SCHEDULES:
-            raise ValueError(f"npt: lr_schedule must be one of {list(LR_SCHEDULES)}, got {P('lr_schedule')!r}")
-        if not (isinstance(P("warmup_fraction"), (int, float)) and 0 < P("warmup_fraction") < 1):
-            raise ValueError(f"npt: warmup_fraction must be in (0, 1), got {P('warmup_fraction')!r}")
-        for name in ("p_feature", "p_target", "p_random", "lambda_init", "dropout", "att_dropout"):
-            if not 0 <= P(name) <= 1:
-                raise ValueError(f"npt: {name} must be in [0, 1], got {P(name)}")
-        for name in ("fused_optimizer", "cuda_graph"):
-            if P(name) not in ("auto", True, False):
-                raise ValueError(f"npt: {name} must be 'auto', true or false, got {P(name)!r}")
-        size = P("batch_size")
-        if not (size is None or size == "auto" or (isinstance(size, int) and not isinstance(size, bool) and size > 0)):
-            raise ValueError(f"npt: batch_size must be 'auto', null (the whole table) or a row count, got {size!r}")
-        if not (isinstance(P("cpus"), (int, float)) and P("cpus") >= 1):
-            raise ValueError(f"npt: cpus must be a number >= 1, got {P('cpus')!r}")
-        budgets = P("budgets")
-        if budgets is not None and (not isinstance(budgets, (list, tuple))
-                                    or not all(isinstance(b, int) and b > 0 for b in budgets)):
-            raise ValueError(f"npt: budgets must be a list of positive step counts, got {budgets!r}")
-        if P("n_patches"):
-            self.patch_order_ = self._patch_order()
-
     def _patch_order(self):
-        """(n_patches, patch_dim) feature-column indices of each patch, patches in row-major grid order."""
-        P, shape = self._param("n_patches"), self._param("image_shape")
-        if not (isinstance(shape, (list, tuple)) and len(shape) == 3 and all(isinstance(v, int) and v > 0 for v in shape)):
-            raise ValueError(f"npt: n_patches needs image_shape: [channels, height, width], got {shape!r}")
-        c, h, w = shape
+        """(n_patches, patch_dim) feature-column indices of each patch, patches in row-major grid order (the
+        grid's fit to the image is checked with the params, ``Params``; the image's fit to the table here)."""
+        P, (c, h, w) = self._param("n_patches"), self._param("image_shape")
         g = math.isqrt(P)
-        if g * g != P or h % g or w % g:
-            raise ValueError(f"npt: n_patches={P} must be a square grid (g x g) dividing the {h}x{w} image: "
-                             f"e.g. 49 for 28x28 (4x4 patches), 64 for 32x32")
         features = self.meta.columns
         if len(features) != c * h * w or any(col.kind == CATEGORICAL for col in features):
-            raise ValueError(f"npt: image_shape {list(shape)} needs {c * h * w} numeric pixel columns; "
+            raise ValueError(f"npt: image_shape {[c, h, w]} needs {c * h * w} numeric pixel columns; "
                              f"dataset {self.meta.name!r} has {len(features)} features")
         grid = np.arange(c * h * w).reshape(c, g, h // g, g, w // g)  # channel-major, row-major pixels
         return grid.transpose(1, 3, 0, 2, 4).reshape(P, -1)
@@ -150,7 +182,8 @@ class NPT(Estimator):
 
         from tabbench_plugins.npt import training
 
-        self._check_params()
+        if self._param("n_patches"):
+            self.patch_order_ = self._patch_order()
         self.clock_ = context.training_clock()  # the job's time budget, if any, counted from the job's start
         self.device_ = torch.device(resolve_device(self._param("device")))  # cuda without a GPU: a clear error
         self.amp_ = bool(self._param("amp")) and native_bf16(self.device_.type)
@@ -294,23 +327,13 @@ class NPT(Estimator):
         return self.table_.encoder.decode(self.table_.outputs(self.model_, X))
 
 
-#: How a job runs, not what it computes: left at their defaults in the job key and the checkpoint's
-#: fingerprint, so that a run resumed or repeated with more threads continues the same job.
-RUN_PARAMS = frozenset({"cpus", "checkpoint_minutes", "deterministic", "cuda_graph"})
-
-#: Params added after NPT jobs were recorded and checkpointed, with the value that does what the code
-#: did before them: at that value a job's key and its checkpoint fingerprint leave them out, so that
-#: recorded jobs are still found done and a killed run still resumes from its checkpoint.
-ADDED_PARAMS = {"lr_schedule": "flat_anneal", "warmup_fraction": 0.2, "deterministic": True, "cuda_graph": "auto"}
-
-
 SPEC = ModelSpec(
     name="npt", factory=NPT, search_space={},
     cpus=lambda p: p["cpus"], gpus=lambda p: 1 if p.get("device") == "cuda" else 0,
     transductive=lambda p: bool(p["transductive"]),
     requires=("torch",), install_hint="pip install 'tabbench-harness[torch]'",
     deterministic=False,  # seeded torch training: last digits differ across CPUs
-    check=check_cost, estimate=estimate_seconds, run_params=RUN_PARAMS, added_params=ADDED_PARAMS, uses_other_rows=True,
+    check=check_cost, estimate=estimate_seconds, uses_other_rows=True,
     # A small NPT (2 layers, e=16) for a few hundred steps; lambda starts at 0.5 so that the short run spends half
     # its loss on the targets (the paper's runs anneal from 1 over thousands of steps).
     quick_params={"e": 16, "n_layers": 2, "n_heads": 4, "steps": 300, "lambda_init": 0.5},
