@@ -69,7 +69,7 @@ def main():
         cpus = os.cpu_count()
         timings["ray"] = wall / len(jobs) * 1000
 
-    from tabbench.run.measure import fingerprint, hardware_label
+    from tabbench.measure import fingerprint, hardware_label
 
     print(f"machine: {hardware_label(fingerprint())}")
     print(f"{len(jobs)} k-NN jobs on wine, {cpus} CPUs")

@@ -73,7 +73,7 @@ def main():
     parser.add_argument("--folders", default="results/uci-small-kfold,results/uci-large-cpu")
     args = parser.parse_args()
     folders = [f for f in args.folders.split(",") if f]
-    from tabbench.run.measure import fingerprint, hardware_label
+    from tabbench.measure import fingerprint, hardware_label
 
     print(f"machine: {hardware_label(fingerprint())}")
     print(f"cpus: {os.cpu_count()}, load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")

@@ -42,7 +42,7 @@ def main(argv=None):
 
     import torch
 
-    from tabbench.run.measure import fingerprint, hardware_label
+    from tabbench.measure import fingerprint, hardware_label
 
     torch.set_num_threads(args.threads)
     load_before = os.getloadavg()[0]

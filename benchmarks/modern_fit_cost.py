@@ -80,7 +80,7 @@ def main():
     models = load_models()
     dataset, split = fold0(args.mirror, args.dataset)
     X, y = dataset.X, dataset.y
-    from tabbench.run.measure import fingerprint, hardware_label
+    from tabbench.measure import fingerprint, hardware_label
 
     print(f"machine: {hardware_label(fingerprint())}")
     print(f"{args.dataset} fold 0: {len(split.train)} train / {len(split.val)} val / {len(split.test)} test rows"

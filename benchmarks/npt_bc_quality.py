@@ -23,7 +23,7 @@ from tabbench.data.cache import DataPaths
 from tabbench.data.dataset import DatasetConfig, SplitConfig, load_dataset
 from tabbench.data.sources.sklearn import Sklearn
 from tabbench.data.splits import make_splits
-from tabbench.run.measure import fingerprint, hardware_label
+from tabbench.measure import fingerprint, hardware_label
 from tabbench_plugins.npt import NPT
 
 

@@ -59,7 +59,7 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args(argv)
 
-    from tabbench.run.measure import fingerprint, hardware_label
+    from tabbench.measure import fingerprint, hardware_label
 
     dataset, split = covertype(args.mirror)
     X, y = dataset.X.iloc[split.train], dataset.y[split.train]

@@ -43,7 +43,7 @@ import subprocess
 import sys
 import time
 
-from tabbench.run.measure import fingerprint, hardware_label, proc_status_kib
+from tabbench.measure import fingerprint, hardware_label, proc_status_kib
 
 CONFIGS = {  # name: (rows, numeric features, categorical feature cardinalities, target cardinality, e)
     "higgs": (4096, 28, (), 2, 64),  # binary target

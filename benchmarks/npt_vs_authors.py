@@ -395,7 +395,7 @@ def main(argv=None):
 
     import torch
 
-    from tabbench.run.measure import fingerprint, hardware_label, proc_status_kib
+    from tabbench.measure import fingerprint, hardware_label, proc_status_kib
 
     torch.set_num_threads(args.threads)
     npt, shimmed = import_authors(args.authors)

@@ -8,7 +8,7 @@ folder selected), ours against theirs, and a verdict:
   per-run difference may be float noise at most (``FLOAT_NOISE`` relative), else it is FLAGGED;
 * a seeded neural model (``deterministic=False``: torch training, whose last digits depend on the
   CPU's kernels and grow over the epochs) run on the same hardware (the records' fingerprint id,
-  tabbench.run.measure) with the same torch version, threads and CPU kernel level must repeat as a
+  tabbench.measure) with the same torch version, threads and CPU kernel level must repeat as a
   deterministic one does; run elsewhere, or in a folder whose records predate the fingerprint, it may
   differ, but its mean over folds must stay within ``BAND_SE`` combined standard errors of the two
   means (tabbench.report.agreement, the one rule every report judges by), the error bars the leaderboard prints (with a single split, a holdout, there is no standard
@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from tabbench.run.measure import machines, repeat_key
+from tabbench.measure import machines, repeat_key
 from tabbench.metrics import PRIMARY
 from tabbench.report.agreement import BAND_SE, band
 from tabbench.report.format import markdown_table, significant

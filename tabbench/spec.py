@@ -141,7 +141,7 @@ class ModelSpec:
 
     def resolve(self, *layers: Mapping, gpu_available: bool | None = None) -> dict:
         """The params a job runs with: the defaults updated by each of ``layers`` in turn, values as given
-        (tabbench.run.expand.method_params lays a suite's in order); with ``gpu_available``, ``device: auto`` made
+        (tabbench.suite.trials.method_params lays a suite's in order); with ``gpu_available``, ``device: auto`` made
         what it means for this model on such a machine (``auto_device``)."""
         resolved = merged(self.params, *layers)
         if gpu_available is not None and resolved.get("device") == "auto":

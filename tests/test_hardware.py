@@ -1,4 +1,4 @@
-"""The hardware fingerprint (tabbench.run.measure): read from this machine, written into records, and used by
+"""The hardware fingerprint (tabbench.measure): read from this machine, written into records, and used by
 `tabbench compare` and the leaderboard's cost section to tell results made on different hardware apart."""
 
 import copy
@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from tabbench.compare import FLAGGED, NO_BAND, compare, report
-from tabbench.run.measure import KERNEL_FLAGS, fingerprint, hardware_label, parse_cpuinfo
+from tabbench.measure import KERNEL_FLAGS, fingerprint, hardware_label, parse_cpuinfo
 from tabbench.report.sections import hardware_note
 from tabbench.store import Store
 from tests.conftest import ROOT
@@ -73,7 +73,7 @@ def test_parsing_reads_the_first_processor_and_only_the_kernel_flags():
 
 
 def test_the_fingerprint_never_imports_torch_and_adds_it_once_the_job_has():
-    code = ("import sys, json; from tabbench.run.measure import environment; e = environment(); "
+    code = ("import sys, json; from tabbench.measure import environment; e = environment(); "
             "assert 'torch' not in sys.modules, 'imported torch'; "
             "import torch; torch.set_num_threads(1); f = environment()['hardware']; "
             "print(json.dumps([e['hardware'], f]))")

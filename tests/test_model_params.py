@@ -1,6 +1,6 @@
 """Each model's parameters, declared once as a typed class (tabbench/params.py): a value outside a parameter's type,
 bounds or choices is refused by ``tabbench validate`` and by the checked-in JSON Schema before anything runs, for
-every registered model; the params a job runs with are resolved in one place (tabbench.run.expand.method_params), and
+every registered model; the params a job runs with are resolved in one place (tabbench.suite.trials.method_params), and
 every committed record's job key is what that resolution of its suite gives today."""
 
 import functools
@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from tabbench.cli import main
-from tabbench.run.expand import method_params
+from tabbench.suite.trials import method_params
 from tabbench.run.jobs import job_key
 from tabbench.params import allowed, problems, yaml_text
 from tabbench.plugins import load_models

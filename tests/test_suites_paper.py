@@ -283,7 +283,7 @@ VARIANTS = {
 
 
 def test_the_tuned_npt_suite_runs_the_papers_eight_variants_on_top_of_npt_e32():
-    from tabbench.run.expand import dataset_trials
+    from tabbench.suite.trials import dataset_trials
 
     tuned, paper = suite("uci-small-npt-tuned"), suite("uci-small-npt-paper")
     (method,) = tuned.models

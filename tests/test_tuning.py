@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from tabbench.cli import main
-from tabbench.run.expand import trial_configs
+from tabbench.suite.trials import trial_configs
 from tabbench.plugins import load_models
 from tabbench.report.leaderboard import write_leaderboard
 from tabbench.run.runner import RunOptions, run_suite

@@ -28,7 +28,7 @@ OUT=${OUT:-out}; mkdir -p "$OUT"
       && touch "$SITE/.installed"; }
 export PYTHONPATH=$SITE PYTHONUNBUFFERED=1 TABBENCH_MIRROR=$PWD/.gpu-data
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}   # else every test worker and job process runs 16 torch threads
-python3 -c "from tabbench.run.measure import fingerprint; import json, torch; torch.cuda.is_available() and torch.cuda.init(); print(json.dumps(fingerprint()))" \
+python3 -c "from tabbench.measure import fingerprint; import json, torch; torch.cuda.is_available() and torch.cuda.init(); print(json.dumps(fingerprint()))" \
     | tee "$OUT/machine.json"
 case "${1:?say which step: install, tests, step, small, probe or higgs}" in
   install) ;;

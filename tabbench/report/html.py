@@ -221,7 +221,7 @@ def drilldown(ctx) -> str:
 
 
 def machines(ctx) -> str:
-    from tabbench.run.measure import machines as found
+    from tabbench.measure import machines as found
 
     runs = ctx.all_runs
     if "environment" not in runs:

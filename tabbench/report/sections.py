@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from tabbench.run.measure import machines
+from tabbench.measure import machines
 from tabbench.report import cost, plots, significance as sig, winrate
 from tabbench.report.format import markdown_table, mean_se
 from tabbench.report.section import Context, Section

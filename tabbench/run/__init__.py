@@ -2,13 +2,14 @@
 and ``probe`` use its first steps).
 
 Its modules, the driver last. This ``__init__`` imports none of them, so that a reader of one
-module (the reports read ``measure``'s hardware fingerprint) loads nothing else:
+module loads nothing else. What a job measures about its machine and its costs (tabbench/measure.py) and the
+records it leaves (tabbench/store.py) stay outside: the reports and the benchmarks read them too.
 
 - ``expand``, ``jobs``: the suite's jobs, one per method, configuration, split and seed, and their keys;
   ``Selection`` (--models, --datasets, --folds).
 - ``executors``: where the jobs run (``--executor ray|local``): one declared interface, one module per mode.
-- ``isolation``, ``execute``, ``measure``: one job in a forked child with its budgets enforced: fit, evaluate,
-  its record with its costs and the machine it ran on.
+- ``isolation``, ``execute``: one job in a forked child with its budgets enforced: fit, evaluate, its record
+  with its costs and the machine it ran on.
 - ``interrupts``: Ctrl-C stops the run at a safe point.
 - ``runner``: ``prepare_suite``, the one preparation of a suite for run, plan and probe (registry, selection,
   data and splits, the models' pre-run refusals) -> ``PreparedSuite``; and ``run_suite``, which drives the

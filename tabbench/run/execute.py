@@ -13,7 +13,7 @@ import numpy as np
 
 from tabbench.estimator import JobContext, optional
 from tabbench.run.jobs import ERROR, GPU_OOM, INVALID, OK, OOM, Job
-from tabbench.run.measure import PeakMemory, environment
+from tabbench.measure import PeakMemory, environment
 from tabbench.metrics import classification_metrics, regression_metrics
 from tabbench.predictions import InvalidPredictions, check_probabilities, check_regression_predictions
 

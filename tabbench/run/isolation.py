@@ -13,7 +13,7 @@ import time
 
 from tabbench.run.execute import execute
 from tabbench.run.jobs import CRASH, OOM, TIMEOUT, Job, failure_record
-from tabbench.run.measure import private_kib, proc_status_kib
+from tabbench.measure import private_kib, proc_status_kib
 
 
 def _die_with_parent():

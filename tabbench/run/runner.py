@@ -17,7 +17,8 @@ from tabbench.data.dataset import load_dataset
 from tabbench.data.splits import make_splits
 from tabbench.errors import TabbenchError
 from tabbench.run.executors import DEFAULT, make_executor
-from tabbench.run.expand import Selection, expand, method_params
+from tabbench.run.expand import Selection, expand
+from tabbench.suite.trials import method_params
 from tabbench.run.interrupts import StopRequest
 from tabbench.run.jobs import OK
 from tabbench.plugins import load_models

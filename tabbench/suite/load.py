@@ -198,7 +198,7 @@ def _check_values(suite: Suite, entry: ModelEntry, spec, named: list) -> None:
     space's values one by one), then each trial's resolved params on each dataset, for the rules a model states
     over several params (NPT's n_patches and image_shape): a SuiteError naming the place, the model, the
     parameter, the value and what is allowed."""
-    from tabbench.run.expand import method_params
+    from tabbench.suite.trials import method_params
     from tabbench.params import problems
 
     for where, values in named:
