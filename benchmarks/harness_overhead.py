@@ -1,9 +1,11 @@
 """How much time the harness adds per job, on top of the model's own work.
 
-Runs the same N cheap jobs (k-NN on scikit-learn's wine data, 5-fold x seeds) three ways and prints
+Runs the same N cheap jobs (k-NN on scikit-learn's wine data, 5-fold x seeds) four ways and prints
 milliseconds per job:
   direct    tabbench.run.execute.execute in this process: the model's fit + predict + metrics
   isolated  tabbench.run.isolation.execute_isolated: the same in a forked child with enforced limits
+  local     tabbench run --executor local: the isolated jobs one at a time, with the run's bookkeeping
+            (store, leaderboard), no Ray
   ray       tabbench run on a local Ray (startup and shutdown timed separately)
 
     python benchmarks/harness_overhead.py [--jobs 100]
@@ -55,6 +57,12 @@ def main():
                 assert record["status"] == "ok", record
             timings[name] = (time.perf_counter() - t0) / len(jobs) * 1000
 
+        t0 = time.perf_counter()
+        summary = run_suite(suite, RunOptions(results=Path(tmp) / "local", executor="local", progress=False,
+                                              data_paths=paths))
+        timings["local"] = (time.perf_counter() - t0) / len(jobs) * 1000
+        assert summary.done == len(jobs) and summary.failed == 0
+
         import ray
 
         t0 = time.perf_counter()
@@ -76,6 +84,8 @@ def main():
     print(f"  direct   (model only, 1 process)       {timings['direct']:7.1f} ms/job")
     print(f"  isolated (forked child per job)        {timings['isolated']:7.1f} ms/job   "
           f"x{timings['isolated'] / timings['direct']:.2f} of direct")
+    print(f"  local    (tabbench run --executor local, incl. leaderboard) {timings['local']:7.1f} ms/job   "
+          f"x{timings['local'] / timings['direct']:.2f} of direct")
     print(f"  ray      (tabbench run, {cpus} workers, incl. leaderboard)"
           f" {timings['ray']:7.1f} ms/job wall   x{timings['ray'] / timings['direct']:.2f} of direct")
     print(f"  ray startup (once per run)             {startup * 1000:7.0f} ms")
