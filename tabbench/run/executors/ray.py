@@ -75,8 +75,9 @@ class RayExecutor(Executor):
 
     def run(self, queue, prepared, store, stop) -> Iterator[tuple]:
         """(job, record) as each job finishes, inside stop.deferred(): a first Ctrl-C is seen by
-        stop.check() within a second (ray.wait's timeout, JobQueue.wait's). Jobs still running are not cancelled one by one (a
-        forced cancel of a retriable task can abort the driver inside Ray): they end with the driver's Ray job."""
+        stop.check() within a second (ray.wait's timeout, JobQueue.wait's). Jobs still running are not cancelled
+        one by one (a forced cancel of a retriable task can abort the driver inside Ray): they end with the
+        driver's Ray job."""
         with stop.deferred():
             yield from self._run(queue, prepared, store, stop)
 
