@@ -198,7 +198,8 @@ def cmd_run(args) -> int:
                          progress=not args.no_progress, report=not args.tables_only and report_installed())
     summary = run_suite(suite, options)
     failures = ", ".join(f"{n} {status}" for status, n in sorted(summary.failures.items())) or "none"
-    print(f"{summary.planned} jobs: {summary.done} ran, {summary.skipped} skipped (already done), "
+    elsewhere = f", {summary.elsewhere} ran in another run on the folder" if summary.elsewhere else ""
+    print(f"{summary.planned} jobs: {summary.done} ran{elsewhere}, {summary.skipped} skipped (already done), "
           f"{summary.failed} failed ({failures}).")
     print(f"Records:     {summary.results_dir / 'records' / 'records.jsonl'}")
     print(f"Leaderboard: {summary.results_dir / 'leaderboard.md'}")

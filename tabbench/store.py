@@ -11,6 +11,9 @@ A published results folder keeps finished batches of records compressed (``tabbe
 ``records-3.jsonl.gz``, ... (so each file of a repository stays small). Readers read the archives in that
 order, then the live ``records.jsonl`` that later runs append to, so a resumed or extended run still skips
 every archived job.
+
+Beside the records, ``records/claims/`` holds which live run is running which job (tabbench/run/claims.py), so
+that runs sharing the folder never run a job twice; the claims go with the records.
 """
 
 from __future__ import annotations
@@ -115,6 +118,43 @@ class Store:
                     except json.JSONDecodeError:
                         continue
         return out
+
+    def mark(self) -> int:
+        """Where the live file's complete records end now: ``records_after`` reads what is appended after."""
+        try:
+            with open(self.path, "rb") as fh:
+                size = fh.seek(0, os.SEEK_END)
+                while size:  # back over a partial last line from a killed writer, which the next one cuts off
+                    start = max(0, size - 65536)
+                    fh.seek(start)
+                    end = fh.read(size - start).rfind(b"\n")
+                    if end >= 0:
+                        return start + end + 1
+                    size = start
+                return 0
+        except FileNotFoundError:
+            return 0
+
+    def records_after(self, mark: int) -> tuple[list[dict], int]:
+        """The complete records appended to the live file after ``mark``, and the mark after them: how a run
+        sees, cheaply, what runs beside it recorded. The live file shorter than ``mark`` was archived meanwhile:
+        it is read from its start."""
+        try:
+            with open(self.path, "rb") as fh:
+                if fh.seek(0, os.SEEK_END) < mark:
+                    mark = 0
+                fh.seek(mark)
+                data = fh.read()
+        except FileNotFoundError:
+            return [], 0
+        data = data[: data.rfind(b"\n") + 1]
+        out = []
+        for raw in data.splitlines():
+            try:
+                out.append(json.loads(raw))
+            except json.JSONDecodeError:
+                continue
+        return out, mark + len(data)
 
     def latest(self) -> dict[str, dict]:
         """The newest record per job key."""

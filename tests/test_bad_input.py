@@ -81,6 +81,26 @@ def test_all_missing_column(tmp_path, paths, concrete_lines):
         _load(_write(tmp_path, lines), paths, na_values=("?",))
 
 
+@pytest.mark.parametrize("n_rows", [99, 100, 1030])
+def test_one_stray_string_in_a_numeric_column_is_an_error_whatever_the_file_size(tmp_path, paths, concrete_lines,
+                                                                                    n_rows):
+    # 1% of 99 rows is under one row: a share alone let a small file's typo make a categorical column silently
+    lines = concrete_lines[:n_rows]
+    lines[3] = " ".join(["x"] + lines[3].split()[1:])
+    with pytest.raises(DataError, match=r"column 'col0' is numeric but row 3 holds 'x'; add that marker to na_values"):
+        _load(_write(tmp_path, lines), paths)
+
+
+def test_a_mostly_numeric_column_read_as_categorical_warns_naming_it_and_its_strings(tmp_path, paths, concrete_lines):
+    lines = concrete_lines[:99]
+    for row, typo in ((3, "x"), (10, "unknown"), (40, "x")):
+        lines[row] = " ".join([typo] + lines[row].split()[1:])
+    with pytest.warns(UserWarning, match=r"column 'col0' is read as categorical \(\d+ levels\) though 96 of its 99 "
+                                         r"values are numbers; the others are 'unknown', 'x'\. If it is numeric, add"):
+        dataset = _load(_write(tmp_path, lines), paths)
+    assert dict((c.name, c.kind) for c in dataset.meta.columns)["col0"] == "categorical"
+
+
 def test_infinite_value(tmp_path, paths, concrete_lines):
     lines = list(concrete_lines)
     lines[7] = " ".join(["inf"] + lines[7].split()[1:])

@@ -32,8 +32,8 @@ class InProcessExecutor(Executor):
     def start(self, needs_gpu_check: bool = True) -> None:
         self.started = True
 
-    def run(self, jobs, prepared, store, stop) -> Iterator[tuple]:
-        for job in jobs:
+    def run(self, queue, prepared, store, stop) -> Iterator[tuple]:
+        for job in queue:
             stop.check()
             spec, dataset = prepared.registry[job.model].spec, prepared.dataset_of(job)
             record = execute(job, spec.factory, dataset.meta, dataset.X, dataset.y, prepared.split_of(job),

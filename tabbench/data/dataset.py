@@ -9,6 +9,7 @@ that knows the suite entry adds that once).
 from __future__ import annotations
 
 import hashlib
+import warnings
 from dataclasses import replace
 
 import numpy as np
@@ -50,14 +51,29 @@ def _is_number(text: str) -> bool:
 
 
 def _reject_stray_strings(series: pd.Series, col: str) -> None:
-    """A column whose values are numbers but for a few strings is a dirty numeric column, not a category."""
+    """A column whose values are numbers but for a few strings is a dirty numeric column, not a category.
+
+    A few means at most 1% of the values, and never fewer than one: a share alone cannot be met by a file of
+    under 100 rows, where a single typo would otherwise make a categorical column with one level per number.
+    More strings than that, in a column still mostly of numbers, may be a real category or several typos: the
+    column is read as categorical, with a warning that names it and its strings.
+    """
     present = series.dropna()
     numeric = pd.to_numeric(present, errors="coerce")
     stray = numeric.isna()
-    if len(present) and 0 < stray.sum() <= 0.01 * len(present):
+    if not len(present) or not stray.any():
+        return
+    if stray.sum() <= max(1, 0.01 * len(present)):
         row = int(np.flatnonzero(series.notna().to_numpy())[np.flatnonzero(stray.to_numpy())[0]])
         raise DataError(f"column {col!r} is numeric but row {row} holds {present[stray].iloc[0]!r}; "
                         "add that marker to na_values, clean the file, or list the column under 'categorical'")
+    if stray.sum() < len(present) / 2:
+        strings = sorted(map(str, present[stray].unique()))
+        shown = ", ".join(map(repr, strings[:5])) + (f" and {len(strings) - 5} more" if len(strings) > 5 else "")
+        warnings.warn(f"column {col!r} is read as categorical ({present.nunique()} levels) though "
+                      f"{len(present) - int(stray.sum())} of its {len(present)} values are numbers; the others are "
+                      f"{shown}. If it is numeric, add those markers to na_values or clean the file; if it is a "
+                      "category, list it under 'categorical'", stacklevel=2)
 
 
 def _infer_task(y: pd.Series) -> str:

@@ -10,6 +10,8 @@ records it leaves (tabbench/store.py) stay outside: the reports and the benchmar
 - ``executors``: where the jobs run (``--executor ray|local``): one declared interface, one module per mode.
 - ``isolation``, ``execute``: one job in a forked child with its budgets enforced: fit, evaluate, its record
   with its costs and the machine it ran on.
+- ``claims``: each job claimed before it runs (``JobQueue``), so that runs sharing a results folder share its
+  jobs and never run one twice.
 - ``interrupts``: Ctrl-C stops the run at a safe point.
 - ``runner``: ``prepare_suite``, the one preparation of a suite for run, plan and probe (registry, selection,
   data and splits, the models' pre-run refusals) -> ``PreparedSuite``; and ``run_suite``, which drives the

@@ -1,8 +1,8 @@
 """Runs a suite: prepare it (``prepare_suite``, the one preparation ``tabbench plan`` and ``tabbench probe`` use
 too: registry, selection, every dataset loaded and split, the models' pre-run checks), expand the jobs, select
 (--models, --datasets, --folds) and skip those already done, hand the rest to the executor chosen by name
-(tabbench/run/executors/: ``ray`` by default, or ``local``), write every record as it comes back, then the
-leaderboard.
+(tabbench/run/executors/: ``ray`` by default, or ``local``) one claimed job at a time (tabbench/run/claims.py:
+runs sharing a results folder share its jobs), write every record as it comes back, then the leaderboard.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from tabbench.data.cache import DataPaths
 from tabbench.data.dataset import load_dataset
 from tabbench.data.splits import make_splits
 from tabbench.errors import TabbenchError
+from tabbench.run.claims import Claims, JobQueue
 from tabbench.run.executors import DEFAULT, make_executor
 from tabbench.run.expand import Selection, expand
 from tabbench.suite.trials import method_params
@@ -52,6 +53,7 @@ class RunSummary:
     planned: int = 0
     skipped: int = 0
     done: int = 0
+    elsewhere: int = 0  # pending jobs that another run on the same folder recorded while this one ran
     failures: Counter = field(default_factory=Counter)
     results_dir: Path | None = None
 
@@ -190,6 +192,7 @@ def run_suite(suite: Suite, options: RunOptions) -> RunSummary:
 
 def _run(suite: Suite, options: RunOptions, store: Store, summary: RunSummary, stop: StopRequest) -> RunSummary:
     executor = make_executor(options.executor, options.address)  # an unknown name stops the run before any load
+    claims = Claims(store.path.parent)
     stop.pause_point("load")
     prepared = prepare_suite(suite, options.selection(), options.data_paths, options.plugin_files)
     prepared.raise_unless_ready()
@@ -201,6 +204,8 @@ def _run(suite: Suite, options: RunOptions, store: Store, summary: RunSummary, s
         stop.check()
         jobs = prepared.jobs(executor.gpu_available)
         summary.planned = len(jobs)
+        claims.open()
+        mark = store.mark()  # before reading what is done: a record written in between is seen by the queue
         if not options.force:
             existing = store.latest()
             keep = lambda r: r is None or (options.retry_failed and r.get("status") != OK)  # noqa: E731
@@ -208,10 +213,16 @@ def _run(suite: Suite, options: RunOptions, store: Store, summary: RunSummary, s
         else:
             pending = jobs
         summary.skipped = len(jobs) - len(pending)
-        _record_all(executor.run(pending, prepared, store, stop), len(pending), store, summary,
-                    options.progress, stop)
+        _say_held_elsewhere(claims.sweep(), pending)
+        queue = JobQueue(pending, store, claims, mark, stop)
+        try:
+            _record_all(executor.run(queue, prepared, store, stop), len(pending), store, summary, queue,
+                        options.progress, stop)
+        finally:
+            summary.elsewhere = queue.recorded_elsewhere
     finally:
         with stop.deferred():
+            claims.close()
             executor.close()
     stop.check()
     from tabbench.report.leaderboard import write_leaderboard
@@ -229,8 +240,20 @@ def _device_auto(suite: Suite, registry: dict) -> bool:
                for _, _, params in method_params(e, registry[e.model].spec, d))
 
 
-def _record_all(records, total: int, store: Store, summary: RunSummary, progress: bool, stop: StopRequest):
-    """Write each (job, record) the executor hands back as it comes; a first Ctrl-C never breaks into a write."""
+def _say_held_elsewhere(held: dict, pending: list) -> None:
+    """Tell the user, before any job runs, how many of this run's jobs other live runs on the folder hold."""
+    mine = [held[j.key] for j in pending if j.key in held]
+    if mine:
+        owners = ", ".join(f"{host} pid {pid}" for host, pid, _ in sorted({tuple(o.split(":", 2)) for o in mine}))
+        print(f"{len(mine)} of the {len(pending)} pending jobs are held by another live run on this results folder "
+              f"({owners}); this run takes the others, then waits for those and runs any whose run dies.",
+              file=sys.stderr)
+
+
+def _record_all(records, total: int, store: Store, summary: RunSummary, queue: JobQueue, progress: bool,
+                stop: StopRequest):
+    """Write each (job, record) the executor hands back as it comes, then drop the job's claim; a first Ctrl-C
+    never breaks into a write."""
     if not total:
         return
     from tqdm import tqdm
@@ -241,6 +264,7 @@ def _record_all(records, total: int, store: Store, summary: RunSummary, progress
             with stop.deferred():
                 stop.pause_point("record")
                 store.append(record)
+                queue.finished(job)
                 if record["status"] == OK:  # a failed job keeps its checkpoint: a re-run continues from it
                     store.remove_checkpoint(job.key)
                 summary.done += 1

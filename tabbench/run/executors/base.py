@@ -8,7 +8,8 @@ runner (tabbench/run/runner.py) drives every executor the same way, and only thr
         executor.start(needs_gpu_check=...)     # acquire the processes; set gpu_available
     try:
         jobs = prepared.jobs(executor.gpu_available)
-        for job, record in executor.run(pending, prepared, store, stop):
+        queue = JobQueue(pending, store, claims, mark, stop)   # tabbench/run/claims.py
+        for job, record in executor.run(queue, prepared, store, stop):
             ...                                 # the runner writes each record as it comes back
     finally:
         executor.close()
@@ -71,8 +72,13 @@ class Executor(abc.ABC):
         check when it is False. Raises a TabbenchError, with the fix, where the mode cannot start here."""
 
     @abc.abstractmethod
-    def run(self, jobs: list, prepared, store, stop) -> Iterator[tuple]:
-        """Run ``jobs`` and yield ``(job, record)`` as each one finishes, in any order.
+    def run(self, queue, prepared, store, stop) -> Iterator[tuple]:
+        """Run the jobs of ``queue`` and yield ``(job, record)`` as each one finishes, in any order.
+
+        ``queue``: a ``tabbench.run.claims.JobQueue``, which claims each job as it is taken, so that runs sharing
+        the results folder share the work. Take a job only when it can start (``queue.take()``, None when every
+        job left is held by another live run; then, with nothing running, ``queue.wait()``) until ``queue.done``;
+        a sequential executor simply iterates over it (``for job in queue``), which waits where needed.
 
         ``prepared``: the ``PreparedSuite`` the jobs were expanded from (registry, datasets, ``split_of(job)``);
         ``store``: where the job keeps its training state (``store.checkpoint_dir(job.key)``); the executor never

@@ -23,11 +23,11 @@ class LocalExecutor(Executor):
     def start(self, needs_gpu_check: bool = True) -> None:
         self.gpu_available = needs_gpu_check and cuda_in_a_subprocess()
 
-    def run(self, jobs, prepared, store, stop) -> Iterator[tuple]:
+    def run(self, queue, prepared, store, stop) -> Iterator[tuple]:
         """(job, record) as each job finishes. Not deferred: a Ctrl-C stops the run at once, the running job's
         child killed by execute_isolated (a model that checkpoints continues from there on the next run)."""
         node = socket.gethostname()
-        for job in jobs:
+        for job in queue:  # each claimed as it is reached; waits where another run holds the rest
             stop.check()
             spec = prepared.registry[job.model].spec
             preload(spec.requires)

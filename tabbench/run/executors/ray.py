@@ -73,16 +73,15 @@ class RayExecutor(Executor):
         if self.started:
             self.ray.shutdown()
 
-    def run(self, jobs, prepared, store, stop) -> Iterator[tuple]:
+    def run(self, queue, prepared, store, stop) -> Iterator[tuple]:
         """(job, record) as each job finishes, inside stop.deferred(): a first Ctrl-C is seen by
-        stop.check() within a second (ray.wait's timeout). Jobs still running are not cancelled one by one (a
-        forced cancel of a retriable task can abort the driver inside Ray): they end with the driver's Ray job."""
+        stop.check() within a second (ray.wait's timeout, JobQueue.wait's). Jobs still running are not cancelled
+        one by one (a forced cancel of a retriable task can abort the driver inside Ray): they end with the
+        driver's Ray job."""
         with stop.deferred():
-            yield from self._run(jobs, prepared, store, stop)
+            yield from self._run(queue, prepared, store, stop)
 
-    def _run(self, jobs, prepared, store, stop) -> Iterator[tuple]:
-        if not jobs:
-            return
+    def _run(self, queue, prepared, store, stop) -> Iterator[tuple]:
         ray = self.ray
         from ray import cloudpickle
 
@@ -95,7 +94,7 @@ class RayExecutor(Executor):
         data_refs = {name: ray.put((dataset.X, dataset.y)) for name, (_, dataset, _) in prepared.loaded.items()}
         remote = ray.remote(_remote_execute)
         capacity = max(4, 2 * int(ray.cluster_resources().get("CPU", 1)))
-        queue, in_flight = list(reversed(jobs)), {}
+        in_flight = {}
 
         def submit(job):
             spec = prepared.registry[job.model].spec
@@ -109,10 +108,15 @@ class RayExecutor(Executor):
                                                    str(store.checkpoint_dir(job.key)))
             in_flight[ref] = job
 
-        while queue or in_flight:
+        while not queue.done or in_flight:
             stop.check()
-            while queue and len(in_flight) < capacity:
-                submit(queue.pop())
+            # claimed only when submitted: a run beside this one takes the jobs this one has not reached
+            while len(in_flight) < capacity and (job := queue.take()) is not None:
+                submit(job)
+            if not in_flight:
+                if not queue.done:  # every job left is held by another live run
+                    queue.wait()
+                continue
             ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=1.0)
             for ref in ready:
                 job = in_flight.pop(ref)
