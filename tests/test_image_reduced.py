@@ -27,8 +27,8 @@ def test_both_suites_write_one_folder_and_label_their_npt_as_a_cpu_budget_with_t
     embeds the images with the paper's linear patches (49 of 4x4 for MNIST, 64 of 4x4x3 for CIFAR-10)."""
     suites = [load_suite(path) for path in SUITES]
     assert {s.name for s in suites} == {"image-reduced"}
-    assert [[(d.name, d.source, d.id, d.split) for d in s.datasets] for s in suites] == \
-        [[(d.name, d.source, d.id, d.split) for d in suites[0].datasets]] * 2
+    assert [[(d.name, d.source, d.split) for d in s.datasets] for s in suites] == \
+        [[(d.name, d.source, d.split) for d in suites[0].datasets]] * 2
     npt = [(s, m) for s in suites for m in s.models if m.model == "npt"]
     assert [m.label for _, m in npt] == ["npt-cpu-budget", "npt-cpu-900s"]
     for s, m in npt:
