@@ -41,6 +41,8 @@ class RunOptions:
     checkpoints: Path | None = None  # root for unfinished jobs' training state (default: the suite folder's)
     progress: bool = True
     report: bool = False  # the leaderboard's tests, figures and LaTeX too (the `report` extra), as `tabbench leaderboard`
+    # run the jobs that can run when some datasets do not load or a model refuses some jobs (else the run stops)
+    skip_refused: bool = False
 
     def selection(self) -> Selection:
         return Selection(tuple(self.models), tuple(self.datasets), tuple(self.folds))
@@ -53,10 +55,15 @@ class RunSummary:
     done: int = 0
     failures: Counter = field(default_factory=Counter)
     results_dir: Path | None = None
+    left_out: list = field(default_factory=list)  # what --skip-refused left out (PreparedSuite.left_out)
 
     @property
     def failed(self) -> int:
         return sum(self.failures.values())
+
+
+#: The option of `tabbench run` that runs what can run when some datasets do not load or some jobs are refused.
+SKIP_REFUSED = "--skip-refused"
 
 
 class RunError(TabbenchError):
@@ -85,9 +92,21 @@ def load_data(suite: Suite, paths: DataPaths, only=()) -> dict:
     return loaded
 
 
-def model_refusals(suite: Suite, registry: dict, loaded: dict, methods=()) -> list[str]:
+@dataclass(frozen=True)
+class Refusal:
+    """A model's pre-run refusal of one method's jobs on one dataset; ``str()`` is the line that explains it."""
+
+    method: str
+    dataset: str
+    message: str  # the suite file, the method and the dataset, then the model's message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def model_refusals(suite: Suite, registry: dict, loaded: dict, methods=()) -> list[Refusal]:
     """Each model's pre-run check (``ModelSpec.check``) on every dataset and configuration it would run
-    (restricted to ``methods`` when given), before anything starts: one line per refusal, naming the
+    (restricted to ``methods`` when given), before anything starts: one ``Refusal`` per message, naming the
     suite file, the method and the dataset, then the model's message (what it would cost, what to set)."""
     from tabbench.spec import SplitSizes
 
@@ -101,7 +120,7 @@ def model_refusals(suite: Suite, registry: dict, loaded: dict, methods=()) -> li
             dataset_params = (cfg.model_params or {}).get(entry.label, {})
             messages = [spec.problem(dataset.meta, sizes, params, suite.budget.time_s)
                         for _, _, params in dataset_trials(entry, spec, name, dataset_params)]
-            out += [f"{suite.path}: models.{entry.label} on dataset {name!r}: {message}"
+            out += [Refusal(entry.label, name, f"{suite.path}: models.{entry.label} on dataset {name!r}: {message}")
                     for message in dict.fromkeys(m for m in messages if m)]
     return out
 
@@ -137,17 +156,52 @@ class PreparedSuite:
         is there before the jobs are expanded."""
         return _device_auto(self.suite, self.registry)
 
-    def jobs(self, gpu_available: bool) -> list:
-        """The selected jobs, expanded as every command expands them (same keys); ``gpu_available`` resolves a
-        ``device: auto``."""
+    def _expanded(self, gpu_available: bool) -> list:
         return self.selection.select(expand(self.suite, self.registry, self.loaded, gpu_available))
 
-    def raise_unless_ready(self) -> None:
-        """``RunError`` naming every dataset that did not load, else every model's refusal: a run or a probe
-        starts nothing then."""
-        for problems in (list(self.unloaded.values()), self.refusals):
-            if problems:
-                raise RunError("\n".join(problems))
+    def _refused(self, job) -> bool:
+        return any((r.method, r.dataset) == (job.method, job.dataset) for r in self.refusals)
+
+    def jobs(self, gpu_available: bool) -> list:
+        """The selected jobs that can run (the refused ones left out), expanded as every command expands them
+        (same keys); ``gpu_available`` resolves a ``device: auto``."""
+        return [job for job in self._expanded(gpu_available) if not self._refused(job)]
+
+    def refused_jobs(self, gpu_available: bool) -> list:
+        """The selected jobs a model's pre-run check refused (``refusals``): never run, never planned."""
+        return [job for job in self._expanded(gpu_available) if self._refused(job)]
+
+    def left_out(self) -> list[str]:
+        """A few short lines naming what cannot run: the datasets that did not load, the refused methods per
+        dataset; empty when everything can."""
+        lines = []
+        if self.unloaded:
+            lines.append(f"{len(self.unloaded)} dataset{'s' * (len(self.unloaded) > 1)} could not be loaded: "
+                         f"{', '.join(self.unloaded)}")
+        by_method: dict = {}
+        for r in self.refusals:
+            by_method.setdefault(r.method, []).append(r.dataset)
+        lines += [f"{method} refused by its model's pre-run check on {', '.join(dict.fromkeys(datasets))}"
+                  for method, datasets in by_method.items()]
+        return lines
+
+    def raise_unless_ready(self, skip: bool = False, option: str = "") -> None:
+        """``RunError`` naming every dataset that did not load and every model's refusal, then a short summary
+        ending with ``option`` (the command's way to run the rest, e.g. ``--skip-refused``): a run or a probe
+        starts nothing then. With ``skip`` the rest is run (the caller says what is left out, ``left_out``),
+        unless nothing is left to run."""
+        problems = [*self.unloaded.values(), *map(str, self.refusals)]
+        if not problems:
+            return
+        if skip and self.jobs(gpu_available=False):  # whether a job is left does not depend on the device
+            return
+        summary = ["", "Not runnable: " + "; ".join(self.left_out()) + "."]
+        if option and not skip:
+            summary.append(f"{option} runs every other job of the selection (and says what it left out); "
+                           "`tabbench plan SUITE` lists the jobs and their cost.")
+        elif skip:
+            summary.append("Nothing else is left to run.")
+        raise RunError("\n".join(problems + summary))
 
 
 def prepare_suite(suite: Suite, selection: Selection = Selection(), paths: DataPaths | None = None,
@@ -192,7 +246,10 @@ def _run(suite: Suite, options: RunOptions, store: Store, summary: RunSummary, s
     executor = make_executor(options.executor, options.address)  # an unknown name stops the run before any load
     stop.pause_point("load")
     prepared = prepare_suite(suite, options.selection(), options.data_paths, options.plugin_files)
-    prepared.raise_unless_ready()
+    prepared.raise_unless_ready(options.skip_refused, option=f"`tabbench run {suite.path} ... {SKIP_REFUSED}`")
+    summary.left_out = prepared.left_out()
+    if summary.left_out:
+        print(f"Not run ({SKIP_REFUSED}): " + "; ".join(summary.left_out) + ".", file=sys.stderr)
 
     with stop.deferred():  # a first Ctrl-C never breaks into the executor's start (Ray's); checked once it is up
         stop.pause_point("ray-start")
