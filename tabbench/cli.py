@@ -92,7 +92,13 @@ def _leaderboard_parser(sub) -> None:
                        help="one row NAME holding, per dataset, the first listed method with a complete result "
                             "there (every fold, none failed), else FALLBACK; the listed methods but FALLBACK lose "
                             "their own rows, e.g. 'npt (most faithful)=npt-tuned,npt-paper,npt-e32,npt'")
-    board.add_argument("--results", default="results", metavar="DIR", help="results root (default: results/)")
+    board.add_argument("--results", metavar="DIR",
+                       help="results root: where a suite target's folder is (default: results/, the published "
+                            "runs) and where --name writes (default: runs/, beside the runs; --results results "
+                            "writes a published pooled leaderboard)")
+    board.add_argument("--common-splits", action="store_true",
+                       help="rank only the datasets and splits every method ran (e.g. NPT's quickstart, fold 0, "
+                            "against the quickstart's five folds); the leaderboard says what was left out")
     _tables_only_arg(board)
 
 
@@ -281,7 +287,7 @@ def cmd_leaderboard(args) -> int:
             from tabbench.suite import load_suite
 
             suite = load_suite(target)
-            folders.append(suite.results_dir(args.results))
+            folders.append(suite.results_dir(args.results or "results"))
             splits.update(declared_splits(suite.datasets))
             if suite.published and not args.published:
                 published.add(suite.published)
@@ -301,7 +307,8 @@ def cmd_leaderboard(args) -> int:
     if problem:
         print(f"tabbench: {problem}", file=sys.stderr)
         return 2
-    out = Path(args.results) / args.name if args.name else folders[0]
+    # an ad-hoc pooled leaderboard is the user's, like a run's: into runs/, never into the tracked results/ unasked
+    out = Path(args.results or "runs") / args.name if args.name else folders[0]
     from tabbench.report.leaderboard import FirstComplete
 
     try:
@@ -310,7 +317,7 @@ def cmd_leaderboard(args) -> int:
         print(f"tabbench: --first-complete: {exc}", file=sys.stderr)
         return 2
     path = write_leaderboard(out, next(iter(published), None), sources=folders, report=not args.tables_only,
-                             first_complete=first_complete, splits=splits)
+                             first_complete=first_complete, splits=splits, common_splits=args.common_splits)
     print(f"Leaderboard: {path}")
     return 0
 

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from tabbench.metrics import PRIMARY, SELECTION
-from tabbench.pooling import pooled_records
+from tabbench.pooling import common_splits as only_common_splits, pooled_records
 from tabbench.report.format import NOT_PUBLISHED_MARK, TRANSDUCTIVE_MARK, markdown_table, mean_se, with_folds
 from tabbench.store import key_params
 
@@ -411,7 +411,7 @@ def _generated_line(out_dir: Path, sources: list, records: pd.DataFrame) -> str:
 
 
 def write_leaderboard(suite_dir: str | Path, published_path: str | Path | None = None, sources=None,
-                      report: bool = False, first_complete=(), splits=None) -> Path:
+                      report: bool = False, first_complete=(), splits=None, common_splits: bool = False) -> Path:
     """Regenerate leaderboard.md / leaderboard.csv (and selected_params.csv when tuning) in suite_dir;
     with ``published_path`` (a suite's ``published:`` file) also the published numbers side by side.
 
@@ -420,6 +420,7 @@ def write_leaderboard(suite_dir: str | Path, published_path: str | Path | None =
     leaderboard.tex (tabbench.report; needs the ``report`` extra), as ``tabbench leaderboard`` writes them.
     ``first_complete``: FirstComplete rows (e.g. the most faithful NPT with complete folds per dataset).
     ``splits``: dataset -> the number of splits its suite declares (declared_splits), where known.
+    ``common_splits``: rank only where every method ran (tabbench.pooling.common_splits), said under the title.
     """
     suite_dir = Path(suite_dir)
     sources = [Path(s) for s in sources] if sources else [suite_dir]
@@ -431,6 +432,9 @@ def write_leaderboard(suite_dir: str | Path, published_path: str | Path | None =
     md_path = suite_dir / "leaderboard.md"
     own = sources == [suite_dir] and not (suite_dir / "records").is_dir()
     records = pd.DataFrame() if own else pooled_records(sources)
+    restricted = ""
+    if common_splits and not records.empty:
+        records, restricted = only_common_splits(records)
     suite_dir.mkdir(parents=True, exist_ok=True)
     if records.empty:
         md_path.write_text(f"# Leaderboard: {suite_dir.name}\n\nNo records yet.\n")
@@ -448,6 +452,7 @@ def write_leaderboard(suite_dir: str | Path, published_path: str | Path | None =
     notes = mark_notes(show, published)
     mark_note = [" ".join(notes), ""] if notes else []
     md = [f"# Leaderboard: {suite_dir.name}", "", _generated_line(suite_dir, sources, records), ""]
+    md += [restricted, ""] if restricted else []
     if report:
         md += ["Figures and tests: a significance section per metric family, [all datasets together]"
                "(#all-datasets-together), [pairwise win rates](#pairwise-win-rates), [cost against quality]"
