@@ -257,10 +257,18 @@ def cmd_plan(args) -> int:
     suite, paths = _suite_and_paths(args, tuple(args.plugin))
     results = Path(args.results or RunOptions.results)
     plan = plan_suite(suite, paths, suite.results_dir(results), suite.results_dir(args.reference),
-                      args.basis or [results, args.reference], args.gpus,
+                      args.basis or _default_basis(suite, results, args.reference), args.gpus,
                       Selection(args.models, args.datasets, args.folds), tuple(args.plugin))
     print(format_plan(plan))
     return 0 if plan.rows else 1  # nothing could be planned: a script must not take that for success
+
+
+def _default_basis(suite, results: Path, reference) -> list:
+    """The folders whose records time a plan: the --results and --reference roots, and, for a suite in a
+    checkout's suites/ run from elsewhere, that checkout's runs/ and results/ (else no basis is found)."""
+    checkout = suite.path.resolve().parent.parent
+    return list(dict.fromkeys([results, Path(reference)] + [checkout / name for name in ("runs", "results")
+                                                             if (checkout / name).is_dir()]))
 
 
 def cmd_probe(args) -> int:

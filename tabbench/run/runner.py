@@ -237,8 +237,12 @@ def run_suite(suite: Suite, options: RunOptions) -> RunSummary:
         try:
             return _run(suite, options, store, summary, stop)
         except KeyboardInterrupt:
-            print(f"\nInterrupted: {summary.done} jobs finished and are saved in {store.path}. Run the same "
-                  "command again to resume; finished jobs are skipped.", file=sys.stderr)
+            if store.path.exists():
+                print(f"\nInterrupted: {summary.done} jobs finished and are saved in {store.path}. Run the same "
+                      "command again to resume; finished jobs are skipped.", file=sys.stderr)
+            else:  # no job had finished: naming a records file that does not exist would send the user looking
+                print("\nInterrupted before any job finished: nothing was written. Run the same command again to "
+                      "start.", file=sys.stderr)
             raise
 
 
@@ -266,7 +270,7 @@ def _run(suite: Suite, options: RunOptions, store: Store, summary: RunSummary, s
             pending = jobs
         summary.skipped = len(jobs) - len(pending)
         _record_all(executor.run(pending, prepared, store, stop), len(pending), store, summary,
-                    options.progress, stop)
+                    options.progress, stop, describe_jobs(pending))
     finally:
         with stop.deferred():
             executor.close()
@@ -279,6 +283,15 @@ def _run(suite: Suite, options: RunOptions, store: Store, summary: RunSummary, s
     return summary
 
 
+def describe_jobs(jobs) -> str:
+    """'npt x 3 on breast_cancer, wine, diabetes; knn x 12 on ...': the jobs by method, with their datasets."""
+    by_method: dict = {}
+    for job in jobs:
+        by_method.setdefault(job.method, []).append(job.dataset)
+    return "; ".join(f"{method} x {len(datasets)} on {', '.join(dict.fromkeys(datasets))}"
+                     for method, datasets in by_method.items())
+
+
 def _device_auto(suite: Suite, registry: dict) -> bool:
     """Whether some method's device is left to the machine ('auto'), so that the executor must say if a GPU is
     there before the jobs are expanded."""
@@ -287,11 +300,16 @@ def _device_auto(suite: Suite, registry: dict) -> bool:
                for e in suite.models)
 
 
-def _record_all(records, total: int, store: Store, summary: RunSummary, progress: bool, stop: StopRequest):
-    """Write each (job, record) the executor hands back as it comes; a first Ctrl-C never breaks into a write."""
+def _record_all(records, total: int, store: Store, summary: RunSummary, progress: bool, stop: StopRequest,
+                running: str = ""):
+    """Write each (job, record) the executor hands back as it comes; a first Ctrl-C never breaks into a write.
+    ``running``: what the jobs are (``describe_jobs``), said before the bar."""
     if not total:
         return
     from tqdm import tqdm
+
+    if progress:  # the bar moves only as jobs finish, which may take minutes: say first what is running
+        print(f"Running {total} jobs: {running}. The bar moves as each finishes.", file=sys.stderr)
 
     bar = tqdm(total=total, disable=not progress, unit="job", dynamic_ncols=True, file=sys.stderr)
     try:
