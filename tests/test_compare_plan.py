@@ -272,3 +272,13 @@ def test_plan_totals_leave_out_the_refused_jobs_and_nothing_planned_exits_non_ze
     assert "Not planned: dataset 'gone' could not be loaded" in out and "tabbench fetch SUITE --cache DIR" in out
     assert main(args + ["--models", "npt"]) == 1
     assert "Nothing planned: no job of the selection can run" in capsys.readouterr().out
+
+
+def test_plan_outside_the_checkout_times_jobs_from_the_suites_checkout(tmp_path, monkeypatch, capsys):
+    """Run from another folder (no runs/ or results/ there), plan still finds the published records beside
+    the suite: the checkout's results/ is part of the default basis."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["plan", str(ROOT / "suites" / "quickstart.yaml"), "--models", "knn", "--datasets", "wine",
+                 "--cache", str(tmp_path / "cache")]) == 0
+    out = capsys.readouterr().out
+    assert f"{ROOT / 'results' / 'quickstart'}: same configurations" in out and "no basis" not in out
