@@ -61,6 +61,10 @@ def _run_parser(sub) -> None:
     _checkpoints_arg(run)
     run.add_argument("--force", action="store_true", help="re-run jobs that already have a record")
     run.add_argument("--retry-failed", action="store_true", help="re-run jobs whose record is a failure")
+    run.add_argument("--skip-refused", action="store_true",
+                     help="run every job that can run when some datasets cannot be loaded or a model's pre-run "
+                          "check refuses some jobs (else the run stops before any job); what is left out is said "
+                          "before and after the run")
     _selection_args(run)
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     from tabbench.report.site import tables_only_argument  # light, as leaderboard_arguments
@@ -195,7 +199,8 @@ def cmd_run(args) -> int:
                          plugin_files=tuple(args.plugin),
                          checkpoints=Path(args.checkpoints) if args.checkpoints else None,
                          data_paths=DataPaths.from_env(args.cache, args.mirror, base=suite.path.parent),
-                         progress=not args.no_progress, report=not args.tables_only and report_installed())
+                         progress=not args.no_progress, report=not args.tables_only and report_installed(),
+                         skip_refused=args.skip_refused)
     summary = run_suite(suite, options)
     failures = ", ".join(f"{n} {status}" for status, n in sorted(summary.failures.items())) or "none"
     elsewhere = f", {summary.elsewhere} ran in another run on the folder" if summary.elsewhere else ""
@@ -203,6 +208,8 @@ def cmd_run(args) -> int:
           f"{summary.failed} failed ({failures}).")
     print(f"Records:     {summary.results_dir / 'records' / 'records.jsonl'}")
     print(f"Leaderboard: {summary.results_dir / 'leaderboard.md'}")
+    if summary.left_out:
+        print("Not run (--skip-refused): " + "; ".join(summary.left_out) + ".")
     reference = suite.results_dir(args.reference)
     if (reference / "records").is_dir() and reference.resolve() != summary.results_dir.resolve():
         from tabbench.compare import write_comparison
@@ -244,10 +251,18 @@ def cmd_plan(args) -> int:
     suite, paths = _suite_and_paths(args, tuple(args.plugin))
     results = Path(args.results or RunOptions.results)
     plan = plan_suite(suite, paths, suite.results_dir(results), suite.results_dir(args.reference),
-                      args.basis or [results, args.reference], args.gpus,
+                      args.basis or _default_basis(suite, results, args.reference), args.gpus,
                       Selection(args.models, args.datasets, args.folds), tuple(args.plugin))
     print(format_plan(plan))
-    return 0
+    return 0 if plan.rows else 1  # nothing could be planned: a script must not take that for success
+
+
+def _default_basis(suite, results: Path, reference) -> list:
+    """The folders whose records time a plan: the --results and --reference roots, and, for a suite in a
+    checkout's suites/ run from elsewhere, that checkout's runs/ and results/ (else no basis is found)."""
+    checkout = suite.path.resolve().parent.parent
+    return list(dict.fromkeys([results, Path(reference)] + [checkout / name for name in ("runs", "results")
+                                                             if (checkout / name).is_dir()]))
 
 
 def cmd_probe(args) -> int:
@@ -267,7 +282,7 @@ def cmd_leaderboard(args) -> int:
 
     try:
         given = inputs(args.targets, args.results, args.published, args.name, args.first_complete, args.tables_only,
-                       args.across_devices)
+                       args.across_devices, args.common_splits)
     except ValueError as exc:
         print(f"tabbench: {exc}", file=sys.stderr)
         return 2

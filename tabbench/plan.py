@@ -62,6 +62,7 @@ class Plan:
     basis_dirs: tuple = ()
     gpus: int = 0
     refused: list = field(default_factory=list)  # the models' pre-run refusals (tabbench.run.runner.model_refusals)
+    refused_jobs: int = 0  # the selected jobs those refusals cover: not planned, in no total
 
 
 def suite_folders(paths) -> list[Path]:
@@ -182,7 +183,7 @@ def make_plan(prepared, results_dir: Path, published_dir: Path | None, basis_dir
     basis = _basis_frame(folders)
     out = Plan(suite.name, Path(results_dir), None if published is None else Path(published_dir),
                unloaded=dict(prepared.unloaded), basis_dirs=tuple(map(str, folders)), gpus=gpus,
-               refused=list(prepared.refusals))
+               refused=list(map(str, prepared.refusals)), refused_jobs=len(prepared.refused_jobs(gpus > 0)))
     groups: dict = {}
     for job in jobs:
         groups.setdefault((job.method, job.dataset), []).append(job)
@@ -284,7 +285,11 @@ def format_plan(plan: Plan) -> str:
     for name, why in plan.unloaded.items():
         lines.append(f"Not planned: dataset {name!r} could not be loaded: {why}")
     if plan.refused:
-        lines += ["", "Refused: `tabbench run` would stop before any job starts:", *plan.refused]
+        lines += ["", f"Refused: {plan.refused_jobs:,} jobs, not planned above and in no total; `tabbench run` stops "
+                      "before any job starts unless given --skip-refused, which runs the jobs planned above:",
+                  *plan.refused]
+    if not plan.rows:
+        lines += ["", "Nothing planned: no job of the selection can run (see above)."]
     return "\n".join(lines)
 
 

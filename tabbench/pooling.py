@@ -7,6 +7,9 @@ folder (the same dataset fingerprint), a method name the same configuration on a
 averaged into one row; a model's run params, such as NPT's threads, say how a job ran, not what it
 computed, and may differ: records are compared by their ``key_params``, which hold them at their defaults),
 and a job key present twice keeps its newest record (by ``finished_at``), as one store does with a re-run.
+Folders that ran different splits of the same data (NPT's quickstart ran fold 0 of the quickstart's five) are
+compared where all of them ran with ``common_splits`` (``--common-splits``), so that no method is ranked on
+splits it never saw.
 
 A method run on different devices (NPT's paper config on a GPU in one folder, on the CPU in another) differs in
 its ``device`` parameter, so pooling refuses it unless asked (``across_devices``): then the parameters are compared
@@ -111,3 +114,21 @@ def record_devices(frame):
     if "info" not in frame:
         return pd.Series("cpu", index=frame.index)
     return frame["info"].map(lambda info: record_device({"info": info}))
+
+
+def common_splits(records):
+    """``(records, note)``: the records of the datasets every method ran on, on the splits (split fingerprint
+    and repeat) every method ran, and a sentence saying what was left out (empty when nothing was)."""
+    methods = set(records["method"])
+    split = records["split_fingerprint"].astype(str) + "/" + records.get("repeat", 0).fillna(0).astype(str)
+    ran = records.assign(_split=split).groupby(["dataset", "_split"])["method"].agg(set)
+    shared = {key for key, who in ran.items() if who == methods}
+    keep = [(d, s) in shared for d, s in zip(records["dataset"], split)]
+    left_datasets = sorted(set(records["dataset"]) - {d for d, _ in shared})
+    out = records[keep]
+    dropped = len(records) - len(out)
+    if not dropped:
+        return out, ""
+    note = (f"Compared only where every method ran (--common-splits): {len(shared)} splits of "
+            f"{len({d for d, _ in shared})} datasets; {dropped:,} records of other splits left out")
+    return out, note + (f", datasets {', '.join(left_datasets)} entirely." if left_datasets else ".")

@@ -129,7 +129,12 @@ def check_missing_class(spec: ModelSpec, model, dataset, split) -> None:
     """A model from ``fit_without_last_class`` keeps the absent class's column and never predicts it."""
     meta = dataset.meta
     absent = meta.n_classes - 1
-    pred, _ = check_outputs(spec, model, meta, dataset.X.iloc[split.test])
+    try:
+        pred, _ = check_outputs(spec, model, meta, dataset.X.iloc[split.test])
+    except ContractError as exc:  # typically a classifier's columns for the classes it saw, not for the task's
+        raise ContractError(f"{exc}; trained without class index {absent}, predict_proba must still have one "
+                            f"column per class of the task (meta.n_classes = {meta.n_classes}), the absent "
+                            "class's column holding 0") from None
     if (pred == absent).any():
         raise ContractError(f"{_where(spec, meta)}: trained without class index {absent}, it predicts that "
                             f"class for {int((pred == absent).sum())} rows")

@@ -127,8 +127,8 @@ def test_a_failed_download_stops_the_run_before_any_job_naming_the_url(tmp_path)
     missing = (tmp_path / "gone" / "housing.data").as_uri()
     raw = {"name": "dl", "models": {"knn": {}}, "datasets": [
         {"name": "boston", "source": "url", "url": missing, "format": "whitespace", "split": {"protocol": "holdout"}}]}
-    with pytest.raises(RunError, match=r"dataset 'boston': could not download file://.*housing.data.*Put the file in "
-                                       r"a mirror folder"):
+    with pytest.raises(RunError, match=r"dataset 'boston': could not download file://.*housing.data.*Put the file as "
+                                       r"DIR/housing.data in a mirror folder"):
         run_suite(parse_suite(raw, tmp_path / "dl.yaml"),
                   RunOptions(results=tmp_path / "results", progress=False,
                              data_paths=DataPaths(cache=tmp_path / "cache")))

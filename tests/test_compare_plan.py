@@ -255,3 +255,30 @@ def test_plan_bounds_jobs_without_a_basis_by_their_time_budgets(tmp_path, capsys
     out = capsys.readouterr().out
     assert "no basis for 12 jobs (wine, diabetes), at most 0.2 CPU h by their time budgets" in out  # knn: 2 configs
     assert "No basis: 18 jobs, not counted in any total; the time budgets of 18 of them cap those at 0.3 CPU hours" in out
+
+
+def test_plan_totals_leave_out_the_refused_jobs_and_nothing_planned_exits_non_zero(tmp_path, capsys):
+    """The refused jobs are listed, counted apart and in no total; a plan of nothing is a failure (exit 1)."""
+    from tests.test_runner import PARTLY_RUNNABLE
+
+    suite = _write(tmp_path, PARTLY_RUNNABLE, "partly.yaml")
+    args = ["plan", str(suite), "--results", str(tmp_path / "runs"), "--cache", str(tmp_path / "cache"),
+            "--basis", str(tmp_path / "none")]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "3 jobs planned" in out and "npt:" not in out.split("Refused:")[0]  # k-NN's 3 folds only
+    assert "Refused: 3 jobs, not planned above and in no total; `tabbench run` stops before any job starts " \
+           "unless given --skip-refused" in out
+    assert "Not planned: dataset 'gone' could not be loaded" in out and "tabbench fetch SUITE --cache DIR" in out
+    assert main(args + ["--models", "npt"]) == 1
+    assert "Nothing planned: no job of the selection can run" in capsys.readouterr().out
+
+
+def test_plan_outside_the_checkout_times_jobs_from_the_suites_checkout(tmp_path, monkeypatch, capsys):
+    """Run from another folder (no runs/ or results/ there), plan still finds the published records beside
+    the suite: the checkout's results/ is part of the default basis."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["plan", str(ROOT / "suites" / "quickstart.yaml"), "--models", "knn", "--datasets", "wine",
+                 "--cache", str(tmp_path / "cache")]) == 0
+    out = capsys.readouterr().out
+    assert f"{ROOT / 'results' / 'quickstart'}: same configurations" in out and "no basis" not in out

@@ -193,3 +193,37 @@ def test_agreement_is_two_combined_standard_errors_and_unjudged_without_one():
     assert band(0.3, 0.4) == pytest.approx(1.0)  # 2 x sqrt(0.09 + 0.16)
     assert within(0.99, 0.3, 0.4) and not within(-1.01, 0.3, 0.4)
     assert within(0.1, None, 0.4) is None and within(0.1, float("nan"), 0.4) is None
+
+
+QUICKSTART = Path(__file__).resolve().parents[1] / "results" / "quickstart"
+
+
+def test_common_splits_rank_a_one_fold_run_only_where_every_method_ran_and_pooled_boards_go_to_runs(
+        tmp_path, monkeypatch, capsys):
+    """A folder that ran fold 0 of two of the quickstart's datasets (as the NPT quickstart does; here the
+    published k-NN records of those splits under another name) pooled with the quickstart: --common-splits
+    ranks every method on those splits only, and says so; --name writes under runs/, not the tracked results/."""
+    from tabbench.cli import main
+
+    latest = Store(QUICKSTART).latest().values()
+    one_fold = [{**r, "method": "knn-again", "key": "again-" + r["key"]} for r in latest
+                if r["method"] == "knn" and r["dataset"] in ("wine", "diabetes") and r["fold"] == 0]
+    assert len(one_fold) == 2
+    for record in one_fold:
+        Store(tmp_path / "one-fold").append(record)
+    monkeypatch.chdir(tmp_path)
+    assert main(["leaderboard", str(QUICKSTART), str(tmp_path / "one-fold"), "--name", "pooled", "--tables-only",
+                 "--common-splits"]) == 0
+    board = tmp_path / "runs" / "pooled" / "leaderboard.md"
+    assert f"Leaderboard: {board.relative_to(tmp_path)}" in capsys.readouterr().out
+    assert not (tmp_path / "results").exists()
+    text = board.read_text()
+    assert ("Compared only where every method ran (--common-splits): 2 splits of 2 datasets; "
+            f"{len(list(latest)) - 8 * 2:,} records of other splits left out, datasets breast_cancer, digits "
+            "entirely.") in text
+    assert "Worst rank imputed" not in text  # every method ran every split that is ranked
+    table = pd.read_csv(board.with_suffix(".csv"))
+    metrics = table[table["table"].str.startswith("test_")]
+    assert sorted(set(metrics["dataset"])) == ["diabetes", "wine"] and len(set(metrics["method"])) == 9
+    knn = metrics[metrics["method"].isin(["knn", "knn-again"])].pivot(index="dataset", columns="method", values="value")
+    assert (knn["knn"] == knn["knn-again"]).all()  # the same records on the same splits: the same numbers

@@ -311,6 +311,56 @@ def test_an_exact_mirror_copy_is_used_as_it_is(tmp_path):
     assert got.read_bytes() == source.read_bytes()
 
 
+def test_the_offline_hint_names_a_flat_mirror_path_that_then_works(tmp_path, suite_cfgs, loaded):
+    """A failed download's hint is true: the file put where it says, in a flat folder under its original
+    name, is found there; the hint also names the fetch-and-cache route."""
+    import re
+
+    cfg = suite_cfgs["yacht"]  # the UCI URL, no mirror_path: only the original file name can be hinted
+    gone = _with_source(cfg, url=(tmp_path / "nowhere" / "yacht_hydrodynamics.data").as_uri())
+    with pytest.raises(DownloadError) as failure:
+        load_dataset(gone, DataPaths(cache=tmp_path / "cache", mirrors=(), base=tmp_path))
+    message = str(failure.value)
+    assert "--mirror DIR" in message and "tabbench fetch SUITE --cache DIR" in message and "--cache DIR" in message
+    (hinted,) = re.findall(r"the file as DIR/(\S+) in a mirror folder", message)
+    assert hinted == "yacht_hydrodynamics.data"
+    flat = tmp_path / "flat"
+    flat.mkdir()
+    (flat / hinted).write_bytes((SHARED / "uci" / "yacht" / "yacht.txt").read_bytes())
+    paths = DataPaths(cache=tmp_path / "cache", mirrors=(flat,), base=tmp_path)
+    for c in (cfg, gone):  # the suite's own URL and the unreachable one: both are found by file name
+        location = mirror.locate(c, paths)
+        assert (location.kind, location.files) == (MIRROR, (flat / hinted,))
+        assert load_dataset(c, paths).fingerprint == loaded("yacht").fingerprint
+
+
+def test_a_flat_mirror_file_that_is_not_the_original_is_refused_by_its_sha256(tmp_path, suite_cfgs):
+    source = SHARED / "uci" / "boston" / "housing.data"
+    cfg = _original(suite_cfgs["boston"], source)  # a file:// URL named housing.data, with the file's sha256
+    flat = tmp_path / "flat"
+    flat.mkdir()
+    (flat / "housing.data").write_text("1 2 3\n")
+    paths = DataPaths(cache=tmp_path / "cache", mirrors=(flat,), base=tmp_path)
+    with pytest.raises(DownloadError, match=r"flat/housing.data: sha256 \w+ differs from the suite's "
+                                            + _sha(source) + ".*replace the file with the original"):
+        load_dataset(cfg, paths)
+
+
+def test_an_openml_download_failure_says_what_to_do(tmp_path, monkeypatch):
+    """Offline, openml raises a bare NameResolutionError; the error says which copy to bring and how.
+    The server's host is one that never resolves (.invalid), so the failure is real on any machine."""
+    import openml
+
+    monkeypatch.setattr(openml.config, "server", "https://www.openml.invalid/api/v1/xml")
+    cfg = DatasetConfig(name="kick", source=OpenML(id=41162), split=SplitConfig(protocol="holdout"))
+    with pytest.raises(DownloadError) as failure:
+        load_dataset(cfg, DataPaths(cache=tmp_path / "cache", mirrors=(), base=tmp_path))
+    message = str(failure.value)
+    assert message.startswith("could not fetch OpenML dataset 41162: ConnectionError")
+    for hint in ("an OpenML cache holding it (DIR/org/openml/...", "--mirror DIR", "tabbench fetch SUITE --cache DIR"):
+        assert hint in message, hint
+
+
 # --- OpenML, offline from the cached task 1882 ---------------------------------------------------------
 
 

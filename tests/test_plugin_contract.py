@@ -11,70 +11,11 @@ import pytest
 from tabbench.testing import ContractError, check_model
 from tests.conftest import ROOT, pythonpath
 
-# A plain linear model, as a plugin author writes it from the README: pandas for the categorical
-# columns and missing values, scikit-learn's linear models.
-LINEAR_PLUGIN = textwrap.dedent('''
-    """tabbench_linear: logistic or ridge regression on one-hot, standardised features."""
-    import numpy as np
-    import pandas as pd
-
-    import tabbench
-    from tabbench.estimator import Estimator
-    from tabbench.params import Params, param
-    from tabbench.spec import ModelSpec
-
-
-    class Linear(Estimator):
-        class Params(Params):
-            alpha: float = param(1.0, "L2 penalty (logistic regression: C = 1 / alpha)", gt=0)
-
-        def _matrix(self, X):
-            frame = pd.get_dummies(X, dtype=float)  # a categorical column: one 0/1 column per level
-            return ((frame.fillna(self.mean_) - self.mean_) / self.scale_).to_numpy()
-
-        def fit(self, X, y, X_val=None, y_val=None, *, context=None):
-            from sklearn.linear_model import LogisticRegression, Ridge
-
-            frame = pd.get_dummies(X, dtype=float)
-            self.mean_ = frame.mean().fillna(0.0)
-            self.scale_ = frame.std().replace(0.0, 1.0).fillna(1.0)
-            alpha = self.params["alpha"]
-            if self.meta.is_classification:
-                self.model_ = LogisticRegression(C=1.0 / alpha, max_iter=2000, random_state=self.seed)
-            else:
-                self.model_ = Ridge(alpha=alpha)
-            self.model_.fit(self._matrix(X), y)
-            return self
-
-        def predict_proba(self, X):
-            proba = np.zeros((len(X), self.meta.n_classes))
-            proba[:, self.model_.classes_] = self.model_.predict_proba(self._matrix(X))
-            return proba
-
-        def predict_values(self, X):
-            return self.model_.predict(self._matrix(X))
-
-
-    @tabbench.hookimpl
-    def register_models(register):
-        register(ModelSpec(name="linear", factory=Linear))
-''')
-
-PYPROJECT = textwrap.dedent('''
-    [build-system]
-    requires = ["setuptools>=61"]
-    build-backend = "setuptools.build_meta"
-
-    [project]
-    name = "tabbench-linear"
-    version = "0.1"
-
-    [tool.setuptools]
-    py-modules = ["tabbench_linear"]
-
-    [project.entry-points.tabbench]
-    linear = "tabbench_linear"
-''')
+# The README's plugin, a plain linear model (pandas for the categorical columns and missing values,
+# scikit-learn's linear models), and its complete pyproject.toml: tested here as a user copies them.
+README = (ROOT / "README.md").read_text()
+(LINEAR_PLUGIN,) = [block for block in re.findall(r"```python\n(.*?)```", README, re.S) if "register_models" in block]
+(PYPROJECT,) = [block for block in re.findall(r"```toml\n(.*?)```", README, re.S) if "[build-system]" in block]
 
 # Models that each break the contract one way, on top of a prior (class frequencies or the mean).
 BROKEN_PLUGIN = textwrap.dedent('''
@@ -95,7 +36,9 @@ BROKEN_PLUGIN = textwrap.dedent('''
                 X = X.to_numpy(dtype=np.float64)  # fails on a categorical column of text levels
             self.noise_ = np.random.default_rng().normal(scale=1e-3) if self.defect == "ignores_seed" else 0.0
             if self.meta.is_classification:
-                self.prior_ = (np.bincount(y, minlength=self.meta.n_classes) + 1.0) / (len(y) + self.meta.n_classes)
+                # seen_classes_only: a column per class in the training rows, as a scikit-learn classifier's
+                n = np.max(y) + 1 if self.defect == "seen_classes_only" else self.meta.n_classes
+                self.prior_ = (np.bincount(y, minlength=n) + 1.0) / (len(y) + n)
             else:
                 self.mean_ = float(np.mean(y))
             return None if self.defect == "fit_returns_none" else self
@@ -130,19 +73,22 @@ def broken(tmp_path_factory):
 
 
 def test_the_readme_plugin_example_meets_the_contract(tmp_path):
-    readme = (ROOT / "README.md").read_text()
-    (example,) = [block for block in re.findall(r"```python\n(.*?)```", readme, re.S) if "register_models" in block]
-    path = tmp_path / "tabbench_prior.py"
-    path.write_text(example)
-    passed = check_model("prior", plugin_files=[str(path)])
-    assert "multiclass: class absent from training" in passed
-    assert {p.split(":")[0] for p in passed} == {"binary", "multiclass", "regression"}
-
-
-def test_a_plain_linear_model_meets_the_contract(tmp_path):
+    """The README's linear model handles categorical columns, missing values and a class absent from training."""
     path = tmp_path / "tabbench_linear.py"
     path.write_text(LINEAR_PLUGIN)
-    assert len(check_model("linear", plugin_files=[str(path)])) == 10  # 3 checks per task, + the missing class
+    passed = check_model("linear", plugin_files=[str(path)])
+    assert "multiclass: class absent from training" in passed
+    assert {p.split(":")[0] for p in passed} == {"binary", "multiclass", "regression"}
+    assert len(passed) == 10  # 3 checks per task (the categorical one included), + the missing class
+
+
+def test_the_readme_plugin_shows_its_description_in_tabbench_models(tmp_path, capsys):
+    from tabbench.cli import main
+
+    path = tmp_path / "tabbench_linear.py"
+    path.write_text(LINEAR_PLUGIN)
+    assert main(["models", "--plugin", str(path)]) == 0
+    assert re.search(r"linear\s*:?\s+logistic / ridge regression, one-hot features", capsys.readouterr().out)
 
 
 def test_a_model_that_breaks_nothing_passes(broken):
@@ -167,8 +113,7 @@ def test_a_fit_without_the_context_argument_fails_the_check_saying_what_to_add()
         def predict(self, X):
             return np.full(len(X), self.mean_)
 
-    spec = ModelSpec(name="without_context", factory=WithoutContext, tasks=frozenset({"regression"}),
-                     default_params={})
+    spec = ModelSpec(name="without_context", factory=WithoutContext, tasks=frozenset({"regression"}))
     with pytest.raises(ContractError, match=r"fit does not take the keyword argument context.*\*, context="):
         check_model(spec)
 
@@ -180,6 +125,8 @@ def test_a_fit_without_the_context_argument_fails_the_check_saying_what_to_add()
     ("class_out_of_range", "multiclass", "class predictions are outside 0..2 (e.g. 3)"),
     ("ignores_seed", "regression", "two fits with seed 0 give different predict outputs"),
     ("numeric_only", "binary", "with a categorical column 'mean radius' and missing values: ValueError"),
+    ("seen_classes_only", "multiclass", "trained without class index 2, predict_proba must still have one column "
+                                        "per class of the task (meta.n_classes = 3)"),
 ])
 def test_a_model_that_breaks_the_contract_fails_the_check_naming_what_is_wrong(broken, defect, task, message):
     with pytest.raises(ContractError, match=re.escape(message)):
@@ -229,6 +176,8 @@ def test_conformance_tests_pass_with_a_third_party_plugin_installed(tmp_path, sh
     package.mkdir()
     (package / "tabbench_linear.py").write_text(LINEAR_PLUGIN)
     (package / "pyproject.toml").write_text(PYPROJECT)
+    # a test file beside the plugin, as the README shows: the pyproject names its module, so discovery accepts it
+    (package / "test_tabbench_linear.py").write_text("from tabbench.testing import check_model\n")
     site = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
                     "--no-index", "--target", str(site), str(package)], check=True, capture_output=True)

@@ -80,43 +80,43 @@ def test_environment_variable_restricts_which_entry_points_load(monkeypatch):
 
 def test_readme_plugin_example_registers_from_a_file_and_fits(tmp_path, monkeypatch):
     monkeypatch.setenv(PLUGINS_ENV, "")
-    path = tmp_path / "tabbench_prior.py"
+    path = tmp_path / "tabbench_linear.py"
     path.write_text(readme_plugin_source())
     models = load_models([path])
-    assert set(models) == {"prior"} and models["prior"].source == str(path)
+    assert set(models) == {"linear"} and models["linear"].source == str(path)
     from sklearn.datasets import load_breast_cancer
 
     from tabbench.spec import Column, DatasetMeta
 
     X, y = load_breast_cancer(return_X_y=True, as_frame=True)
     meta = DatasetMeta("bc", "binary", "target", tuple(Column(c, "numeric") for c in X.columns), ("0", "1"))
-    model = models["prior"].spec.build(meta, 0, {}).fit(X, y.to_numpy())
+    model = models["linear"].spec.build(meta, 0, {}).fit(X, y.to_numpy())
     proba = model.predict_proba(X)
     assert proba.shape == (len(X), 2) and np.allclose(proba.sum(axis=1), 1)
-    assert np.allclose(proba[0], (np.bincount(y) + 1) / (len(y) + 2))
+    assert (proba.argmax(axis=1) == y.to_numpy()).mean() > 0.97  # a linear model separates breast cancer
 
 
 def test_readme_plugin_example_installs_as_an_entry_point_package(tmp_path):
     """The one-module-plus-one-entry-point form, discovered by a fresh interpreter like an installed package."""
     site = tmp_path / "site"
-    (site / "tabbench_prior-1.0.dist-info").mkdir(parents=True)
-    (site / "tabbench_prior.py").write_text(readme_plugin_source())
-    (site / "tabbench_prior-1.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: tabbench-prior\nVersion: 1.0\n")
-    (site / "tabbench_prior-1.0.dist-info" / "entry_points.txt").write_text("[tabbench]\nprior = tabbench_prior\n")
+    (site / "tabbench_linear-1.0.dist-info").mkdir(parents=True)
+    (site / "tabbench_linear.py").write_text(readme_plugin_source())
+    (site / "tabbench_linear-1.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: tabbench-linear\nVersion: 1.0\n")
+    (site / "tabbench_linear-1.0.dist-info" / "entry_points.txt").write_text("[tabbench]\nlinear = tabbench_linear\n")
     code = textwrap.dedent("""
         from tabbench.plugins import load_models
         m = load_models()
-        print(m["prior"].source, sorted(m))
+        print(m["linear"].source, sorted(m))
     """)
     out = subprocess.run([sys.executable, "-c", code], env={"PYTHONPATH": pythonpath(site), "PATH": ""},
                          capture_output=True, text=True, check=True).stdout
-    assert out.startswith("tabbench-prior==1.0")
+    assert out.startswith("tabbench-linear==1.0")
     assert "knn" in out  # the built-ins still load beside it
 
 
 def test_a_model_registered_twice_is_an_error_naming_both_sources(tmp_path):
     path = tmp_path / "dup.py"
-    path.write_text(readme_plugin_source().replace('name="prior"', 'name="knn"'))
+    path.write_text(readme_plugin_source().replace('name="linear"', 'name="knn"'))
     with pytest.raises(PluginError, match=f"registered twice.*{re.escape(builtin_source())}.*dup.py"):
         load_models([path])
 

@@ -236,3 +236,16 @@ def test_ctrl_c_with_no_ray_stops_the_running_job_at_once_and_keeps_finished_rec
     assert len(set(_keys(results))) == 10
     (run_dir / "gate").touch()
     assert "20 jobs: 10 ran, 10 skipped" in _rerun(suite, results, "--no-ray")
+
+
+def test_ctrl_c_before_any_record_says_nothing_was_written_and_names_no_records_file(tmp_path):
+    """A first run interrupted while it loads data has no records file: the message must not name one."""
+    results = tmp_path / "results"
+    driver = Driver(_gated_suite(tmp_path), results, "--no-ray", "--models", "quick", pause_at="load")
+    try:
+        driver.wait_until(lambda: "tabbench: pausing at load" in driver.stderr, "pause at load")
+        assert driver.interrupt() == 130, driver.stderr[-3000:]
+    finally:
+        driver.kill()
+    assert "Interrupted before any job finished: nothing was written. Run the same command again" in driver.stderr
+    assert "records.jsonl" not in driver.stderr and not (results / "ctrlc" / "records" / "records.jsonl").exists()

@@ -6,9 +6,11 @@ import textwrap
 from importlib.util import find_spec
 
 import pandas as pd
+import pytest
 import yaml
 
-from tabbench.run.runner import RunOptions, run_suite
+from tabbench.data.cache import DataPaths
+from tabbench.run.runner import RunError, RunOptions, run_suite
 from tabbench.store import Store, load_records
 from tabbench.suite import load_suite, parse_suite
 from tests.conftest import ROOT, require_ray, skip_unless_models_run
@@ -178,3 +180,43 @@ def test_a_run_that_needs_ray_where_it_is_missing_says_how_to_run_without_it(tmp
     assert out.returncode == 2, out.stderr[-3000:]
     assert "Ray is not installed" in out.stderr and "tabbench run --no-ray" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+#: A suite a CPU cannot run whole: one dataset that cannot be loaded (its file is nowhere) and NPT at a size its
+#: pre-run check refuses (hundreds of CPU-hours a job), beside k-NN, which can run on iris.
+PARTLY_RUNNABLE = {
+    "name": "partly",
+    "datasets": [
+        {"name": "iris", "source": "sklearn", "id": "iris", "split": {"protocol": "kfold", "k": 3}},
+        {"name": "gone", "source": "url", "url": "file:///nonexistent/tabbench/gone.data", "task": "regression",
+         "split": {"protocol": "holdout"}},
+    ],
+    "models": {"knn": {}, "npt": {"params": {"steps": 1000000, "e": 256, "n_layers": 16, "device": "cpu"}}},
+}
+
+
+def test_a_run_with_refused_jobs_or_unloadable_data_says_so_and_skip_refused_runs_the_rest(tmp_path, capsys):
+    options = dict(executor="local", data_paths=DataPaths(cache=tmp_path / "cache"))
+    with pytest.raises(RunError) as stopped:
+        _run(tmp_path, PARTLY_RUNNABLE, **options)
+    message = str(stopped.value)
+    assert "dataset 'gone': could not download" in message and "models.npt on dataset 'iris'" in message
+    summary = message.splitlines()[-2:]  # after every reason, what is left out and the option that runs the rest
+    assert summary[0] == ("Not runnable: 1 dataset could not be loaded: gone; npt refused by its model's pre-run "
+                          "check on iris.")
+    assert f"`tabbench run {tmp_path / 'small.yaml'} ... --skip-refused` runs every other job" in summary[1]
+    assert not (tmp_path / "results" / "partly" / "records").exists()  # nothing ran
+
+    ran = _run(tmp_path, PARTLY_RUNNABLE, skip_refused=True, **options)
+    assert (ran.planned, ran.done, ran.failed) == (3, 3, 0)  # k-NN's 3 folds of iris, and nothing else
+    assert ran.left_out == ["1 dataset could not be loaded: gone", "npt refused by its model's pre-run check on iris"]
+    assert "Not run (--skip-refused): 1 dataset could not be loaded: gone; npt refused" in capsys.readouterr().err
+    records = load_records(tmp_path / "results" / "partly")
+    assert set(zip(records["method"], records["dataset"])) == {("knn", "iris")}
+
+
+def test_skip_refused_with_nothing_left_to_run_still_stops(tmp_path):
+    only_refused = {**PARTLY_RUNNABLE, "models": {"npt": PARTLY_RUNNABLE["models"]["npt"]}}
+    with pytest.raises(RunError, match=r"(?s)Not runnable: .*Nothing else is left to run\.$"):
+        _run(tmp_path, only_refused, executor="local", skip_refused=True,
+             data_paths=DataPaths(cache=tmp_path / "cache"))

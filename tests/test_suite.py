@@ -170,3 +170,18 @@ def test_catalogue_mistakes_name_the_file_and_field(tmp_path, datasets, top, cat
         with pytest.raises(SuiteError) as err:
             _catalogued(tmp_path, datasets, catalogue, **top)
     assert where in str(err.value) and message in str(err.value), str(err.value)
+
+
+def test_a_file_with_several_mistakes_reports_every_one(tmp_path):
+    """One pass fixes a file: each mistake on its own line, misspelt keys with their did-you-mean."""
+    path = tmp_path / "bad.yaml"
+    path.write_text("name: bad\nseedz: [0]\ndatasets:\n  - {name: wine, source: sklearn, id: wine,\n"
+                    "     split: {protocol: kfold, k: five}}\nmodels:\n  knn: {paramz: {}}\n")
+    with pytest.raises(SuiteError) as info:
+        load_suite(path)
+    lines = str(info.value).splitlines()
+    assert sorted(lines) == sorted([
+        f"{path}: models.knn.paramz: unknown field 'paramz'; did you mean 'params'?",
+        f"{path}: seedz: unknown field 'seedz'; did you mean 'seeds'?",
+        f"{path}: datasets[0].split.k: expected an integer >= 2, got 'five' (str)"])
+    assert (info.value.path, len(info.value.more)) == ("models.knn.paramz", 2)  # the first, then the others

@@ -2,8 +2,9 @@
 
 cache:   --cache DIR, else $TABBENCH_CACHE, else the user's cache dir (e.g. ~/.cache/tabbench).
 mirrors: --mirror DIR (repeatable), then $TABBENCH_MIRROR (os.pathsep-separated). A mirror is a
-         folder laid out like ../shared/datasets; relative file paths and downloads are looked up in
-         it first, so an offline machine can run suites that name download URLs.
+         folder laid out like ../shared/datasets, or a flat folder of downloaded files under their original
+         names; relative file paths and downloads are looked up in it first, so an offline machine can run
+         suites that name download URLs.
 """
 
 from __future__ import annotations
@@ -72,12 +73,42 @@ class DownloadError(TabbenchError):
     pass
 
 
+def offline_hint(copy: str) -> str:
+    """What to do when a download fails, the same for every source: ``copy`` says what an offline copy is and
+    where a mirror folder holds it; the cache route is the same for all of them."""
+    return (f"Offline? Put {copy} in a mirror folder and pass --mirror DIR (or ${MIRROR_ENV}); or, on a machine "
+            "with network, run `tabbench fetch SUITE --cache DIR`, copy DIR here and pass --cache DIR "
+            f"(or ${CACHE_ENV}).")
+
+
+def url_filename(url: str) -> str:
+    """The file name a URL downloads to (its last path segment)."""
+    filename = Path(urllib.parse.urlparse(url).path).name
+    return "download" if filename in ("", "..") else filename  # a URL ending in /.. must not name a folder above
+
+
 def download_target(url: str, paths: DataPaths) -> Path:
     """Where ``url`` is kept in the cache (whether or not it has been downloaded yet)."""
-    filename = Path(urllib.parse.urlparse(url).path).name
-    if filename in ("", ".."):  # a URL ending in /.. must not name a folder above the cache entry
-        filename = "download"
-    return paths.cache / "downloads" / hashlib.sha256(url.encode()).hexdigest()[:12] / filename
+    return paths.cache / "downloads" / hashlib.sha256(url.encode()).hexdigest()[:12] / url_filename(url)
+
+
+def mirror_copy(url: str, sha256: str | None, paths: DataPaths, mirror_path: str | None = None) -> Path | None:
+    """An exact offline copy of ``url`` in a mirror, or None: at ``mirror_path`` (a mirror laid out like the
+    project's, used as it is), else at the top of a mirror under the URL's own file name (a flat folder of
+    downloads, e.g. ``yacht_hydrodynamics.data``), which must match ``sha256`` when one is given: a file of
+    that name is taken for the original, so a different file is refused rather than used."""
+    if mirror_path:
+        hit = paths.find_in_mirrors(mirror_path)
+        if hit is not None:
+            return hit
+    hit = paths.find_in_mirrors(url_filename(url))
+    if hit is None or not hit.is_file():
+        return None
+    got = checked_sha256(hit) if sha256 is not None else None
+    if got != sha256:
+        raise DownloadError(f"{hit}: sha256 {got} differs from the suite's {sha256} for {url}; replace the file "
+                            "with the original, or remove it from the mirror folder")
+    return hit
 
 
 def _sidecar(path: Path) -> Path:
@@ -114,15 +145,14 @@ def cached_copy(url: str, sha256: str | None, paths: DataPaths) -> Path | None:
 def fetch_url(url: str, sha256: str | None, paths: DataPaths, mirror_path: str | None = None) -> Path:
     """A local copy of ``url``: from a mirror (at ``mirror_path``), the cache, or a checked download.
 
-    A file found in a mirror under ``mirror_path`` is used as it is (a mirror may hold a declared
-    subset or re-formatted copy); a cached or downloaded file must match ``sha256`` when one is given.
+    A file found in a mirror (``mirror_copy``: at ``mirror_path``, used as it is, or under the URL's file
+    name) is used first; a cached or downloaded file must match ``sha256`` when one is given.
     Without one, the sha256 of the first download is recorded next to it (see ``checked_sha256``),
     so ``tabbench fetch`` can show it for pinning in the suite.
     """
-    if mirror_path:
-        hit = paths.find_in_mirrors(mirror_path)
-        if hit is not None:
-            return hit
+    hit = mirror_copy(url, sha256, paths, mirror_path)
+    if hit is not None:
+        return hit
     hit = cached_copy(url, sha256, paths)
     if hit is not None:
         return hit
@@ -142,8 +172,8 @@ def fetch_url(url: str, sha256: str | None, paths: DataPaths, mirror_path: str |
         stat = target.stat()
         _sidecar(target).write_text(f"{got} {stat.st_size} {stat.st_mtime_ns}\n")
     except OSError as exc:
-        raise DownloadError(f"could not download {url}: {exc}. Offline? Put the file in a mirror folder "
-                            f"(--mirror DIR or ${MIRROR_ENV}) at {mirror_path or filename}.") from exc
+        places = " or ".join(f"DIR/{p}" for p in dict.fromkeys(filter(None, (filename, mirror_path))))
+        raise DownloadError(f"could not download {url}: {exc}. {offline_hint(f'the file as {places}')}") from exc
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from tabbench.metrics import PRIMARY, SELECTION
-from tabbench.pooling import pooled_records
+from tabbench.pooling import common_splits as only_common_splits, pooled_records
 from tabbench.report.family import (RUN_KEYS, TASK_TITLES, FamilyResults, dataset_splits,  # noqa: F401
                                     declared_splits, incomplete, pooled_ranks, rank_table, summarise)
 from tabbench.report.format import NOT_PUBLISHED_MARK, TRANSDUCTIVE_MARK  # noqa: F401
@@ -99,7 +99,7 @@ class FirstComplete:
 
 
 def make_context(suite_dir: Path, sources: list, records: pd.DataFrame, published=None, report: bool = False,
-                 first_complete=(), splits=None) -> Context:
+                 first_complete=(), splits=None, restricted: str = "") -> Context:
     """The one Context a leaderboard's sections read: trials selected, FirstComplete rows applied, the
     per-family tables, labels, shown names and TabArena's aggregates."""
     all_runs = records
@@ -116,7 +116,7 @@ def make_context(suite_dir: Path, sources: list, records: pd.DataFrame, publishe
                    tables=tables, labels={d: _dataset_label(selected, d) for d in sorted(selected["dataset"].unique())},
                    show=display_names(all_runs, published), published=published,
                    aggregates=arena.aggregates(tables, selected, pooled_ranks(tables).mean(axis=1)),
-                   splits=splits or {}, combined_notes=combined_notes, report=report)
+                   splits=splits or {}, combined_notes=combined_notes, report=report, restricted=restricted)
 
 
 def sections(ctx: Context) -> list:
@@ -127,7 +127,8 @@ def sections(ctx: Context) -> list:
 
 
 def write_leaderboard(suite_dir: str | Path, published_path: str | Path | None = None, sources=None,
-                      report: bool = False, first_complete=(), splits=None, across_devices: bool = False) -> Path:
+                      report: bool = False, first_complete=(), splits=None, across_devices: bool = False,
+                      common_splits: bool = False) -> Path:
     """Regenerate leaderboard.md / leaderboard.csv (and selected_params.csv when tuning) in suite_dir;
     with ``published_path`` (a suite's ``published:`` file) also the published numbers side by side.
 
@@ -137,13 +138,14 @@ def write_leaderboard(suite_dir: str | Path, published_path: str | Path | None =
     writes them. ``first_complete``: FirstComplete rows (e.g. the most faithful NPT with complete folds per
     dataset). ``splits``: dataset -> the number of splits its suite declares (declared_splits), where known.
     ``across_devices``: pool a method made on different devices (tabbench.pooling), its GPU cells labelled.
+    ``common_splits``: rank only where every method ran (tabbench.pooling.common_splits), said under the title.
     """
-    write(suite_dir, published_path, sources, report, first_complete, splits, across_devices)
+    write(suite_dir, published_path, sources, report, first_complete, splits, across_devices, common_splits)
     return Path(suite_dir) / "leaderboard.md"
 
 
 def write(suite_dir, published_path=None, sources=None, report=False, first_complete=(), splits=None,
-          across_devices=False) -> Context | None:
+          across_devices=False, common_splits=False) -> Context | None:
     """write_leaderboard's work; returns the Context its sections read (None where there are no records), for
     the report site (tabbench.report.site) to summarise."""
     suite_dir = Path(suite_dir)
@@ -156,11 +158,14 @@ def write(suite_dir, published_path=None, sources=None, report=False, first_comp
     md_path = suite_dir / "leaderboard.md"
     own = sources == [suite_dir] and not (suite_dir / "records").is_dir()
     records = pd.DataFrame() if own else pooled_records(sources, across_devices)
+    restricted = ""
+    if common_splits and not records.empty:
+        records, restricted = only_common_splits(records)
     suite_dir.mkdir(parents=True, exist_ok=True)
     if records.empty:
         md_path.write_text(f"# Leaderboard: {suite_dir.name}\n\nNo records yet.\n")
         return None
-    ctx = make_context(suite_dir, sources, records, published, report, first_complete, splits)
+    ctx = make_context(suite_dir, sources, records, published, report, first_complete, splits, restricted)
     parts = [(section, section.markdown(ctx)) for section in sections(ctx)]
     md_path.write_text("\n".join(line for _, lines in parts for line in lines))
     ordered = [s for s, _ in parts if not s.csv_late] + [s for s, _ in parts if s.csv_late]
@@ -178,8 +183,8 @@ def write(suite_dir, published_path=None, sources=None, report=False, first_comp
     return ctx
 
 
-def inputs(targets, results="results", published=None, name=None, first_complete=(), tables_only=False,
-           across_devices=False):
+def inputs(targets, results=None, published=None, name=None, first_complete=(), tables_only=False,
+           across_devices=False, common_splits=False):
     """What ``tabbench leaderboard TARGET... [--name] [--published] [--first-complete]`` ranks: a dict of
     write()'s arguments (suite_dir, published_path, sources, report, first_complete, splits). A target is a
     results folder, or a suite file (its folder under ``results``, its declared splits and published file).
@@ -190,7 +195,7 @@ def inputs(targets, results="results", published=None, name=None, first_complete
             from tabbench.suite import load_suite
 
             suite = load_suite(target)
-            folders.append(suite.results_dir(results))
+            folders.append(suite.results_dir(results or "results"))
             splits.update(declared_splits(suite.datasets))
             if suite.published and not published:
                 found.add(suite.published)
@@ -214,6 +219,8 @@ def inputs(targets, results="results", published=None, name=None, first_complete
         rules = [FirstComplete.parse(text) for text in first_complete]
     except ValueError as exc:
         raise ValueError(f"--first-complete: {exc}") from None
-    return {"suite_dir": Path(results) / name if name else folders[0], "published_path": next(iter(found), None),
-            "sources": folders, "report": not tables_only, "first_complete": rules, "splits": splits,
-            "across_devices": across_devices}
+    # an ad-hoc pooled leaderboard is the user's, like a run's: into runs/, never into the tracked results/ unasked
+    return {"suite_dir": Path(results or "runs") / name if name else folders[0],
+            "published_path": next(iter(found), None), "sources": folders, "report": not tables_only,
+            "first_complete": rules, "splits": splits, "across_devices": across_devices,
+            "common_splits": common_splits}

@@ -33,6 +33,7 @@ class Context:
     splits: dict = field(default_factory=dict)  # dataset -> the splits its suite declares, where known
     combined_notes: list = field(default_factory=list)  # FirstComplete's notes
     report: bool = False  # the report extra's sections (tests, figures, LaTeX) too
+    restricted: str = ""  # what --common-splits left out (tabbench.pooling.common_splits), said under the title
 
     @property
     def pooled(self) -> pd.DataFrame:

@@ -160,6 +160,7 @@ class Header(Section):
 
     def markdown(self, ctx):
         md = [f"# Leaderboard: {ctx.out_dir.name}", "", _generated_line(ctx), ""]
+        md += [ctx.restricted, ""] if ctx.restricted else []
         if ctx.report:
             md += ["Figures and tests: a significance section per metric family, [all datasets together]"
                    "(#all-datasets-together), [pairwise win rates](#pairwise-win-rates), [cost against quality]"

@@ -48,7 +48,13 @@ def leaderboard_arguments(parser) -> None:
                         help="pool one method made on different devices (e.g. NPT's paper config on a GPU in one "
                              "folder, on the CPU in another): per method and dataset the device covering the most "
                              "folds, every GPU cell labelled")
-    parser.add_argument("--results", default="results", metavar="DIR", help="results root (default: results/)")
+    parser.add_argument("--results", metavar="DIR",
+                        help="results root: where a suite target's folder is (default: results/, the published "
+                             "runs) and where --name writes (default: runs/, beside the runs; --results results "
+                             "writes a published pooled leaderboard)")
+    parser.add_argument("--common-splits", action="store_true",
+                        help="rank only the datasets and splits every method ran (e.g. NPT's quickstart, fold 0, "
+                             "against the quickstart's five folds); the leaderboard says what was left out")
     tables_only_argument(parser)
 
 

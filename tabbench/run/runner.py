@@ -43,6 +43,8 @@ class RunOptions:
     checkpoints: Path | None = None  # root for unfinished jobs' training state (default: the suite folder's)
     progress: bool = True
     report: bool = False  # the leaderboard's tests, figures and LaTeX too (the `report` extra), as `tabbench leaderboard`
+    # run the jobs that can run when some datasets do not load or a model refuses some jobs (else the run stops)
+    skip_refused: bool = False
 
     def selection(self) -> Selection:
         return Selection(tuple(self.models), tuple(self.datasets), tuple(self.folds))
@@ -56,10 +58,15 @@ class RunSummary:
     elsewhere: int = 0  # pending jobs that another run on the same folder recorded while this one ran
     failures: Counter = field(default_factory=Counter)
     results_dir: Path | None = None
+    left_out: list = field(default_factory=list)  # what --skip-refused left out (PreparedSuite.left_out)
 
     @property
     def failed(self) -> int:
         return sum(self.failures.values())
+
+
+#: The option of `tabbench run` that runs what can run when some datasets do not load or some jobs are refused.
+SKIP_REFUSED = "--skip-refused"
 
 
 class RunError(TabbenchError):
@@ -88,9 +95,21 @@ def load_data(suite: Suite, paths: DataPaths, only=()) -> dict:
     return loaded
 
 
-def model_refusals(suite: Suite, registry: dict, loaded: dict, methods=()) -> list[str]:
+@dataclass(frozen=True)
+class Refusal:
+    """A model's pre-run refusal of one method's jobs on one dataset; ``str()`` is the line that explains it."""
+
+    method: str
+    dataset: str
+    message: str  # the suite file, the method and the dataset, then the model's message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def model_refusals(suite: Suite, registry: dict, loaded: dict, methods=()) -> list[Refusal]:
     """Each model's pre-run check (``ModelSpec.check``) on every dataset and configuration it would run
-    (restricted to ``methods`` when given), before anything starts: one line per refusal, naming the
+    (restricted to ``methods`` when given), before anything starts: one ``Refusal`` per message, naming the
     suite file, the method and the dataset, then the model's message (what it would cost, what to set)."""
     from tabbench.spec import SplitSizes
 
@@ -103,7 +122,7 @@ def model_refusals(suite: Suite, registry: dict, loaded: dict, methods=()) -> li
                 continue
             messages = [spec.problem(dataset.meta, sizes, params, suite.budget.time_s)
                         for _, _, params in method_params(entry, spec, cfg)]
-            out += [f"{suite.path}: models.{entry.label} on dataset {name!r}: {message}"
+            out += [Refusal(entry.label, name, f"{suite.path}: models.{entry.label} on dataset {name!r}: {message}")
                     for message in dict.fromkeys(m for m in messages if m)]
     return out
 
@@ -139,17 +158,52 @@ class PreparedSuite:
         is there before the jobs are expanded."""
         return _device_auto(self.suite, self.registry)
 
-    def jobs(self, gpu_available: bool) -> list:
-        """The selected jobs, expanded as every command expands them (same keys); ``gpu_available`` resolves a
-        ``device: auto``."""
+    def _expanded(self, gpu_available: bool) -> list:
         return self.selection.select(expand(self.suite, self.registry, self.loaded, gpu_available))
 
-    def raise_unless_ready(self) -> None:
-        """``RunError`` naming every dataset that did not load, else every model's refusal: a run or a probe
-        starts nothing then."""
-        for problems in (list(self.unloaded.values()), self.refusals):
-            if problems:
-                raise RunError("\n".join(problems))
+    def _refused(self, job) -> bool:
+        return any((r.method, r.dataset) == (job.method, job.dataset) for r in self.refusals)
+
+    def jobs(self, gpu_available: bool) -> list:
+        """The selected jobs that can run (the refused ones left out), expanded as every command expands them
+        (same keys); ``gpu_available`` resolves a ``device: auto``."""
+        return [job for job in self._expanded(gpu_available) if not self._refused(job)]
+
+    def refused_jobs(self, gpu_available: bool) -> list:
+        """The selected jobs a model's pre-run check refused (``refusals``): never run, never planned."""
+        return [job for job in self._expanded(gpu_available) if self._refused(job)]
+
+    def left_out(self) -> list[str]:
+        """A few short lines naming what cannot run: the datasets that did not load, the refused methods per
+        dataset; empty when everything can."""
+        lines = []
+        if self.unloaded:
+            lines.append(f"{len(self.unloaded)} dataset{'s' * (len(self.unloaded) > 1)} could not be loaded: "
+                         f"{', '.join(self.unloaded)}")
+        by_method: dict = {}
+        for r in self.refusals:
+            by_method.setdefault(r.method, []).append(r.dataset)
+        lines += [f"{method} refused by its model's pre-run check on {', '.join(dict.fromkeys(datasets))}"
+                  for method, datasets in by_method.items()]
+        return lines
+
+    def raise_unless_ready(self, skip: bool = False, option: str = "") -> None:
+        """``RunError`` naming every dataset that did not load and every model's refusal, then a short summary
+        ending with ``option`` (the command's way to run the rest, e.g. ``--skip-refused``): a run or a probe
+        starts nothing then. With ``skip`` the rest is run (the caller says what is left out, ``left_out``),
+        unless nothing is left to run."""
+        problems = [*self.unloaded.values(), *map(str, self.refusals)]
+        if not problems:
+            return
+        if skip and self.jobs(gpu_available=False):  # whether a job is left does not depend on the device
+            return
+        summary = ["", "Not runnable: " + "; ".join(self.left_out()) + "."]
+        if option and not skip:
+            summary.append(f"{option} runs every other job of the selection (and says what it left out); "
+                           "`tabbench plan SUITE` lists the jobs and their cost.")
+        elif skip:
+            summary.append("Nothing else is left to run.")
+        raise RunError("\n".join(problems + summary))
 
 
 def prepare_suite(suite: Suite, selection: Selection = Selection(), paths: DataPaths | None = None,
@@ -185,8 +239,12 @@ def run_suite(suite: Suite, options: RunOptions) -> RunSummary:
         try:
             return _run(suite, options, store, summary, stop)
         except KeyboardInterrupt:
-            print(f"\nInterrupted: {summary.done} jobs finished and are saved in {store.path}. Run the same "
-                  "command again to resume; finished jobs are skipped.", file=sys.stderr)
+            if store.path.exists():
+                print(f"\nInterrupted: {summary.done} jobs finished and are saved in {store.path}. Run the same "
+                      "command again to resume; finished jobs are skipped.", file=sys.stderr)
+            else:  # no job had finished: naming a records file that does not exist would send the user looking
+                print("\nInterrupted before any job finished: nothing was written. Run the same command again to "
+                      "start.", file=sys.stderr)
             raise
 
 
@@ -195,7 +253,10 @@ def _run(suite: Suite, options: RunOptions, store: Store, summary: RunSummary, s
     claims = Claims(store.path.parent)
     stop.pause_point("load")
     prepared = prepare_suite(suite, options.selection(), options.data_paths, options.plugin_files)
-    prepared.raise_unless_ready()
+    prepared.raise_unless_ready(options.skip_refused, option=f"`tabbench run {suite.path} ... {SKIP_REFUSED}`")
+    summary.left_out = prepared.left_out()
+    if summary.left_out:
+        print(f"Not run ({SKIP_REFUSED}): " + "; ".join(summary.left_out) + ".", file=sys.stderr)
 
     with stop.deferred():  # a first Ctrl-C never breaks into the executor's start (Ray's); checked once it is up
         stop.pause_point("ray-start")
@@ -217,7 +278,7 @@ def _run(suite: Suite, options: RunOptions, store: Store, summary: RunSummary, s
         queue = JobQueue(pending, store, claims, mark, stop)
         try:
             _record_all(executor.run(queue, prepared, store, stop), len(pending), store, summary, queue,
-                        options.progress, stop)
+                        options.progress, stop, describe_jobs(pending))
         finally:
             summary.elsewhere = queue.recorded_elsewhere
     finally:
@@ -231,6 +292,15 @@ def _run(suite: Suite, options: RunOptions, store: Store, summary: RunSummary, s
     write_leaderboard(store.dir, suite.published, report=options.report)
     stop.check()  # a SIGINT whose KeyboardInterrupt something swallowed still stops the run
     return summary
+
+
+def describe_jobs(jobs) -> str:
+    """'npt x 3 on breast_cancer, wine, diabetes; knn x 12 on ...': the jobs by method, with their datasets."""
+    by_method: dict = {}
+    for job in jobs:
+        by_method.setdefault(job.method, []).append(job.dataset)
+    return "; ".join(f"{method} x {len(datasets)} on {', '.join(dict.fromkeys(datasets))}"
+                     for method, datasets in by_method.items())
 
 
 def _device_auto(suite: Suite, registry: dict) -> bool:
@@ -251,12 +321,15 @@ def _say_held_elsewhere(held: dict, pending: list) -> None:
 
 
 def _record_all(records, total: int, store: Store, summary: RunSummary, queue: JobQueue, progress: bool,
-                stop: StopRequest):
+                stop: StopRequest, running: str = ""):
     """Write each (job, record) the executor hands back as it comes, then drop the job's claim; a first Ctrl-C
-    never breaks into a write."""
+    never breaks into a write. ``running``: what the jobs are (``describe_jobs``), said before the bar."""
     if not total:
         return
     from tqdm import tqdm
+
+    if progress:  # the bar moves only as jobs finish, which may take minutes: say first what is running
+        print(f"Running {total} jobs: {running}. The bar moves as each finishes.", file=sys.stderr)
 
     bar = tqdm(total=total, disable=not progress, unit="job", dynamic_ncols=True, file=sys.stderr)
     try:

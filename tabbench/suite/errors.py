@@ -138,10 +138,35 @@ def _pick(errors: list, schema: dict) -> dict:
     return max(same, key=lambda e: len(_walk(e["loc"], schema)[0]))
 
 
+def _problems(errors: list, schema: dict) -> list:
+    """One error per mistake, in the order ``_pick`` takes them: each pick takes with it the errors it explains
+    (those at or under its field path; for a misspelt key, the 'missing' field beside it)."""
+    out, remaining = [], list(errors)
+    while remaining:
+        err = _pick(remaining, schema)
+        out.append(err)
+        if err["type"] in ("extra_forbidden", "invalid_key"):
+            parent = _walk(err["loc"][:-1], schema)[0]
+            remaining = [e for e in remaining if e is not err
+                         and not (e["type"] == "missing" and _walk(e["loc"][:-1], schema)[0] == parent)]
+        else:
+            path = _walk(err["loc"], schema)[0]
+            first_path = _walk(remaining[0]["loc"], schema)[0]
+            remaining = [e for e in remaining if e is not err and not _walk(e["loc"], schema)[0].startswith(first_path)
+                         and _walk(e["loc"], schema)[0] != path]
+    return out
+
+
 def suite_error(file, exc: ValidationError, model: type[SuiteFile]) -> SuiteError:
-    """The SuiteError for a ValidationError of ``model`` (the suite format that validated)."""
+    """The SuiteError for a ValidationError of ``model`` (the suite format that validated): its first mistake,
+    with every further one in ``more``."""
     schema = schema_of(model)
-    err = _pick(exc.errors(include_url=False), schema)
+    first, *rest = (_error(file, err, schema) for err in _problems(exc.errors(include_url=False), schema))
+    return SuiteError(first.file, first.path, first.message, more=rest) if rest else first
+
+
+def _error(file, err: dict, schema: dict) -> SuiteError:
+    """The SuiteError for one pydantic error."""
     kind, loc, ctx = err["type"], err["loc"], err.get("ctx") or {}
     path, node = _walk(loc, schema)
     if kind in ("extra_forbidden", "invalid_key"):

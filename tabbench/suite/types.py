@@ -19,11 +19,14 @@ NAME_RULE = "a plain folder name (letters, digits, '-', '_' and '.', not startin
 
 
 class SuiteError(TabbenchError):
-    """A suite is invalid. ``str(err)`` reads 'FILE: FIELD.PATH: what is wrong and what is expected'."""
+    """A suite is invalid. ``str(err)`` reads 'FILE: FIELD.PATH: what is wrong and what is expected', one line
+    for this error (``path``, ``message``) and one for each of ``more`` (further errors of the same file), so that
+    a file with several mistakes is fixed in one pass."""
 
-    def __init__(self, file, path: str, message: str):
-        self.file, self.path, self.message = str(file), path, message
-        super().__init__(f"{file}: {path}: {message}" if path else f"{file}: {message}")
+    def __init__(self, file, path: str, message: str, more: tuple = ()):
+        self.file, self.path, self.message, self.more = str(file), path, message, tuple(more)
+        line = f"{file}: {path}: {message}" if path else f"{file}: {message}"
+        super().__init__("\n".join([line, *map(str, self.more)]))
 
 
 def join(path: str, key: str) -> str:

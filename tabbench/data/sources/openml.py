@@ -16,7 +16,7 @@ from typing import Optional
 
 from pydantic import Field, model_validator
 
-from tabbench.data.cache import DownloadError
+from tabbench.data.cache import DownloadError, offline_hint
 from tabbench.data.source import CACHE, MIRROR, Count, DataSource, Location, refuse
 from tabbench.data.types import RawTable
 
@@ -73,16 +73,25 @@ class OpenML(DataSource):
         return openml.tasks.get_task(int(self.task_id), download_splits=True, download_data=True,
                                      download_qualities=False, download_features_meta_data=False)
 
+    def _failed(self, exc: Exception) -> DownloadError:
+        """A failed OpenML download, with what to do instead (a raw NameResolutionError says nothing)."""
+        copy = "an OpenML cache holding it (DIR/org/openml/... or DIR/openml-cache/org/openml/...)"
+        return DownloadError(f"could not fetch {self.describe().replace('openml', 'OpenML', 1)}: "
+                             f"{type(exc).__name__}: {exc}. {offline_hint(copy)}")
+
     def load(self, cfg, paths) -> RawTable:
         openml = _openml(paths)
         task = None
-        if self.task_id is not None:
-            task = self._get_task(openml)
-            dataset_id, target = task.dataset_id, task.target_name
-        else:
-            dataset_id, target = int(self.id), None
-        dataset = openml.datasets.get_dataset(dataset_id, download_data=True, download_qualities=False,
-                                              download_features_meta_data=False)
+        try:
+            if self.task_id is not None:
+                task = self._get_task(openml)
+                dataset_id, target = task.dataset_id, task.target_name
+            else:
+                dataset_id, target = int(self.id), None
+            dataset = openml.datasets.get_dataset(dataset_id, download_data=True, download_qualities=False,
+                                                  download_features_meta_data=False)
+        except OSError as exc:  # requests' connection errors (no network, no name resolution) are OSErrors
+            raise self._failed(exc) from exc
         frame, _, categorical, names = dataset.get_data(dataset_format="dataframe")
         target = target or dataset.default_target_attribute
         return RawTable(frame, default_target=target, openml_task=task,
@@ -118,9 +127,7 @@ class OpenML(DataSource):
             openml.datasets.get_dataset(int(dataset_id), download_data=True, download_qualities=False,
                                         download_features_meta_data=False)
         except Exception as exc:  # noqa: BLE001 - openml raises many kinds (server, connection, parse)
-            raise DownloadError(f"could not fetch OpenML {self.describe().removeprefix('openml ')}: "
-                                f"{type(exc).__name__}: {exc}. Offline? Put an OpenML cache (org/openml/...) in a "
-                                "mirror folder (--mirror DIR)") from exc
+            raise self._failed(exc) from exc
         folders = [www / "datasets" / str(int(dataset_id))]
         if self.task_id is not None:
             folders.append(www / "tasks" / str(int(self.task_id)))

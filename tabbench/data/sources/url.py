@@ -1,5 +1,6 @@
 """Source ``url``: a file downloaded once into the cache and checked against its sha256, or read from an exact
-copy in a mirror (``mirror_path``); a declared mirror stand-in may replace it (its mirror key is the URL)."""
+copy in a mirror (at ``mirror_path``, or under the URL's file name in a flat folder); a declared mirror stand-in
+may replace it (its mirror key is the URL)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Optional
 
 from pydantic import Field
 
-from tabbench.data.cache import cached_copy, fetch_url
+from tabbench.data.cache import cached_copy, fetch_url, mirror_copy
 from tabbench.data.source import CACHE, MIRROR, DataSource, Location, Text
 from tabbench.data.sources.file import read_files
 from tabbench.data.types import RawTable
@@ -21,7 +22,9 @@ class Url(DataSource):
 
     url: Text = Field(description="url: downloaded once into the cache")
     sha256: Optional[Text] = Field(None, description="url: checked after download (recommended)")
-    mirror_path: Optional[Text] = Field(None, description="url: where a mirror holds a copy (used as is, no download)")
+    mirror_path: Optional[Text] = Field(None, description=(
+        "url: where a mirror holds a copy (used as is, no download); a mirror's top-level file named as the "
+        "URL's is found without it"))
     test_url: Optional[Text] = Field(None, description="url: a separate test file")
     test_sha256: Optional[Text] = Field(None, description="url: the test file's sha256")
     test_mirror_path: Optional[Text] = Field(None, description="url: where a mirror holds the test file")
@@ -40,7 +43,7 @@ class Url(DataSource):
     def locate(self, cfg, paths) -> Location | None:
         hits, kinds = [], set()
         for url, sha256, mirror_path in self._files():
-            hit = paths.find_in_mirrors(mirror_path) if mirror_path else None
+            hit = mirror_copy(url, sha256, paths, mirror_path)
             if hit is not None:
                 kinds.add(MIRROR)
             else:
