@@ -138,7 +138,7 @@ def _model_estimate(row: PlanRow, pending: list, basis: pd.DataFrame, spec, meta
     methods of the same model, e.g. another NPT configuration) compare with what it estimates for them: the
     median ratio of their seconds to their estimates, which carries this machine's (or GPU's) speed.
     ``pending``: the jobs still to run."""
-    seconds = sum(spec.estimate(meta, sizes[(j.fold, j.repeat)], j.params, j.time_budget_s) for j in pending)
+    estimates = [spec.estimate(meta, sizes[(j.fold, j.repeat)], j.params, j.time_budget_s) for j in pending]
     how = "the model's cost model"
     job, on_gpu = pending[0], device == "cuda"
     same = basis[(basis["model"] == job.model) & (basis["dataset_fingerprint"] == job.dataset_fingerprint)
@@ -156,13 +156,17 @@ def _model_estimate(row: PlanRow, pending: list, basis: pd.DataFrame, spec, meta
     ratios = [r for r in ratios if r > 0 and r == r]
     if ratios:
         factor = float(pd.Series(ratios).median())
-        seconds *= factor
+        # a job whose steps come from its budget (``steps: auto``) measures this machine's speed itself and
+        # fills its budget's training share whatever the speed: the factor would count the speed twice
+        estimates = [s if j.params.get("steps") == "auto" else s * factor for s, j in zip(estimates, pending)]
         how += (f", scaled x{factor:.2f} by {len(ratios)} {'GPU ' if on_gpu else ''}records of {job.model} here "
                 f"({', '.join(sorted({r[2] for r in recorded}))}{'' if alike else ', of other sizes'})")
     elif on_gpu:
         how += " (GPU: rates measured on an H100, no GPU records)"
     else:
         how += " (uncalibrated: the reference CPU's rates)"
+    # no job outlives its budget: the harness stops it there (as a timeout, if the model did not stop itself)
+    seconds = sum(min(s, j.time_budget_s or s) for s, j in zip(estimates, pending))
     row.median_s = seconds / len(pending)
     row.same_space, row.basis = False, how
     hours = seconds / 3600

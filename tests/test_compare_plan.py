@@ -197,13 +197,14 @@ def test_plan_estimates_a_method_without_records_by_its_models_cost_model(tmp_pa
 
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # the record must be a CPU one, on a GPU machine too
     size = {"e": 8, "n_layers": 2, "n_heads": 2, "eval_every": 5, "device": "auto"}
-    raw = {"name": "npt-costs", "seeds": [0],
+    raw = {"name": "npt-costs", "seeds": [0], "budget": {"time_s": 60},
            "datasets": [{"name": "wine", "source": "sklearn", "id": "wine", "split": {"protocol": "kfold", "k": 3}}],
            "models": {"npt-short": {"model": "npt", "params": {**size, "steps": 10}}}}
     paths = DataPaths(cache=tmp_path / "cache")
     run_suite(load_suite(_write(tmp_path, raw, "short.yaml")),
               RunOptions(results=tmp_path / "runs", progress=False, executor="local", folds=(0,)))
     raw["models"]["npt-long"] = {"model": "npt", "params": {**size, "steps": 40}}
+    raw["models"]["npt-auto"] = {"model": "npt", "params": {**size, "steps": "auto"}}
     suite = load_suite(_write(tmp_path, raw, "both.yaml"))
     spec = load_models()["npt"].spec
     records = load_records(tmp_path / "runs" / "npt-costs")
@@ -222,6 +223,13 @@ def test_plan_estimates_a_method_without_records_by_its_models_cost_model(tmp_pa
     assert "cost model, scaled" in row.basis and "1 records of npt here (npt-short)" in row.basis
     line = next(x for x in format_plan(plan).splitlines() if x.startswith("npt-long"))
     assert f"{row.median_s:.2f} (cost model)" in line  # not "(0)" records
+    # steps "auto" fills the budget's training share at whatever speed the fit measures: not scaled again, and
+    # never more than the budget
+    auto = {r.method: r for r in plan.rows}["npt-auto"]
+    auto_params = {**long_params, "steps": "auto"}
+    unscaled = [spec.estimate(dataset.meta, z, auto_params, 60.0) for z in sizes]
+    assert factor != pytest.approx(1, abs=0.05) and 0 < max(unscaled) <= 60
+    assert auto.cpu_hours == pytest.approx(sum(unscaled) / 3600)
 
     gpu_rows = {r.method: r for r in plan_suite(suite, paths, tmp_path / "runs" / "npt-costs", None,
                                                 [tmp_path / "runs"], gpus=1).rows}
