@@ -48,8 +48,22 @@ class TrainingClock:
         self._last = time.monotonic()
         start = self._last if started is None else started
         self.deadline = None if budget_s is None else start + share * float(budget_s)
+        self.end = None if budget_s is None else start + float(budget_s)  # the job's end: killed there
+        self._share_deadline = self.deadline
         self.longest = 0.0  # seconds, the longest epoch so far
         self.stopped = False
+
+    def begin(self) -> None:
+        """Training starts now: the first epoch counts from here, not from the clock's creation (for a model
+        whose setup, such as timing its own passes, is long and says nothing of an epoch's length)."""
+        self._last = time.monotonic()
+
+    def reserve(self, seconds: float) -> None:
+        """Keep ``seconds`` free before the job's end for what follows training (predicting; a model that knows
+        its prediction's cost, say from its timed validation passes, calls this as it learns it): the deadline
+        moves earlier when the training share would leave less, never later than the training share's."""
+        if self.end is not None:
+            self.deadline = min(self._share_deadline, self.end - float(seconds))
 
     def remaining(self) -> float | None:
         """Seconds left before the deadline (never below 0), or None without a budget."""
@@ -81,6 +95,8 @@ class JobContext:
     runs again (kept across re-runs of the job, removed once its record is ``ok``), or None: no resuming.
     ``cpus`` and ``gpus``: what the scheduler reserved for the job (``ModelSpec.resources``; threads are
     already limited to ``cpus`` in the job's process), or None outside a job.
+    ``predict_rows``: how many rows the job predicts after ``fit`` (test and validation), within the same budget,
+    for a model that keeps time for it (``TrainingClock.reserve``), or None outside a job.
     """
 
     time_budget_s: float | None = None
@@ -88,6 +104,7 @@ class JobContext:
     checkpoint_dir: Path | None = None
     cpus: float | None = None
     gpus: float | None = None
+    predict_rows: int | None = None
 
     def training_clock(self, share: float = TRAINING_SHARE) -> TrainingClock:
         """A clock for this fit's training loop: ``share`` of the job's time budget, counted from the job's start

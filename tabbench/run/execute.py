@@ -47,12 +47,14 @@ def _status_of(exc: BaseException) -> str:
     return ERROR
 
 
-def fit_context(job: Job, checkpoint_dir=None, started: float | None = None) -> JobContext:
-    """What ``fit`` is told about the job: its time budget counted from ``started``, its checkpoint folder and
-    the resources the scheduler reserved for it."""
+def fit_context(job: Job, checkpoint_dir=None, started: float | None = None, predict_rows: int | None = None
+                ) -> JobContext:
+    """What ``fit`` is told about the job: its time budget counted from ``started``, its checkpoint folder, the
+    resources the scheduler reserved for it and how many rows it predicts afterwards."""
     return JobContext(time_budget_s=job.time_budget_s, started=started,
                       checkpoint_dir=None if checkpoint_dir is None else Path(checkpoint_dir),
-                      cpus=job.resources.get("num_cpus"), gpus=job.resources.get("num_gpus"))
+                      cpus=job.resources.get("num_cpus"), gpus=job.resources.get("num_gpus"),
+                      predict_rows=predict_rows)
 
 
 def _fit(estimator, job: Job, X, y, split, context: JobContext):
@@ -89,7 +91,8 @@ def execute(job: Job, factory, meta, X, y, split, checkpoint_dir=None, started: 
         with memory:
             estimator = factory(meta, job.seed, **job.params)
             t0 = time.perf_counter()
-            _fit(estimator, job, X, y, split, fit_context(job, checkpoint_dir, started))
+            _fit(estimator, job, X, y, split,
+                 fit_context(job, checkpoint_dir, started, predict_rows=len(split.test) + len(split.val)))
             earlier = optional(estimator, "resumed_fit_seconds_")  # of a fit resumed from a checkpoint
             record["fit_seconds"] = time.perf_counter() - t0 + earlier
             if earlier:

@@ -31,6 +31,13 @@ import torch
 #: gives the test metric a shorter run would have reached (a budget curve). Those below ``steps`` are used.
 BUDGET_LADDER = (100, 300, 1000, 2000, 5000, 10000, 20000, 50000, 100000, 200000, 500000, 1000000)
 
+
+
+def step_budgets(params) -> tuple:
+    """The step budgets a run keeps its best-so-far weights at: the ``budgets`` param, else BUDGET_LADDER."""
+    return BUDGET_LADDER if params["budgets"] is None else tuple(params["budgets"])
+
+
 CHECKPOINT_FILE = "npt-checkpoint.pt"
 
 

@@ -20,6 +20,8 @@ No torch here: the check runs before any job, in the process that plans the run.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import Callable, Optional, Union
 
 from tabbench.estimator import TRAINING_SHARE
 
@@ -101,6 +103,14 @@ def estimate_cpu_seconds(meta, sizes, params) -> dict:
             "steps": steps, "d": d}
 
 
+def pass_seconds_at(est: dict, params, rows: int) -> float:
+    """The cost model's seconds of one training pass over ``rows`` rows for the fit ``est`` describes (what
+    ``estimate_cpu_seconds`` returned for ``params``), whose batches have ``est["rows"]`` rows."""
+    width, abd = est["d"] * params["e"], (params["n_layers"] + 1) // 2
+    return est["pass_s"] * (pass_flops(est["n_params"], rows, width, abd)
+                            / pass_flops(est["n_params"], est["rows"], width, abd))
+
+
 #: ``steps: "auto"``: the steps whose estimated CPU time (``estimate_cpu_seconds``) fills the training share of
 #: the job's time budget that every iterative model gets (tabbench.estimator.TRAINING_SHARE); the rest is left
 #: for prediction and the budget curve's scoring. A fit scales the estimate by one timed pass on its machine
@@ -127,6 +137,61 @@ def auto_steps(meta, sizes, params, budget_s: float, slowdown: float = 1.0, avai
     return steps
 
 
+@dataclass(frozen=True)
+class Rung:
+    """One size of ``size: "budget"``'s ladder: the params it sets (the rest stay as the method gives them)."""
+
+    name: str
+    e: int
+    n_layers: int
+    n_heads: int
+    batch_size: Union[int, str]  # rows per step, as the ``batch_size`` param ("auto": whole tables up to 2,048)
+
+    @property
+    def params(self) -> dict:
+        return {"e": self.e, "n_layers": self.n_layers, "n_heads": self.n_heads, "batch_size": self.batch_size}
+
+
+#: ``size: "budget"``: the sizes NPT chooses among for a job's time budget, cheapest step first (each rung's step
+#: costs about 4 to 8 times the one before on a table of ~20 columns: parameters grow with (e x columns)^2 and the
+#: layers). The largest is the paper's base configuration (breadth's ``npt``); the smallest also takes row batches
+#: of about 512, for tables too wide or long for thousands of steps otherwise. suites/npt-budget-meta.yaml runs
+#: every rung on the meta-training tables; docs/npt.md says how the rule was chosen.
+LADDER = (
+    Rung("e8-l2-b512", e=8, n_layers=2, n_heads=2, batch_size=512),
+    Rung("e8-l2", e=8, n_layers=2, n_heads=2, batch_size="auto"),
+    Rung("e16-l4", e=16, n_layers=4, n_heads=4, batch_size="auto"),
+    Rung("e32-l4", e=32, n_layers=4, n_heads=8, batch_size="auto"),
+    Rung("e32-l8", e=32, n_layers=8, n_heads=8, batch_size="auto"),
+)
+
+#: ``size: "budget"``'s one free number: a rung qualifies when it can train at least this many steps in the job's
+#: budget, and the largest that qualifies is taken. Chosen by benchmarks/npt_budget_rule.py from the VALIDATION
+#: metrics of suites/npt-budget-meta.yaml's records (tests/test_npt_budget_rule.py re-derives it from them).
+MIN_STEPS = 300
+
+
+def choose_rung(steps_of: Callable[[Rung], Optional[int]]) -> tuple[Rung, dict]:
+    """The rule of ``size: "budget"``: the largest rung of LADDER whose ``steps_of(rung)`` (the steps it can train
+    in the job's budget; None: out of reach, not counted) reaches MIN_STEPS, else the smallest. Rungs are asked
+    from the largest down and no further than the one taken. Returns it and what each rung asked answered."""
+    tried = {}
+    for rung in reversed(LADDER):
+        tried[rung.name] = steps_of(rung)
+        if (tried[rung.name] or 0) >= MIN_STEPS:
+            return rung, tried
+    return LADDER[0], tried
+
+
+def budget_sized(meta, sizes, params, budget_s: float) -> dict:
+    """``params`` with ``size: "budget"`` resolved at the reference CPU's speed (``tabbench plan`` and the pre-run
+    check; a fit times the rungs on its own machine instead: ``NPT.fit``); other params unchanged."""
+    if params.get("size") != "budget":
+        return params
+    rung, _ = choose_rung(lambda r: auto_steps(meta, sizes, {**params, **r.params}, budget_s))
+    return {**params, **rung.params}
+
+
 #: ``tabbench plan --gpus``: the rate a GPU runs NPT's operations at and a fixed cost per pass (kernel launches,
 #: the step's small operations), fitted to the training steps measured on an H100 (bf16, fused attention,
 #: benchmarks/README.md): Boston e 128 31 ms (0.53 TFLOP), Breast Cancer e 32 43 ms (0.19 TFLOP), the Higgs
@@ -140,6 +205,7 @@ def estimate_seconds(meta, sizes, params, budget_s=None) -> float:
     of one core by ``estimate_cpu_seconds``; on a GPU (``device: cuda``) the same operations at GPU_FLOPS plus
     GPU_PASS_OVERHEAD_S a pass (an H100's rates: see there). ``steps: "auto"`` is resolved from ``budget_s``."""
     if params["steps"] == "auto":
+        params = budget_sized(meta, sizes, params, budget_s) if budget_s else params
         params = {**params, "steps": auto_steps(meta, sizes, params, budget_s) if budget_s else 0}
     est = estimate_cpu_seconds(meta, sizes, params)
     if params["device"] != "cuda":
@@ -167,6 +233,7 @@ def check_cost(meta, sizes, params, budget_s=None) -> str | None:
         if not budget_s:
             return ('npt: steps "auto" takes its step count from the suite\'s budget.time_s, and this suite sets '
                     "none: set budget.time_s, or give steps a number")
+        params = budget_sized(meta, sizes, params, budget_s)
         steps = auto_steps(meta, sizes, params, budget_s)
         if steps < 1:
             return (f'npt: steps "auto": not one training step fits in {AUTO_BUDGET_SHARE:.0%} of the suite\'s '

