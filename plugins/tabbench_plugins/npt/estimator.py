@@ -25,9 +25,11 @@ from tabbench_plugins.torch_training import Device, deterministic_algorithms, na
 
 from tabbench_plugins.npt.cost import auto_steps, check_cost, estimate_cpu_seconds, estimate_seconds, pass_seconds_at
 
-#: ``steps: "auto"`` times one training pass over at most this many rows of a batch (scaled by the cost model to a
-#: whole batch): a whole batch of a large model takes tens of seconds on a busy core, out of the same budget.
-TIMED_ROWS = 512
+#: ``steps: "auto"`` times one training pass over PROBE_ROWS rows, then over a whole batch, or else TIMED_ROWS rows,
+#: where the probe says two such passes cost at most TIMING_SHARE of the time left (each timing scaled by the cost
+#: model to a whole batch): a whole batch of a large model takes tens of seconds on a busy core, out of the same
+#: budget.
+PROBE_ROWS, TIMED_ROWS, TIMING_SHARE = 64, 512, 0.1
 
 #: Below this size the fused optimiser's one-off compilation costs more than it saves. CPU only: on a GPU
 #: one compiled call per parameter is bound by its dispatch (measured on an H100, Boston e 128: 165 ms a
@@ -37,11 +39,14 @@ FUSED_MIN_PARAMS = 5_000_000
 LR_SCHEDULES = ("flat_anneal", "cosine_cyclic")
 
 
-def fused_optimizer(setting, device_type: str, n_params: int) -> bool:
+def fused_optimizer(setting, device_type: str, n_params: int, budgeted: bool = False) -> bool:
     """Whether LAMB runs as one compiled kernel per parameter: ``setting`` true or false as given; "auto":
-    on the CPU for models of FUSED_MIN_PARAMS parameters or more, on CUDA never (see FUSED_MIN_PARAMS)."""
+    on the CPU for models of FUSED_MIN_PARAMS parameters or more, on CUDA never (see FUSED_MIN_PARAMS), and
+    never in a job with a time budget (``budgeted``): importing and compiling torch's compiler took 20 to 30 s
+    of a busy core before the first step (a 51M-parameter model on Breast Cancer), out of the same budget, and
+    for a model whose step takes seconds the update it speeds up is a small part of the step."""
     if setting == "auto":
-        return device_type == "cpu" and n_params >= FUSED_MIN_PARAMS
+        return device_type == "cpu" and n_params >= FUSED_MIN_PARAMS and not budgeted
     return bool(setting)
 
 
@@ -137,7 +142,8 @@ class NPT(Estimator):
             run_only=True)
         fused_optimizer: Literal["auto", True, False] = param(
             "auto", "one compiled LAMB kernel per parameter; auto: on the CPU for models of FUSED_MIN_PARAMS "
-            "parameters or more, on CUDA never")
+            "parameters or more, in jobs without a time budget (its compilation comes out of the budget), on CUDA "
+            "never")
         deterministic: bool = param(
             True, "on CUDA, torch's deterministic algorithms while fitting, so that a seed repeats a fit bit for "
             "bit there as on the CPU (benchmarks/README.md: its cost)", run_only=True, added_as=True)
@@ -298,9 +304,21 @@ class NPT(Estimator):
         sizes = SplitSizes(self.table_.n_labelled, self.table_.n_val, n_unlabelled)
         model = estimate_cpu_seconds(self.meta, sizes, {**self.fit_params_, "steps": 0})
         cpus = max(1.0, float(self._param("cpus")))
-        timed = min(model["rows"], TIMED_ROWS)  # a pass over a whole batch can cost the budget on a busy core
-        self.slowdown_ = training.measured_slowdown(self.table_, self.model_, torch, timed,
-                                                    pass_seconds_at(model, self.fit_params_, timed) / cpus)
+        def slowdown(rows):  # one timed pass over ``rows`` rows, against the cost model's seconds for it
+            return training.measured_slowdown(self.table_, self.model_, torch, rows,
+                                              pass_seconds_at(model, self.fit_params_, rows) / cpus)
+
+        # a few rows first: on a busy core a pass over a whole batch of a large model can cost the budget; then
+        # the most rows (a whole batch, else TIMED_ROWS) whose two passes the probe says cost at most TIMING_SHARE
+        # of the time left: a small model's pass is overhead-bound, and the probe's factor overstates its batch's
+        probe = min(model["rows"], PROBE_ROWS)
+        self.slowdown_ = slowdown(probe)
+        left = self.clock_.remaining()
+        for rows in (model["rows"], min(model["rows"], TIMED_ROWS)):
+            if rows > probe and (left is None or 2 * self.slowdown_ * pass_seconds_at(model, self.fit_params_, rows)
+                                 / cpus < TIMING_SHARE * left):
+                self.slowdown_ = slowdown(rows)
+                break
         steps = auto_steps(self.meta, sizes, self.fit_params_, budget, self.slowdown_, self.clock_.remaining())
         if self.predict_rows_:  # keep time for predicting after training, then fit the steps in what is left
             timed_pass_s = self.slowdown_ * model["pass_s"] / cpus  # forward and backward over a batch, here, now
@@ -325,7 +343,8 @@ class NPT(Estimator):
             residual=P("residual"), attention=P("attention"), checkpointing=P("checkpointing"),
             n_patches=table.n_patches, patch_dim=table.patch_dim)
         self.model_ = Model(cfg).to(self.device_)
-        fused = fused_optimizer(P("fused_optimizer"), self.device_.type, self.model_.n_params())
+        fused = fused_optimizer(P("fused_optimizer"), self.device_.type, self.model_.n_params(),
+                                budgeted=self.clock_.end is not None)
         value_clip = P("clip") if P("clip") and P("clip_mode") == "value" else None
         self.opt_ = Lookahead(Lamb(list(self.model_.parameters()), lr=P("lr"), betas=(0.9, 0.999), eps=1e-6,
                                    weight_decay=P("weight_decay"), grad_clamp=value_clip, fused=fused),
