@@ -50,7 +50,7 @@ import tabbench
 from tabbench.params import Params, param
 from tabbench.spec import ModelSpec
 from tabbench_plugins.torch_training import Device, cuda_available, gpus_for, resolve_device
-from tabbench_plugins.pytabkit_wrapper import PytabkitEstimator
+from tabbench_plugins.pytabkit_wrapper import PytabkitEstimator, trainer_callbacks
 
 # skorch and faiss: imported inside pytabkit's TabR (its test-set Dataset class, its neighbour search)
 REQUIRES = ("pytabkit", "faiss", "skorch")
@@ -100,39 +100,71 @@ class TabR(PytabkitEstimator):
             raise ValueError(problem)
         return device
 
+    trainer_module = "pytabkit.models.alg_interfaces.tabr_interface"
+
     @contextlib.contextmanager
     def time_limit(self, clock):
         """pytabkit builds TabR's Lightning Trainer inside its fit, with no time limit, and ignores
-        ``time_to_fit_in_seconds``. For the fit, the ``pl`` its module uses is a view of Lightning whose Trainer
-        gets one more callback: after each epoch (validated and checkpointed by then), our clock
-        (tabbench/estimator.py, ``TrainingClock``) says whether one more as long as the longest fits before the
-        deadline; if not, training stops, and pytabkit loads the best validation checkpoint as always."""
+        ``time_to_fit_in_seconds``. For the fit, its Trainer gets one more callback (``trainer_callbacks``): after
+        each epoch (validated and checkpointed by then), our clock (tabbench/estimator.py, ``TrainingClock``) says
+        whether one more as long as the longest fits before the deadline; if not, training stops, and pytabkit
+        loads the best validation checkpoint as always."""
         self.clock_stopped_ = False
         if clock.deadline is None:
             yield {}
             return
         from pytabkit.models.alg_interfaces import tabr_interface
 
-        lightning, estimator = tabr_interface.pl, self
+        estimator = self
 
-        class StopOnClock(lightning.Callback):
+        class StopOnClock(tabr_interface.pl.Callback):
             def on_train_epoch_end(self, trainer, pl_module):
                 if clock.out_of_time():
                     trainer.should_stop = estimator.clock_stopped_ = True
 
-        class Trainer(lightning.Trainer):
-            def __init__(self, *args, callbacks=(), **kwargs):
-                super().__init__(*args, callbacks=[*callbacks, StopOnClock()], **kwargs)
-
-        class LightningWithClock:
-            def __getattr__(self, name):
-                return Trainer if name == "Trainer" else getattr(lightning, name)
-
-        tabr_interface.pl = LightningWithClock()
-        try:
+        with trainer_callbacks(self.trainer_module, [StopOnClock()]):
             yield {}
-        finally:
-            tabr_interface.pl = lightning
+
+    def point_callback(self, points):
+        """After each epoch, before Lightning's ``ModelCheckpoint`` (Lightning runs checkpoint callbacks last)
+        weighs it: the points passed during the epoch get the best checkpoint so far, read from its file (the
+        weights pytabkit would load had training stopped before this epoch), and when the checkpoint changes,
+        the epoch before this one became the best: its validation's time is the state's."""
+        import torch
+        from pytabkit.models.alg_interfaces import tabr_interface
+
+        class KeepAtPoints(tabr_interface.pl.Callback):
+            path, best_s, previous_s = "", None, None
+
+            def _checkpoint(self, trainer):
+                (checkpoint,) = [c for c in trainer.callbacks if isinstance(c, tabr_interface.ModelCheckpoint)]
+                assert trainer.callbacks.index(checkpoint) > trainer.callbacks.index(self), (
+                    "tabr: the budget points must see the checkpoint before it weighs the epoch")
+                return checkpoint
+
+            def _keep(self, checkpoint):
+                if checkpoint.best_model_path != self.path:  # the last epoch weighed became the best
+                    self.path, self.best_s = checkpoint.best_model_path, self.previous_s
+                if points.due:
+                    weights = torch.load(self.path, map_location="cpu", weights_only=False)["state_dict"] \
+                        if self.path else None
+                    points.keep(self.best_s if self.path else None, weights)
+
+            def on_train_epoch_end(self, trainer, pl_module):
+                self._keep(self._checkpoint(trainer))
+                self.previous_s = points.elapsed()
+
+            def on_train_end(self, trainer, pl_module):  # the last epoch weighed too: the final selection
+                self._keep(self._checkpoint(trainer))
+
+        return KeepAtPoints()
+
+    def current_state(self):
+        return {name: value.detach().to("cpu", copy=True) for name, value in self._interface().model.state_dict().items()}
+
+    def restore_state(self, state) -> None:
+        """The weights (a checkpoint's ``state_dict``) in the Lightning module, as ``load_from_checkpoint`` does."""
+        self._interface().model.load_state_dict(state)
 
     def stopped_by_time(self) -> bool:
         return self.clock_stopped_
