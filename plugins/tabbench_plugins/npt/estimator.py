@@ -6,6 +6,11 @@ forward pass over it as context), builds the model and the optimiser, trains
 table for the model's outputs. What NPT is and how it trains is written down in docs/npt.md; the choices
 where the authors' code and the paper differ are params, listed there and in ``NPT.Params`` below.
 
+Budget points (``JobContext.budget_points_s``; tabbench/estimator.py, ``Estimator.time_points_``): the loop keeps a
+host copy of the best validation weights at each point passed (``training.train``, ``checkpoints.Run``), beside
+the step budgets' snapshots; ``at_time`` predicts with them. Cost: one host copy of the weights per point (and
+one more around a validation a point may fall inside), one host sync each; no time otherwise.
+
 torch is imported only when ``fit`` runs (table.py, training.py and the model are imported there):
 ``tabbench models`` stays fast.
 """
@@ -194,9 +199,12 @@ class NPT(Estimator):
             self._build_model_and_optimiser(torch)
             self.steps_ = self._resolve_steps(len(X_unlabelled) if X_unlabelled is not None else 0, torch,
                                               context.time_budget_s)
+            points = context.time_points()
             trained = training.train(self.table_, self.model_, self.opt_, self.params, torch, steps=self.steps_,
                                      seed=self.seed, clock=self.clock_, identity=self.job_identity(),
-                                     checkpoint_dir=context.checkpoint_dir)
+                                     checkpoint_dir=context.checkpoint_dir, points=points)
+        self.time_points_ = points.state_times()
+        self.point_weights_ = {point: weights for point, (_, weights) in points.kept.items()}
         self.run_ = trained.run
         self.resumed_fit_seconds_ = self.run_.earlier_seconds
         self._fill_info(trained, torch, context.time_budget_s)
@@ -293,18 +301,27 @@ class NPT(Estimator):
     def at_budget(self, budget: int) -> "NPT":
         """This estimator with the weights a run of ``budget`` steps would have used (best
         validation loss up to that step), for scoring the budget curve. Shares everything else."""
+        best_step, weights = self.run_.snapshots[budget]
+        return self._with_weights(weights, {"steps": budget, "best_step": best_step})
+
+    def _with_weights(self, weights, info: dict) -> "NPT":
+        """A copy of this estimator whose model holds ``weights`` (host tensors, in parameter order)."""
         import copy
 
         import torch
 
-        best_step, weights = self.run_.snapshots[budget]
         other = copy.copy(self)
         other.model_ = copy.deepcopy(self.model_)
         with torch.no_grad():
             for p, w in zip(other.model_.parameters(), weights):
                 p.copy_(w)
-        other.info_ = {"steps": budget, "best_step": best_step}
+        other.info_ = info
         return other
+
+    def at_time(self, point_s: float) -> "NPT":
+        """This estimator with the best validation weights it had at budget point ``point_s`` (seconds of the
+        job's elapsed time; ``time_points_``), for scoring the budget points. Shares everything else."""
+        return self._with_weights(self.point_weights_[point_s], {"state_s": self.time_points_[point_s]})
 
     # --- predict ------------------------------------------------------------------------------------
 
