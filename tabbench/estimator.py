@@ -133,6 +133,8 @@ class JobContext:
     already limited to ``cpus`` in the job's process), or None outside a job.
     ``budget_points_s``: the suite's ``budget.points_s`` (ascending seconds from ``started``), at which a model
     that can keeps its validation-selected state (``time_points()``, ``Estimator.time_points_``); () none.
+    ``predict_rows``: the rows the job predicts after ``fit`` (its test and validation rows), for a model that
+    keeps time for predicting them before ``started + time_budget_s`` (TabR); None outside a job.
     """
 
     time_budget_s: float | None = None
@@ -141,6 +143,7 @@ class JobContext:
     cpus: float | None = None
     gpus: float | None = None
     budget_points_s: tuple = ()
+    predict_rows: int | None = None
 
     def time_points(self) -> TimePoints:
         """This fit's budget points, counted from the job's start (none without ``budget_points_s``)."""

@@ -152,8 +152,8 @@ class PytabkitEstimator(Estimator):
             self.model_ = getattr(sklearn_interfaces, name)(
                 device=self.device_, random_state=self.seed, n_threads=p["n_jobs"], verbosity=0,
                 tmp_folder=tmp, **self.library_params())
-            with torch_threads(p["n_jobs"]), torch_seeded(self.seed, self.device_), self.time_limit(clock) as limit, \
-                    recorder:
+            with torch_threads(p["n_jobs"]), torch_seeded(self.seed, self.device_), \
+                    self.time_limit(clock, context) as limit, recorder:
                 self.model_.fit(self._frame(X), target, X_val=self._frame(X_v), y_val=y_v, **limit)
         self.info_ = {"device": self.device_, "library": f"pytabkit.{name}"}
         if keeping or not points.points:
@@ -164,9 +164,10 @@ class PytabkitEstimator(Estimator):
         return self
 
     @contextlib.contextmanager
-    def time_limit(self, clock):
+    def time_limit(self, clock, context: JobContext):
         """Around pytabkit's fit: yields the keyword arguments that limit its time. A ``time_limited`` model gets
-        ``time_to_fit_in_seconds``, what is left of the training share (a subclass may limit it otherwise)."""
+        ``time_to_fit_in_seconds``, what is left of the training share (a subclass may limit it otherwise, from
+        the job's ``context``)."""
         yield {"time_to_fit_in_seconds": clock.remaining()} if self.time_limited and clock.deadline is not None else {}
 
     def stopped_by_time(self) -> bool:

@@ -57,6 +57,86 @@ REQUIRES = ("pytabkit", "faiss", "skorch")
 INSTALL_HINT = "pip install 'tabbench-harness[modern]'"
 
 
+#: Predicting is timed by the validation passes (the same forward pass over the training rows as candidates, per
+#: row predicted): the margin kept for it is this many times their rate, for a machine busier when it predicts
+PREDICT_MARGIN = 2.0
+#: and at least this many seconds (loading the best checkpoint, building the predict loop)
+PREDICT_MARGIN_MIN_S = 1.0
+
+
+def budget_stop(estimator, clock, context):
+    """A Lightning callback ending TabR's training on the job's clock, so that the job ends by itself with its best
+    checkpoint and its predictions before the harness kills it, also where the machine turns busy mid-run:
+
+    * after each epoch (validated and checkpointed by then): stop when one more epoch as long as the longest
+      (``TrainingClock.out_of_time``) would pass the training deadline, or the prediction margin's start;
+    * after each batch: stop, the epoch unfinished, when one more batch as long as the longest so far and the
+      validation pass that a stop brings (Lightning validates the part of the epoch run, and its checkpoint may
+      keep it) would pass either: an epoch slower than those before (a busy machine), or a first epoch longer
+      than the whole budget, no longer runs past the deadline;
+    * the prediction margin: the job's test and validation rows (``context.predict_rows``) at the rate the last
+      validation pass (Lightning's sanity check the first) predicted its rows, ``PREDICT_MARGIN`` times and at
+      least ``PREDICT_MARGIN_MIN_S``, kept before the job's end (``context.started + context.time_budget_s``).
+
+    ``estimator.clock_stopped_`` records that the clock, not early stopping or the epoch cap, ended training."""
+    import time
+
+    from pytabkit.models.alg_interfaces import tabr_interface
+
+    end = None
+    if context.time_budget_s is not None:
+        end = (context.started if context.started is not None else time.monotonic()) + context.time_budget_s
+
+    class BudgetStop(tabr_interface.pl.Callback):
+        longest_batch, batch_start, validation_start, validation_s, row_s = 0.0, None, None, 0.0, None
+
+        def stop_at(self) -> float:
+            """The moment training must be over by: the training deadline, or the prediction margin's start."""
+            if end is None or not context.predict_rows or self.row_s is None:
+                return clock.deadline
+            margin = max(PREDICT_MARGIN * self.row_s * context.predict_rows, PREDICT_MARGIN_MIN_S)
+            return min(clock.deadline, end - margin)
+
+        def _stop(self, trainer):
+            trainer.should_stop = estimator.clock_stopped_ = True
+
+        def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+            self.batch_start = time.monotonic()
+
+        def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+            now = time.monotonic()
+            self.longest_batch = max(self.longest_batch, now - self.batch_start)
+            if not trainer.should_stop and now + self.longest_batch + self.validation_s > self.stop_at():
+                self._stop(trainer)
+
+        def on_validation_start(self, trainer, pl_module):
+            self.validation_start = time.monotonic()
+
+        def on_validation_end(self, trainer, pl_module):
+            self.validation_s = time.monotonic() - self.validation_start
+            rows = sum(len(loader.dataset) for loader in _loaders(trainer.val_dataloaders))
+            if trainer.sanity_checking:  # a few batches of the validation rows, not all of them
+                done, of = sum(_counts(trainer.num_sanity_val_batches)), sum(_counts(trainer.num_val_batches))
+                rows = rows * min(done, of) / of if of else 0
+            if rows:
+                self.row_s = self.validation_s / rows
+
+        def on_train_epoch_end(self, trainer, pl_module):
+            if not trainer.should_stop and (clock.out_of_time() or time.monotonic() + clock.longest > self.stop_at()):
+                self._stop(trainer)
+
+    return BudgetStop()
+
+
+def _counts(value) -> list:
+    """Lightning's batch counts per validation loader, as a list (a number or a list, depending on the version)."""
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def _loaders(loaders) -> list:
+    return [] if loaders is None else list(loaders) if isinstance(loaders, (list, tuple)) else [loaders]
+
+
 def faiss_gpu_problem() -> str | None:
     """Why TabR cannot run on a GPU here, or None: pytabkit's TabR on CUDA searches the neighbours with faiss's
     GPU index, which the faiss-cpu build (the modern extra's) lacks."""
@@ -103,26 +183,15 @@ class TabR(PytabkitEstimator):
     trainer_module = "pytabkit.models.alg_interfaces.tabr_interface"
 
     @contextlib.contextmanager
-    def time_limit(self, clock):
+    def time_limit(self, clock, context):
         """pytabkit builds TabR's Lightning Trainer inside its fit, with no time limit, and ignores
-        ``time_to_fit_in_seconds``. For the fit, its Trainer gets one more callback (``trainer_callbacks``): after
-        each epoch (validated and checkpointed by then), our clock (tabbench/estimator.py, ``TrainingClock``) says
-        whether one more as long as the longest fits before the deadline; if not, training stops, and pytabkit
-        loads the best validation checkpoint as always."""
+        ``time_to_fit_in_seconds``: for the fit, its Trainer gets our ``BudgetStop`` callback
+        (``trainer_callbacks``); pytabkit then loads the best validation checkpoint as always."""
         self.clock_stopped_ = False
         if clock.deadline is None:
             yield {}
             return
-        from pytabkit.models.alg_interfaces import tabr_interface
-
-        estimator = self
-
-        class StopOnClock(tabr_interface.pl.Callback):
-            def on_train_epoch_end(self, trainer, pl_module):
-                if clock.out_of_time():
-                    trainer.should_stop = estimator.clock_stopped_ = True
-
-        with trainer_callbacks(self.trainer_module, [StopOnClock()]):
+        with trainer_callbacks(self.trainer_module, [budget_stop(self, clock, context)]):
             yield {}
 
     def point_callback(self, points):

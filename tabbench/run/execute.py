@@ -47,13 +47,15 @@ def _status_of(exc: BaseException) -> str:
     return ERROR
 
 
-def fit_context(job: Job, checkpoint_dir=None, started: float | None = None) -> JobContext:
-    """What ``fit`` is told about the job: its time budget counted from ``started``, its checkpoint folder and
-    the resources the scheduler reserved for it."""
+def fit_context(job: Job, checkpoint_dir=None, started: float | None = None, split=None) -> JobContext:
+    """What ``fit`` is told about the job: its time budget counted from ``started``, its checkpoint folder,
+    the resources the scheduler reserved for it, its budget points, and (given its ``split``) the rows it
+    predicts after fit."""
     return JobContext(time_budget_s=job.time_budget_s, started=started,
                       checkpoint_dir=None if checkpoint_dir is None else Path(checkpoint_dir),
                       cpus=job.resources.get("num_cpus"), gpus=job.resources.get("num_gpus"),
-                      budget_points_s=tuple(job.budget_points_s))
+                      budget_points_s=tuple(job.budget_points_s),
+                      predict_rows=None if split is None else len(split.test) + len(split.val))
 
 
 def _fit(estimator, job: Job, X, y, split, context: JobContext):
@@ -128,7 +130,7 @@ def execute(job: Job, factory, meta, X, y, split, checkpoint_dir=None, started: 
         with memory:
             estimator = factory(meta, job.seed, **job.params)
             t0 = time.perf_counter()
-            _fit(estimator, job, X, y, split, fit_context(job, checkpoint_dir, started))
+            _fit(estimator, job, X, y, split, fit_context(job, checkpoint_dir, started, split))
             fit_end_s = time.monotonic() - started  # on the budget's clock: where budget points after it are final
             earlier = optional(estimator, "resumed_fit_seconds_")  # of a fit resumed from a checkpoint
             record["fit_seconds"] = time.perf_counter() - t0 + earlier
