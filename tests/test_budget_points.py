@@ -188,3 +188,24 @@ def test_the_suite_declares_points_ascending_within_the_budget():
         parse_suite({**BASE, "budget": {"points_s": [60, 30]}}, "s.yaml")
     with pytest.raises(SuiteError, match=r"budget\.points_s: budget point 500 s lies past the job's budget"):
         parse_suite({**BASE, "budget": {"time_s": 450, "points_s": [30, 500]}}, "s.yaml")
+
+
+def test_points_whose_scoring_could_pass_the_jobs_budget_are_left_unscored():
+    """Scoring a kept state predicts the test and validation rows again: where that could pass the job's time
+    budget (here the job is 0.1 s from its end and a scoring costs about 1 s), the point is left unscored rather
+    than the job killed with nothing; points after the fit still carry the final metrics, which cost nothing."""
+    from tabbench.run.execute import _budget_points
+
+    model = fit("xgboost", POINTS)
+    kept = [p for p, s in model.time_points_.items() if s is not None]
+    assert kept
+    the_job, spec, dataset, split = job("xgboost", (kept[0], 500.0), budget_s=600)
+    final = {"val": {"log_loss": 0.1}, "test": {"auroc": 0.9}}
+    got = _budget_points(model, the_job, dataset.meta, dataset.X, dataset.y, split, final, fit_end_s=400.0,
+                         started=time.monotonic() - 599.9, point_cost_s=1.0)
+    assert got[0] == {"at_s": kept[0], "state_s": model.time_points_[kept[0]], "finished": False, "val": None,
+                      "test": None, "unscored": "the job's time budget"}
+    assert got[1] == {"at_s": 500.0, "state_s": 400.0, "finished": True, **final}
+    scored = _budget_points(model, the_job, dataset.meta, dataset.X, dataset.y, split, final, fit_end_s=400.0,
+                            started=time.monotonic(), point_cost_s=1.0)
+    assert scored[0]["test"] is not None and "unscored" not in scored[0]
