@@ -8,7 +8,8 @@ takes them from there. ``__init__`` checks the values against that class and sto
 Classifiers implement ``predict_proba``; ``predict`` is its argmax. Regressors implement
 ``predict_values`` (values in the target's original units). ``Estimator`` documents the whole contract:
 ``fit`` and the predictions every model has, then the optional capabilities (budget curves, states at budget
-points, predicting from other rows, resumable fits, ``info_``), each with the default a model that does not provide it has.
+points, predicting from other rows, resumable fits, ``info_``), each with the default a model that does not
+provide it has.
 
 A model that trains iteratively asks ``context.training_clock()`` at the start of ``fit`` for a
 ``TrainingClock`` and stops before the job's time budget runs out (see ``TrainingClock``). One that keeps its

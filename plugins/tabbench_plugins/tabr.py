@@ -28,6 +28,17 @@ the candidates from there and encodes them anew (no cached keys); in eval mode t
 from them. The context rows go through the same fitted steps, and each row's block replaces that dataset
 for the one predict call (restored afterwards).
 
+Time budget: a Lightning callback in pytabkit's trainer (``budget_stop``) ends training on the job's clock after
+each epoch and each batch, and keeps time for predicting the job's test and validation rows at the rate its
+validation passes ran, so that the job ends by itself, its best checkpoint loaded, also on a machine that turns
+busy mid-run (tests/test_time_budget.py runs it beside a busy loop on its core).
+
+Budget points (plugins/pytabkit_wrapper.py): a second callback, run before Lightning's ``ModelCheckpoint`` (which
+Lightning runs last), gives each point passed during an epoch the best checkpoint so far, read from its file
+(model weights only, on the CPU: one copy per point); the state's time is the end of that best epoch's validation.
+A point's predictions swap its weights into the fitted module and the final ones back. Cost: one file read per
+point passed, no time otherwise.
+
 Search space: the TabR paper's space for TabR-S (its appendix, "hyperparameter tuning" table; in
 pytabkit ``RandomParamsTabRAlgInterface``, ``hpo_space_name='tabr'``,
 pytabkit/models/alg_interfaces/tabr_interface.py), its continuous ranges on grids and without its
@@ -229,7 +240,8 @@ class TabR(PytabkitEstimator):
         return KeepAtPoints()
 
     def current_state(self):
-        return {name: value.detach().to("cpu", copy=True) for name, value in self._interface().model.state_dict().items()}
+        weights = self._interface().model.state_dict()
+        return {name: value.detach().to("cpu", copy=True) for name, value in weights.items()}
 
     def restore_state(self, state) -> None:
         """The weights (a checkpoint's ``state_dict``) in the Lightning module, as ``load_from_checkpoint`` does."""

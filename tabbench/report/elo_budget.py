@@ -28,7 +28,8 @@ from tabbench.metrics import PRIMARY
 
 
 def has_points(selected: pd.DataFrame) -> bool:
-    return "budget_points" in selected and selected["budget_points"].map(lambda p: isinstance(p, list) and bool(p)).any()
+    return "budget_points" in selected and selected["budget_points"].map(
+        lambda p: isinstance(p, list) and bool(p)).any()
 
 
 def budget_points(selected: pd.DataFrame) -> list[float]:
@@ -156,7 +157,8 @@ def figure(result: EloAgainstBudget, show: dict):
         below = y - low.loc[method].to_numpy(dtype=float)
         above = high.loc[method].to_numpy(dtype=float) - y
         ax.errorbar(x, y, yerr=np.nan_to_num(np.vstack([below, above])), marker="o", ms=3, capsize=2, lw=1.2,
-                    ls=styles[(i // len(cycle)) % len(styles)], color=cycle[i % len(cycle)], label=show.get(method, method))
+                    ls=styles[(i // len(cycle)) % len(styles)], color=cycle[i % len(cycle)],
+                    label=show.get(method, method))
     ax.set_xscale("log")
     ax.set_xticks(result.points)
     ax.set_xticklabels([f"{p:g}" for p in result.points])
