@@ -72,8 +72,8 @@ class TimePoints:
     """The job's budget points (``JobContext.budget_points_s``: seconds of elapsed time, counted from the job's
     start, ``started``, the clock the time budget counts on) as a training loop keeps states for them.
 
-    A loop that validates after each epoch (or tree) calls ``keep(state_s, state)`` there, before the epoch it
-    just validated can become the best: ``state`` is the state validation had selected until then (the best
+    A loop that validates after each epoch (or tree) calls ``keep(state_s, state, now)`` there, before the epoch
+    it just validated can become the best (dated ``now`` too, the one ``elapsed()`` reading of that moment): ``state`` is the state validation had selected until then (the best
     epoch's weights, None before any) and ``state_s`` the elapsed time at which it was validated. Every point
     passed since the last call gets it: the best state among those finished before the point. ``due`` says
     whether a point has passed (so that a loop copies a state only then). At the end of training the loop
@@ -91,19 +91,26 @@ class TimePoints:
         """Seconds since the job's start."""
         return time.monotonic() - self.started
 
+    def passed(self, now: float | None = None) -> bool:
+        """Whether a point has passed since the last ``keep`` (by ``now``, an ``elapsed()`` reading; default: now)."""
+        now = self.elapsed() if now is None else now
+        return self._next < len(self.points) and now >= self.points[self._next]
+
     @property
     def due(self) -> bool:
         """Whether a point has passed since the last ``keep``."""
-        return self._next < len(self.points) and self.elapsed() >= self.points[self._next]
+        return self.passed()
 
     def due_within(self, seconds: float) -> bool:
         """Whether the next point not kept yet passes within ``seconds`` from now (a loop that must copy a state
         before a stretch of work the point may fall inside)."""
         return self._next < len(self.points) and self.elapsed() + seconds >= self.points[self._next]
 
-    def keep(self, state_s: float | None, state) -> list:
-        """``state`` (validated at ``state_s``) for every point passed since the last call; returns those points."""
-        now, passed = self.elapsed(), []
+    def keep(self, state_s: float | None, state, now: float | None = None) -> list:
+        """``state`` (validated at ``state_s``) for every point passed since the last call, by ``now`` (an
+        ``elapsed()`` reading: the moment a loop also dates a state it selects after, so that no point falls
+        between the two; default: now); returns those points."""
+        now, passed = self.elapsed() if now is None else now, []
         while self._next < len(self.points) and now >= self.points[self._next]:
             passed.append(self.points[self._next])
             self.kept[self.points[self._next]] = (state_s, state if state_s is not None else None)

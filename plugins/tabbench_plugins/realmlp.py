@@ -66,14 +66,14 @@ class RealMLP(PytabkitEstimator):
 
     def point_callback(self, points):
         """At each validation's end, before pytabkit's module counts the epoch (Lightning calls callbacks' hooks
-        before the module's), the points passed get pytabkit's best checkpoint so far; after it, the epoch's time."""
+        before the module's), the points passed get pytabkit's best checkpoint so far, and the epoch is dated."""
         from pytabkit.models.alg_interfaces import nn_interfaces
 
-        epoch_s = {}  # pytabkit's epoch number (from 1) -> the job's elapsed time its validation ended at
+        epoch_s = {}  # pytabkit's epoch number (from 1) -> the job's elapsed time its validation had ended by
 
         class KeepAtPoints(nn_interfaces.pl.Callback):
-            def _keep(self, module):
-                if not points.due:
+            def _keep(self, module, now):
+                if not points.passed(now):
                     return
                 checkpoint = list(module.ckpt_callbacks.values())[-1]  # the last one restores last: the final
                 name = checkpoint.val_metric_name
@@ -85,16 +85,15 @@ class RealMLP(PytabkitEstimator):
                     assert len(saved.ckpt_params) == 1, "realmlp: budget points expect one training split"
                     state = ([c.detach().to("cpu", copy=True) for c in saved.ckpt_params[0]],
                              [c.detach().to("cpu", copy=True) for c in saved.ckpt_buffers[0]])
-                points.keep(epoch_s.get(epoch) if state else None, state)
+                points.keep(epoch_s.get(epoch) if state else None, state, now)
 
             def on_validation_epoch_end(self, trainer, pl_module):
-                self._keep(pl_module)
-
-            def on_validation_end(self, trainer, pl_module):
-                epoch_s[pl_module.progress.epoch] = points.elapsed()
+                now = points.elapsed()
+                self._keep(pl_module, now)
+                epoch_s[pl_module.progress.epoch + 1] = now  # the epoch the module is about to count
 
             def on_fit_end(self, trainer, pl_module):  # before pytabkit's module drops its checkpoints
-                self._keep(pl_module)
+                self._keep(pl_module, points.elapsed())
 
         return KeepAtPoints()
 

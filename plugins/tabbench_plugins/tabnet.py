@@ -109,17 +109,18 @@ def budget_points(points):
             self.stopping = stopping[0] if stopping else None
             self.best = (None, None)  # (elapsed time it was validated at, weights) after the previous epoch
 
-        def _selected(self, epoch):
+        def _selected(self, epoch, now):
             if self.stopping is None or self.stopping.best_weights is None:
                 return None, None
-            if self.stopping.best_epoch == epoch:  # this epoch is the new best: validated now
-                return points.elapsed(), on_host(self.stopping.best_weights)
+            if self.stopping.best_epoch == epoch:  # this epoch is the new best: validated by now
+                return now, on_host(self.stopping.best_weights)
             return self.best
 
         def on_epoch_end(self, epoch, logs=None):
-            if points.due:
-                points.keep(*self.best)
-            self.best = self._selected(epoch)
+            now = points.elapsed()
+            if points.passed(now):
+                points.keep(*self.best, now)
+            self.best = self._selected(epoch, now)
 
         def on_train_end(self, logs=None):
             points.keep(*self.best)  # the points passed since the last epoch's end: the final selection

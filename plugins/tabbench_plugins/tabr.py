@@ -222,20 +222,21 @@ class TabR(PytabkitEstimator):
                     "tabr: the budget points must see the checkpoint before it weighs the epoch")
                 return checkpoint
 
-            def _keep(self, checkpoint):
+            def _keep(self, checkpoint, now):
                 if checkpoint.best_model_path != self.path:  # the last epoch weighed became the best
                     self.path, self.best_s = checkpoint.best_model_path, self.previous_s
-                if points.due:
+                if points.passed(now):
                     weights = torch.load(self.path, map_location="cpu", weights_only=False)["state_dict"] \
                         if self.path else None
-                    points.keep(self.best_s if self.path else None, weights)
+                    points.keep(self.best_s if self.path else None, weights, now)
 
             def on_train_epoch_end(self, trainer, pl_module):
-                self._keep(self._checkpoint(trainer))
-                self.previous_s = points.elapsed()
+                now = points.elapsed()
+                self._keep(self._checkpoint(trainer), now)
+                self.previous_s = now  # this epoch was validated by then
 
             def on_train_end(self, trainer, pl_module):  # the last epoch weighed too: the final selection
-                self._keep(self._checkpoint(trainer))
+                self._keep(self._checkpoint(trainer), points.elapsed())
 
         return KeepAtPoints()
 

@@ -226,17 +226,22 @@ class EarlyStopping:
                 return
             epoch += 1
 
-    def _keep_points(self) -> None:
-        if self.points is not None and self.points.due:
-            self.points.keep(self.best_s, on_host(self.best_state) if self.best_state is not None else None)
+    def _keep_points(self) -> float | None:
+        """The points passed by now get the best state so far; returns now (None without points)."""
+        if self.points is None:
+            return None
+        now = self.points.elapsed()
+        if self.points.passed(now):
+            self.points.keep(self.best_s, on_host(self.best_state) if self.best_state is not None else None, now)
+        return now
 
     def update(self, loss: float) -> None:
         """The validation loss of the epoch that just ran: its weights are kept when it is the best so far."""
-        self._keep_points()  # the points passed during this epoch: the best before it
+        now = self._keep_points()  # the points passed during this epoch: the best before it
         if loss < self.best_loss:
             self.best_loss, self.best_epoch = loss, self.epoch
             self.best_state = copy.deepcopy(self.network.state_dict())
-            self.best_s = self.points.elapsed() if self.points is not None else None
+            self.best_s = now  # validated by then: a point after it may have this state
 
     def restore(self) -> None:
         """Load the best epoch's weights (none kept, e.g. no validation rows: the last epoch's stay)."""

@@ -211,7 +211,7 @@ def train(table, model, opt, params, torch, *, steps: int, seed: int, clock, ide
         nonlocal validation_s
         # a point this validation may straddle gets the weights from before it: copied only then
         before = None
-        if points is not None and points.due_within(validation_s):
+        if points is not None and points.due_within(2 * validation_s):  # twice the last: a slower one too
             before = run.point_state(table.has_val, validated_s)
         start = time.perf_counter()
         model.eval()
@@ -220,9 +220,10 @@ def train(table, model, opt, params, torch, *, steps: int, seed: int, clock, ide
             validate()
         validation_s = time.perf_counter() - start
         if points is not None:
-            if before is not None and points.due:
-                points.keep(*before)
-            validated_s[run.step] = points.elapsed()
+            now = points.elapsed()  # one reading: a point passed by now gets the weights before this validation
+            if before is not None and points.passed(now):
+                points.keep(*before, now)
+            validated_s[run.step] = now
 
     while run.step < steps:
         step = run.step
