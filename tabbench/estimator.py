@@ -7,11 +7,14 @@ takes them from there. ``__init__`` checks the values against that class and sto
 ``params`` (the defaults updated by the values given, as given).
 Classifiers implement ``predict_proba``; ``predict`` is its argmax. Regressors implement
 ``predict_values`` (values in the target's original units). ``Estimator`` documents the whole contract:
-``fit`` and the predictions every model has, then the optional capabilities (budget curves, predicting from
-other rows, resumable fits, ``info_``), each with the default a model that does not provide it has.
+``fit`` and the predictions every model has, then the optional capabilities (budget curves, states at budget
+points, predicting from other rows, resumable fits, ``info_``), each with the default a model that does not
+provide it has.
 
 A model that trains iteratively asks ``context.training_clock()`` at the start of ``fit`` for a
-``TrainingClock`` and stops before the job's time budget runs out (see ``TrainingClock``).
+``TrainingClock`` and stops before the job's time budget runs out (see ``TrainingClock``). One that keeps its
+validation-selected state at the suite's budget points (``budget.points_s``) asks ``context.time_points()`` for
+``TimePoints`` and offers ``time_points_`` / ``at_time`` (see ``Estimator``).
 """
 
 from __future__ import annotations
@@ -79,6 +82,61 @@ class TrainingClock:
         return self.stopped
 
 
+class TimePoints:
+    """The job's budget points (``JobContext.budget_points_s``: seconds of elapsed time, counted from the job's
+    start, ``started``, the clock the time budget counts on) as a training loop keeps states for them.
+
+    A loop that validates after each epoch (or tree) calls ``keep(state_s, state, now)`` there, before the epoch
+    it just validated can become the best (dated ``now`` too, the one ``elapsed()`` reading of that moment): ``state`` is the state validation had selected until then (the best
+    epoch's weights, None before any) and ``state_s`` the elapsed time at which it was validated. Every point
+    passed since the last call gets it: the best state among those finished before the point. ``due`` says
+    whether a point has passed (so that a loop copies a state only then). At the end of training the loop
+    calls ``keep`` once more with its final selection, for the points passed during the last epoch. ``kept``:
+    point -> (state_s, state); points never passed (after training) are not in it: the final state is theirs.
+    """
+
+    def __init__(self, points_s=(), started: float | None = None):
+        self.points = tuple(sorted(float(p) for p in points_s))
+        self.started = time.monotonic() if started is None else started
+        self.kept: dict = {}
+        self._next = 0  # the first point not passed yet
+
+    def elapsed(self) -> float:
+        """Seconds since the job's start."""
+        return time.monotonic() - self.started
+
+    def passed(self, now: float | None = None) -> bool:
+        """Whether a point has passed since the last ``keep`` (by ``now``, an ``elapsed()`` reading; default: now)."""
+        now = self.elapsed() if now is None else now
+        return self._next < len(self.points) and now >= self.points[self._next]
+
+    @property
+    def due(self) -> bool:
+        """Whether a point has passed since the last ``keep``."""
+        return self.passed()
+
+    def due_within(self, seconds: float) -> bool:
+        """Whether the next point not kept yet passes within ``seconds`` from now (a loop that must copy a state
+        before a stretch of work the point may fall inside)."""
+        return self._next < len(self.points) and self.elapsed() + seconds >= self.points[self._next]
+
+    def keep(self, state_s: float | None, state, now: float | None = None) -> list:
+        """``state`` (validated at ``state_s``) for every point passed since the last call, by ``now`` (an
+        ``elapsed()`` reading: the moment a loop also dates a state it selects after, so that no point falls
+        between the two; default: now); returns those points."""
+        now, passed = self.elapsed() if now is None else now, []
+        while self._next < len(self.points) and now >= self.points[self._next]:
+            passed.append(self.points[self._next])
+            self.kept[self.points[self._next]] = (state_s, state if state_s is not None else None)
+            self._next += 1
+        return passed
+
+    def state_times(self) -> dict:
+        """point -> the elapsed time of the state kept for it (None: no state had been validated yet), as
+        ``Estimator.time_points_`` gives them."""
+        return {p: s for p, (s, _) in self.kept.items()}
+
+
 @dataclass(frozen=True)
 class JobContext:
     """What the harness tells ``fit`` about the job it runs in (TabArena's ``_fit(..., time_limit, num_cpus,
@@ -95,8 +153,11 @@ class JobContext:
     runs again (kept across re-runs of the job, removed once its record is ``ok``), or None: no resuming.
     ``cpus`` and ``gpus``: what the scheduler reserved for the job (``ModelSpec.resources``; threads are
     already limited to ``cpus`` in the job's process), or None outside a job.
-    ``predict_rows``: how many rows the job predicts after ``fit`` (test and validation), within the same budget,
-    for a model that keeps time for it (``TrainingClock.reserve``), or None outside a job.
+    ``budget_points_s``: the suite's ``budget.points_s`` (ascending seconds from ``started``), at which a model
+    that can keeps its validation-selected state (``time_points()``, ``Estimator.time_points_``); () none.
+    ``predict_rows``: the rows the job predicts after ``fit`` (its test and validation rows), for a model that
+    keeps time for predicting them before ``started + time_budget_s`` (``TrainingClock.reserve``: NPT, TabR); None
+    outside a job.
     """
 
     time_budget_s: float | None = None
@@ -104,7 +165,12 @@ class JobContext:
     checkpoint_dir: Path | None = None
     cpus: float | None = None
     gpus: float | None = None
+    budget_points_s: tuple = ()
     predict_rows: int | None = None
+
+    def time_points(self) -> TimePoints:
+        """This fit's budget points, counted from the job's start (none without ``budget_points_s``)."""
+        return TimePoints(self.budget_points_s, self.started)
 
     def training_clock(self, share: float = TRAINING_SHARE) -> TrainingClock:
         """A clock for this fit's training loop: ``share`` of the job's time budget, counted from the job's start
@@ -141,6 +207,13 @@ class Estimator:
     #: A budget curve: the step counts below its own at which this fit kept the weights a shorter run would have
     #: used (``at_budget``); the harness records the metrics at each. Default: none.
     budgets_: tuple | list = ()
+
+    #: Budget points (``JobContext.budget_points_s``, seconds from the job's start) at which this fit kept the
+    #: state validation had selected: point -> the elapsed time at which that state was validated (None: no
+    #: state yet at that point). A point not in it came after training ended: the final state is its. The harness
+    #: scores each kept state through ``at_time`` (the record's ``budget_points``). Default None: the model keeps
+    #: no states, so a point before its fit returned has none, and later points get the final metrics.
+    time_points_: Mapping[float, float | None] | None = None
 
     #: A fit resumed from its checkpoint (``JobContext.checkpoint_dir``) sets this to the fit seconds of the
     #: attempts it continues (kept in its checkpoint): the record's ``fit_seconds`` is then the whole fit's, as
@@ -200,6 +273,12 @@ class Estimator:
         """An estimator predicting as a run of ``steps`` steps (one of ``budgets_``) would have. Default: there
         is no budget curve (``budgets_`` is empty)."""
         raise ValueError(f"{type(self).__name__} keeps no budget curve; budgets_ is {list(self.budgets_)}")
+
+    def at_time(self, point_s: float) -> "Estimator":
+        """An estimator predicting as this fit's validation-selected state at budget point ``point_s`` (a key of
+        ``time_points_`` with a state). Default: no states are kept (``time_points_`` is None)."""
+        raise ValueError(f"{type(self).__name__} keeps no states at budget points; time_points_ is "
+                         f"{self.time_points_}")
 
 
 def optional(estimator, name: str):

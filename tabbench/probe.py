@@ -242,7 +242,8 @@ def probe_suite(suite, selection, results_root, paths, plugin_files=(), batch_ro
         spec = registry[job.model].spec
         estimator = spec.factory(dataset.meta, job.seed, **job.params)
         t0 = time.perf_counter()
-        _fit(estimator, job, dataset.X, dataset.y, split, fit_context(job, store.checkpoint_dir(job.key)))
+        context = fit_context(job, store.checkpoint_dir(job.key), split=split)
+        _fit(estimator, job, dataset.X, dataset.y, split, context)
         fit_seconds = time.perf_counter() - t0 + optional(estimator, "resumed_fit_seconds_")
         store.remove_checkpoint(job.key)
         resumed = optional(estimator, "info_").get("resumed_from_step")

@@ -27,7 +27,7 @@ import pytest
 
 from tabbench.estimator import JobContext, TrainingClock
 from tabbench.testing import contract_data
-from tests.conftest import registered_spec
+from tests.conftest import ROOT, registered_spec, require_shared
 
 BUDGET_S = 0.5  # the training share, 0.4 s, is far below what each fit below takes without a limit
 
@@ -156,3 +156,41 @@ def test_the_leaderboard_counts_the_jobs_the_budget_stopped_and_the_ones_it_kill
     note = "\n".join(budget_note(runs, ["knn", "mlp", "random_forest"], {}))
     assert "Time budget: 6 s a job" in note and "| random_forest | 2 | 0 | 2 | – |" in note
     assert budget_table(runs.drop(columns="time_budget_s")).empty
+
+
+def test_tabr_ends_on_its_own_clock_beside_a_cpu_hog(tmp_path):
+    """TabR through the harness (``tabbench run``, local executor) on Higgs' 7,000-row offline subset under a 30 s
+    budget, with a busy loop pinned to the same core as the run for its whole length, so that every pass takes
+    about twice what it would alone. One TabR epoch there is longer than the whole budget: a clock asked only
+    after each epoch let the job run into the harness's kill (``timeout``, as measured before the per-batch check
+    and the prediction margin, plugins/tabbench_plugins/tabr.py ``budget_stop``). The job must end by itself: its
+    record ``ok``, training ``stopped_by_time_budget``, the whole job within its budget."""
+    import os
+
+    import yaml
+
+    from tabbench.store import Store
+
+    registered_spec("tabr")
+    mirror = require_shared("uci/higgs").parents[1]
+    raw = {"name": "hog", "catalogue": str(ROOT / "suites" / "datasets" / "uci.yaml"), "seeds": [0],
+           "budget": {"time_s": 30}, "datasets": [{"name": "higgs", "source": "catalogue"}],
+           "models": {"tabr": {"params": {"device": "cpu", "d_main": 96, "context_size": 32}}}}
+    (tmp_path / "hog.yaml").write_text(yaml.safe_dump(raw))
+    core = min(os.sched_getaffinity(0))
+
+    def on_one_core():
+        os.sched_setaffinity(0, {core})
+
+    hog = subprocess.Popen([sys.executable, "-c", "while True: pass"], preexec_fn=on_one_core)
+    try:
+        done = subprocess.run([sys.executable, "-m", "tabbench.cli", "run", str(tmp_path / "hog.yaml"), "--no-ray",
+                               "--no-progress", "--tables-only", "--results", str(tmp_path / "runs"), "--mirror",
+                               str(mirror)], preexec_fn=on_one_core, capture_output=True, text=True)
+    finally:
+        hog.kill()
+        hog.wait()
+    (record,) = Store(tmp_path / "runs" / "hog").latest().values()
+    assert done.returncode == 0 and record["status"] == "ok", (record.get("error_message"), done.stderr[-2000:])
+    assert record["info"]["stopped_by_time_budget"] is True
+    assert record["wall_seconds"] < 30

@@ -54,19 +54,20 @@ def test_a_transductive_model_gets_the_test_features_and_never_their_targets():
 
 
 def test_fit_is_handed_the_jobs_context(tmp_path):
-    """The job's time budget, the moment it counts from, its checkpoint folder and the resources reserved for it
-    reach fit as one argument, ``context``."""
+    """The job's time budget, the moment it counts from, its checkpoint folder, the resources reserved for it and
+    the rows it predicts after fit (test and validation) reach fit as one argument, ``context``."""
     cfg = SplitConfig("kfold", k=5, val_fraction=0.2)
     ds = load_dataset(DatasetConfig("bc", Sklearn(id="breast_cancer"), split=cfg), DataPaths.from_env())
     split = make_splits(ds, cfg)[0]
     job = Job("k", "s", "spy", "spy", {}, None, "bc", "binary", 0, 0, 0, ds.fingerprint, split.fingerprint,
-              resources={"num_cpus": 2, "num_gpus": 0}, time_budget_s=30.0)
+              resources={"num_cpus": 2, "num_gpus": 0}, time_budget_s=30.0, budget_points_s=(10.0, 30.0))
     Spy.calls.clear()
     record = execute(job, Spy, ds.meta, ds.X, ds.y, split, checkpoint_dir=tmp_path / "ckpt", started=12.5)
     assert record["status"] == "ok", record.get("traceback")
     (call,) = Spy.calls
     assert call["context"] == JobContext(time_budget_s=30.0, started=12.5, checkpoint_dir=tmp_path / "ckpt", cpus=2,
-                                         gpus=0)
+                                         gpus=0, budget_points_s=(10.0, 30.0),
+                                         predict_rows=len(split.test) + len(split.val))
     assert call["context"].training_clock().deadline == 12.5 + TRAINING_SHARE * 30.0
 
 

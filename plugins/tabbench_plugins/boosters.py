@@ -19,6 +19,14 @@ callback whose ``after_iteration`` returns False. The trees up to the best itera
 early stopping (the last one built without a validation split), and ``info_["stopped_by_time_budget"]``
 says so. CatBoost takes no user callbacks on the GPU: a CUDA CatBoost fit is not time limited.
 
+Budget points (``JobContext.budget_points_s``; tabbench/estimator.py, ``Estimator.time_points_``): the same
+callbacks record when each iteration ended (its validation scored), on the job's clock. A point's state is the
+trees up to the validation-best iteration among those that ended before it (the library's own rule: the first
+strictly best value of the early-stopping metric; without early stopping, every tree built by then), so
+``at_time`` predicts with fewer trees of the one fitted model (XGBoost ``iteration_range``, LightGBM
+``num_iteration``, CatBoost ``ntree_end``). Cost: one clock reading per iteration during training, no copies;
+after it, the harness's predictions of each point's state. A CUDA CatBoost fit (no callbacks) keeps no points.
+
 Devices: ``device`` is ``auto`` (CUDA when visible), ``cpu`` or ``cuda``. On CUDA XGBoost trains with
 ``device="cuda"`` and CatBoost with ``task_type="GPU"``, and the spec asks Ray for one GPU. LightGBM's
 PyPI wheel has no CUDA support: it always trains on the CPU and asks for no GPU (``device`` is
@@ -42,6 +50,8 @@ from __future__ import annotations
 
 import inspect
 
+import bisect
+import copy
 from typing import Annotated, Optional
 
 import numpy as np
@@ -49,7 +59,7 @@ import pandas as pd
 from pydantic import Field
 
 import tabbench
-from tabbench.estimator import Estimator, JobContext, TrainingClock
+from tabbench.estimator import Estimator, JobContext, TimePoints, TrainingClock
 from tabbench.params import Params, param
 from tabbench.preprocess import TabularEncoder
 from tabbench.spec import CATEGORICAL, ModelSpec
@@ -92,15 +102,51 @@ class Booster(Estimator):
     def _device(self) -> str:
         return resolve_device(self.params["device"])
 
-    def _fit(self, X, y, val, n_seen: int, device: str, clock: TrainingClock):
+    def _fit(self, X, y, val, n_seen: int, device: str, clock: TrainingClock, ended):
+        """Train ``self.model_``; the library's callbacks call ``ended`` (None: nothing) after each iteration, its
+        validation scored."""
         raise NotImplementedError
 
     def _best_iteration(self):
         raise NotImplementedError
 
+    def _validation_curve(self) -> list:
+        """The early-stopping metric on the validation rows after each iteration (lower is better)."""
+        raise NotImplementedError
+
+    def _limited(self, n_trees: int) -> dict:
+        """The library's predict arguments that use only the first ``n_trees`` iterations."""
+        raise NotImplementedError
+
+    def _keep_points(self, points: TimePoints, ended: list, selects: bool) -> None:
+        """``time_points_`` from the iterations' end times: per point passed while trees were built, the trees up
+        to the best validation iteration among those ended by then (``selects``: early stopping picks the best;
+        else every tree built by then). Points after the last iteration take the final trees: not kept."""
+        curve = self._validation_curve() if selects else None
+        self.time_points_, self.point_trees_ = {}, {}
+        for point in points.points:
+            if not ended or point > ended[-1]:
+                break
+            n = bisect.bisect_right(ended, point)  # iterations ended by the point
+            if n == 0:
+                self.time_points_[point] = None
+                continue
+            best = int(np.argmin(curve[:n])) if curve is not None else n - 1  # argmin: the first best, as the libraries
+            self.time_points_[point], self.point_trees_[point] = ended[best], best + 1
+
+    def at_time(self, point_s: float) -> "Booster":
+        """This fit predicting with the trees it had selected at budget point ``point_s``."""
+        other = copy.copy(self)
+        other.trees_ = self.point_trees_[point_s]
+        other.info_ = {"best_iteration": other.trees_ - 1}
+        return other
+
     # -- the estimator contract ---------------------------------------------------------------------
+    trees_ = None  # predict with every tree the library keeps (at_time: only the first trees_)
+
     def fit(self, X, y, X_val=None, y_val=None, *, context: JobContext = JobContext()):
-        clock = context.training_clock()
+        clock, points = context.training_clock(), context.time_points()
+        self.time_points_ = {}  # every point after the fit (a single class: nothing trained)
         if self.params.get("one_hot"):  # one 0/1 column per level, numeric columns as they are
             self.encoder_ = TabularEncoder(self.meta, categorical="onehot", standardize=False).fit(X)
         self.device_ = self._device()
@@ -112,18 +158,29 @@ class Booster(Estimator):
             return self
         val = validation(X_val, y_val, self.seen_)
         val = (self._frame(val[0]), val[1]) if val is not None else None
-        self._fit(self._frame(X), y_fit, val, len(self.seen_) if self.seen_ is not None else 0, self.device_, clock)
+        ended = []  # the job's elapsed time at the end of each iteration, for the budget points
+
+        def note():
+            ended.append(points.elapsed())
+
+        self._fit(self._frame(X), y_fit, val, len(self.seen_) if self.seen_ is not None else 0, self.device_, clock,
+                  note if points.points else None)
+        self.iteration_ends_s_ = ended
+        self._keep_points(points, ended, selects=val is not None and bool(self.params["early_stopping_rounds"]))
         self.info_ = {"device": self.device_, "best_iteration": self._best_iteration(),
                       "stopped_by_time_budget": clock.stopped}
         return self
 
+    def _limit(self) -> dict:
+        return {} if self.trees_ is None else self._limited(self.trees_)
+
     def predict_values(self, X):
-        return np.asarray(self.model_.predict(self._frame(X)), dtype=np.float64).reshape(-1)
+        return np.asarray(self.model_.predict(self._frame(X), **self._limit()), dtype=np.float64).reshape(-1)
 
     def predict_proba(self, X):
         if self.model_ is None:
             return self.seen_.constant(len(X))
-        return self.seen_.widen(self.model_.predict_proba(self._frame(X)))
+        return self.seen_.widen(self.model_.predict_proba(self._frame(X), **self._limit()))
 
 
 class XGBoost(Booster):
@@ -135,7 +192,7 @@ class XGBoost(Booster):
         reg_lambda: float = param(1.0, "L2 regularisation of the leaf weights", ge=0)
         max_cat_to_onehot: int = param(4, "categorical columns with at most this many levels split one-hot", ge=1)
 
-    def _fit(self, X, y, val, n_seen, device, clock):
+    def _fit(self, X, y, val, n_seen, device, clock, ended):
         import xgboost
 
         p = self.params
@@ -150,7 +207,7 @@ class XGBoost(Booster):
             max_cat_to_onehot=p["max_cat_to_onehot"], tree_method="hist", enable_categorical=True,
             device=device, n_jobs=p["n_jobs"], random_state=self.seed, verbosity=0, eval_metric=metric,
             early_stopping_rounds=p["early_stopping_rounds"] if val is not None else None,
-            callbacks=[xgboost_time_limit(clock)],
+            callbacks=[xgboost_time_limit(clock, ended)],  # first: asked before early stopping
         )
         self.model_.fit(X, y, eval_set=[val] if val is not None else None, verbose=False)
 
@@ -162,16 +219,28 @@ class XGBoost(Booster):
         except AttributeError:  # no early stopping: every tree is used
             return int(self.model_.get_booster().num_boosted_rounds()) - 1
 
+    def _validation_curve(self):
+        return list(self.model_.evals_result()["validation_0"].values())[-1]  # the metric early stopping reads
 
-def xgboost_time_limit(clock):
+    def _limited(self, n_trees):
+        return {"iteration_range": (0, n_trees)}
+
+
+def xgboost_time_limit(clock, ended=None):
     """An XGBoost TrainingCallback that stops before an iteration when ``clock`` says it would pass the
     deadline. Before, not after: XGBoost asks its callbacks in turn and stops at the first True, so a stop after
-    an iteration would keep early stopping (called after ours) from scoring that iteration's tree."""
+    an iteration would keep early stopping (called after ours) from scoring that iteration's tree. ``ended``
+    (None, or a function that notes the time): called after each iteration, its validation scored."""
     import xgboost
 
     class TimeLimit(xgboost.callback.TrainingCallback):
         def before_iteration(self, model, epoch, evals_log) -> bool:
             return epoch > 0 and clock.out_of_time()  # epoch 0: nothing built yet
+
+        def after_iteration(self, model, epoch, evals_log) -> bool:
+            if ended is not None:
+                ended()
+            return False
 
     return TimeLimit()
 
@@ -199,7 +268,7 @@ class CatBoost(Booster):
             return []  # the one-hot columns are numbers to CatBoost
         return [i for i, c in enumerate(self.meta.columns) if c.kind == CATEGORICAL]
 
-    def _fit(self, X, y, val, n_seen, device, clock):
+    def _fit(self, X, y, val, n_seen, device, clock, ended):
         import catboost
 
         p = self.params
@@ -216,7 +285,7 @@ class CatBoost(Booster):
         )
         pool = catboost.Pool(X, y, cat_features=cat_features)
         # CatBoost takes no user callbacks on the GPU ("not supported for GPU"): there the fit is not time limited
-        callbacks = {"callbacks": [CatBoostTimeLimit(clock, p["n_estimators"])]} if device != "cuda" else {}
+        callbacks = {"callbacks": [CatBoostTimeLimit(clock, p["n_estimators"], ended)]} if device != "cuda" else {}
         if val is not None:
             eval_pool = catboost.Pool(val[0], val[1], cat_features=cat_features)
             self.model_.fit(pool, eval_set=eval_pool, early_stopping_rounds=p["early_stopping_rounds"],
@@ -229,25 +298,36 @@ class CatBoost(Booster):
             return None
         return int(self.model_.tree_count_) - 1  # use_best_model has already cut the trees after the best
 
+    def _validation_curve(self):
+        return self.model_.get_evals_result()["validation"][self.model_.get_params()["eval_metric"]]
+
+    def _limited(self, n_trees):
+        return {"ntree_end": n_trees}
+
 
 class CatBoostTimeLimit:
     """A CatBoost callback (``fit(callbacks=...)``): ``after_iteration`` returning False ends training when
-    ``clock`` says one more iteration would pass the deadline; ``use_best_model`` then keeps the best one."""
+    ``clock`` says one more iteration would pass the deadline; ``use_best_model`` then keeps the best one.
+    ``ended`` (None, or a function that notes the time): called after each iteration, its validation scored."""
 
-    def __init__(self, clock, n_estimators: int):
-        self.clock, self.n_estimators = clock, n_estimators
+    def __init__(self, clock, n_estimators: int, ended=None):
+        self.clock, self.n_estimators, self.ended = clock, n_estimators, ended
 
     def after_iteration(self, info) -> bool:
+        if self.ended is not None:
+            self.ended()
         return not (info.iteration < self.n_estimators and self.clock.out_of_time())  # info.iteration: 1-based
 
 
 class LightGBMTimeLimit:
     """A LightGBM callback that ends training when ``clock`` says one more iteration would pass the deadline,
     by raising ``EarlyStopException`` with the best iteration so far: on the first validation metric (as
-    ``early_stopping(first_metric_only=True)`` judges it) when ``track_best``, else the last one built."""
+    ``early_stopping(first_metric_only=True)`` judges it) when ``track_best``, else the last one built.
+    ``ended`` (None, or a function that notes the time): called after each iteration, its validation scored
+    (not after the one at which early stopping, asked first, ends training: that one is never the best)."""
 
-    def __init__(self, clock, track_best: bool):
-        self.clock, self.track_best = clock, track_best
+    def __init__(self, clock, track_best: bool, ended=None):
+        self.clock, self.track_best, self.ended = clock, track_best, ended
         # after lightgbm.early_stopping (order 30): when that one stops, this one is not asked. An instance
         # attribute: LightGBM gives a callback without one its position in the list, before early stopping.
         self.order = 40
@@ -256,6 +336,8 @@ class LightGBMTimeLimit:
     def __call__(self, env):
         import lightgbm
 
+        if self.ended is not None:
+            self.ended()
         results = env.evaluation_result_list or []
         if not self.track_best or not results:
             self.best_iteration, self.best_results = env.iteration, results
@@ -278,7 +360,7 @@ class LightGBM(Booster):
         reg_lambda: float = param(0.0, "L2 regularisation of the leaf values", ge=0)
         one_hot: bool = param(False, ONE_HOT, added_as=False)
 
-    def _fit(self, X, y, val, n_seen, device, clock):
+    def _fit(self, X, y, val, n_seen, device, clock, ended):
         import lightgbm
 
         p = self.params
@@ -295,7 +377,7 @@ class LightGBM(Booster):
         if early_stopping:
             callbacks.append(lightgbm.early_stopping(p["early_stopping_rounds"], first_metric_only=True,
                                                      verbose=False))
-        callbacks.append(LightGBMTimeLimit(clock, track_best=early_stopping))
+        callbacks.append(LightGBMTimeLimit(clock, track_best=early_stopping, ended=ended))
         # pandas categorical columns are LightGBM categorical features (categorical_feature="auto")
         if val is None:
             self.model_.fit(X, y, callbacks=callbacks)
@@ -312,6 +394,12 @@ class LightGBM(Booster):
             return None
         best = self.model_.best_iteration_
         return int(best) - 1 if best else int(self.model_.n_estimators) - 1
+
+    def _validation_curve(self):
+        return next(iter(self.model_.evals_result_["valid_0"].values()))  # the first metric, early stopping's
+
+    def _limited(self, n_trees):
+        return {"num_iteration": n_trees}
 
 
 BOOSTERS = "pip install 'tabbench-harness[boosters]'"

@@ -11,6 +11,11 @@ epochs without improvement, and the weights of the best epoch are restored. Unde
 training also stops when one more epoch would pass the training deadline (tabbench/estimator.py,
 ``TrainingClock``), recorded as ``info_["stopped_by_time_budget"]``.
 
+Budget points (``JobContext.budget_points_s``; tabbench/estimator.py, ``Estimator.time_points_``): at each
+epoch's end, a point passed during that epoch gets the best epoch's weights validated before it
+(``torch_training.EarlyStopping``); ``at_time`` predicts with a copy of the network holding them. Cost: no time;
+the state dict each point holds (one early-stopping copy, never an extra one on the CPU), at most one per point.
+
 Determinism: the fit runs under its own seeded torch generator (the caller's random state is left
 alone) on ``n_jobs`` threads, so the same seed gives identical predictions on the CPU.
 
@@ -32,8 +37,8 @@ from tabbench.estimator import Estimator, JobContext
 from tabbench.params import Params, param
 from tabbench.preprocess import TabularEncoder, TargetScaler
 from tabbench.spec import ModelSpec
-from tabbench_plugins.torch_training import (Device, EarlyStopping, gpus_for, resolve_device, torch_seeded,
-                                            torch_threads, train_epochs)
+from tabbench_plugins.torch_training import (Device, EarlyStopping, EpochStates, gpus_for, resolve_device,
+                                            torch_seeded, torch_threads, train_epochs)
 
 PREDICT_CHUNK = 8192  # rows per forward pass at prediction time
 
@@ -49,7 +54,7 @@ def build_network(n_in: int, n_out: int, hidden_size: int, n_layers: int, dropou
     return nn.Sequential(*layers)
 
 
-class MLP(Estimator):
+class MLP(EpochStates, Estimator):
     class Params(Params):
         hidden_size: int = param(256, "units of each hidden layer", ge=1)
         n_layers: int = param(2, "hidden layers (0: a linear model)", ge=0)
@@ -66,7 +71,7 @@ class MLP(Estimator):
         import torch
 
         p = self.params
-        clock = context.training_clock()
+        clock, points = context.training_clock(), context.time_points()
         self.device_ = resolve_device(p["device"])
         self.encoder_ = TabularEncoder(self.meta, categorical="onehot", standardize=True).fit(X)
         if not self.meta.is_classification:
@@ -80,10 +85,12 @@ class MLP(Estimator):
             self.network_ = build_network(x_train.shape[1], n_out, p["hidden_size"], p["n_layers"],
                                           p["dropout"]).to(self.device_)
             optimizer = torch.optim.AdamW(self.network_.parameters(), lr=p["lr"], weight_decay=p["weight_decay"])
-            stopping = EarlyStopping(self.network_, p["patience"], p["max_epochs"], clock, validated=has_val)
+            stopping = EarlyStopping(self.network_, p["patience"], p["max_epochs"], clock, validated=has_val,
+                                     points=points)
             train_epochs(stopping, optimizer, lambda rows, _: self._loss(self.network_(x_train[rows]), t_train[rows]),
                          len(x_train), p["batch_size"], self.seed, self.device_,
                          validation_loss=(lambda: self._evaluate(x_val, t_val)) if has_val else None)
+        self.time_points_, self.point_states_ = stopping.point_states()
         self.info_ = {"device": self.device_, "n_params": int(sum(t.numel() for t in self.network_.parameters())),
                       **stopping.info()}
         return self

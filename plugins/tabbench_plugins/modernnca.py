@@ -40,6 +40,11 @@ dropout U[0, 0.5] -> {0, 0.1, 0.25, 0.5}, sample_rate U[0.05, 0.6] -> {0.1, 0.3,
 {0, 1e-6, 1e-5, 1e-4, 1e-3}, PLR n_frequencies [16, 96] -> {16, 48, 96}, frequency_scale log-uniform
 [5e-3, 10] -> {0.01, 0.1, 1, 10}, d_embedding [16, 64] -> {16, 32, 64}.
 
+Budget points (``JobContext.budget_points_s``; tabbench/estimator.py, ``Estimator.time_points_``): at each
+epoch's end, a point passed during that epoch gets the best epoch's weights validated before it
+(``torch_training.EarlyStopping``); ``at_time`` predicts with a copy of the network holding them. Cost: no time;
+the state dict each point holds (one early-stopping copy, never an extra one on the CPU), at most one per point.
+
 Determinism: the fit runs under its own seeded generators (the caller's random state is left alone)
 on ``n_jobs`` threads; the same seed gives the same predictions on the CPU.
 """
@@ -52,8 +57,9 @@ import tabbench
 from tabbench.estimator import Estimator, JobContext
 from tabbench.params import Params, param
 from tabbench.spec import ModelSpec
-from tabbench_plugins.torch_training import (Device, EarlyStopping, TabularTensors, gpus_for, resolve_device,
-                                            task_loss, torch_seeded, torch_threads, train_epochs, training_targets)
+from tabbench_plugins.torch_training import (Device, EarlyStopping, EpochStates, TabularTensors, gpus_for,
+                                            resolve_device, task_loss, torch_seeded, torch_threads, train_epochs,
+                                            training_targets)
 
 CANDIDATE_CHUNK = 1024  # query rows per distance computation at prediction time
 REQUIRES = ("torch", "rtdl_num_embeddings")
@@ -115,7 +121,7 @@ def neighbour_output(query, candidates, candidate_targets, temperature: float, e
     return torch.softmax(logits, dim=1) @ candidate_targets
 
 
-class ModernNCA(Estimator):
+class ModernNCA(EpochStates, Estimator):
     class Params(Params):  # the paper's search space's centre, kept short on a CPU (the module docstring)
         dim: int = param(128, "size of the embedding the distances are measured in", ge=1)
         d_block: int = param(256, "units of each residual block", ge=1)
@@ -138,7 +144,7 @@ class ModernNCA(Estimator):
         import torch
 
         p = self.params
-        clock = context.training_clock()
+        clock, points = context.training_clock(), context.time_points()
         assert 0 < p["sample_rate"] <= 1, f"sample_rate must be in (0, 1], got {p['sample_rate']}"
         assert p["temperature"] > 0, f"temperature must be positive, got {p['temperature']}"
         self.device_ = resolve_device(p["device"])
@@ -170,9 +176,10 @@ class ModernNCA(Estimator):
         with torch_threads(p["n_jobs"]), torch_seeded(self.seed, self.device_):
             self.network_ = build_network(self.inputs_.n_numeric, self.inputs_.cardinalities_, p).to(self.device_)
             optimizer = torch.optim.AdamW(self.network_.parameters(), lr=p["lr"], weight_decay=p["weight_decay"])
-            stopping = EarlyStopping(self.network_, p["patience"], p["max_epochs"], clock)
+            stopping = EarlyStopping(self.network_, p["patience"], p["max_epochs"], clock, points=points)
             train_epochs(stopping, optimizer, batch_loss, n, p["batch_size"], self.seed, self.device_,
                          validation_loss=lambda: float(self._loss(self._predict_output(x_val), t_val)))
+        self.time_points_, self.point_states_ = stopping.point_states()
         self.info_ = {"device": self.device_, "n_params": int(sum(t.numel() for t in self.network_.parameters())),
                       **stopping.info(), "retrieval": "inductive (training rows only)"}
         return self

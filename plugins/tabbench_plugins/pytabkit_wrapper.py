@@ -24,6 +24,13 @@ Time budget: a ``time_limited`` subclass gets what is left of the training share
 ``fit(time_to_fit_in_seconds=...)`` (handed to Lightning as ``max_time``); TabR, whose pytabkit fit ignores
 that argument, through its own ``time_limit`` (plugins/tabbench_plugins/tabr.py).
 
+Budget points (``JobContext.budget_points_s``; tabbench/estimator.py, ``Estimator.time_points_``): a subclass
+that names the pytabkit module which builds its Lightning Trainer (``trainer_module``) gets, for the fit, a
+Trainer with one more callback of its own (``point_callback``: how its pytabkit model keeps its best epoch), and
+``at_time`` gives an estimator that predicts with a point's weights swapped into the fitted pytabkit model for
+each call and the final ones put back after it (``current_state``, ``restore_state``; a deep copy of a pytabkit
+estimator does not predict: its Lightning trainer loses its logger). Memory: a point's weights on the CPU each.
+
 pytabkit's own printing (TabR prints its configuration and every epoch) and Lightning's INFO banners
 are silenced around fit and predict (``quiet``).
 
@@ -34,6 +41,8 @@ caller's random state is left as it was, and on ``n_jobs`` torch threads.
 from __future__ import annotations
 
 import contextlib
+import copy
+import importlib
 import io
 import logging
 import tempfile
@@ -66,11 +75,37 @@ def quiet():
             logger.setLevel(level)
 
 
+@contextlib.contextmanager
+def trainer_callbacks(module_name: str, callbacks: list):
+    """pytabkit builds its Lightning Trainer inside its fit, from the ``pl`` (Lightning) that the module
+    ``module_name`` imported: while the block runs, that module's ``pl`` is a view of Lightning whose Trainer gets
+    ``callbacks`` beside its own (Lightning runs them in list order, model checkpoints last). Nested blocks add up."""
+    module = importlib.import_module(module_name)
+    lightning = module.pl
+
+    class Trainer(lightning.Trainer):
+        def __init__(self, *args, callbacks_=tuple(callbacks), callbacks=(), **kwargs):
+            super().__init__(*args, callbacks=[*callbacks, *callbacks_], **kwargs)
+
+    class LightningWithCallbacks:
+        def __getattr__(self, name):
+            return Trainer if name == "Trainer" else getattr(lightning, name)
+
+    module.pl = LightningWithCallbacks()
+    try:
+        yield
+    finally:
+        module.pl = lightning
+
+
 class PytabkitEstimator(Estimator):
     classifier: str = ""
     regressor: str = ""
     #: Whether the pytabkit model stops at fit's ``time_to_fit_in_seconds`` (then it implements stopped_by_time)
     time_limited: bool = False
+    #: The pytabkit module whose ``pl.Trainer`` trains the model (``trainer_callbacks``), for the budget points;
+    #: "" keeps none
+    trainer_module: str = ""
 
     def library_params(self) -> dict:
         """The params passed to the pytabkit constructor: every declared one that is set."""
@@ -107,32 +142,77 @@ class PytabkitEstimator(Estimator):
                              "rows hold) to pick its epoch; use a split with a validation part")
         X_v, y_v = val
         name = self.classifier if self.meta.is_classification else self.regressor
+        points = context.time_points()
+        keeping = bool(points.points and self.trainer_module)
+        recorder = contextlib.nullcontext()
+        if keeping:
+            recorder = trainer_callbacks(self.trainer_module, [self.point_callback(points)])
         # tmp_folder: where pytabkit's Lightning checkpoints go (not the working directory); gone after fit
         with tempfile.TemporaryDirectory(prefix="tabbench-pytabkit-") as tmp, quiet():
             self.model_ = getattr(sklearn_interfaces, name)(
                 device=self.device_, random_state=self.seed, n_threads=p["n_jobs"], verbosity=0,
                 tmp_folder=tmp, **self.library_params())
-            with torch_threads(p["n_jobs"]), torch_seeded(self.seed, self.device_), self.time_limit(clock) as limit:
+            with torch_threads(p["n_jobs"]), torch_seeded(self.seed, self.device_), \
+                    self.time_limit(clock, context) as limit, recorder:
                 self.model_.fit(self._frame(X), target, X_val=self._frame(X_v), y_val=y_v, **limit)
         self.info_ = {"device": self.device_, "library": f"pytabkit.{name}"}
+        if keeping or not points.points:
+            self.time_points_ = points.state_times()
+            self.point_states_ = {point: state for point, (_, state) in points.kept.items()}
         if self.time_limited:
             self.info_["stopped_by_time_budget"] = clock.deadline is not None and self.stopped_by_time()
         return self
 
     @contextlib.contextmanager
-    def time_limit(self, clock):
+    def time_limit(self, clock, context: JobContext):
         """Around pytabkit's fit: yields the keyword arguments that limit its time. A ``time_limited`` model gets
-        ``time_to_fit_in_seconds``, what is left of the training share (a subclass may limit it otherwise)."""
+        ``time_to_fit_in_seconds``, what is left of the training share (a subclass may limit it otherwise, from
+        the job's ``context``)."""
         yield {"time_to_fit_in_seconds": clock.remaining()} if self.time_limited and clock.deadline is not None else {}
 
     def stopped_by_time(self) -> bool:
         """Whether the fit just made ended at its time limit (a ``time_limited`` subclass says how)."""
         raise NotImplementedError(f"{type(self).__name__} is time_limited: implement stopped_by_time")
 
+    def point_callback(self, points):
+        """A Lightning callback that keeps, for each budget point passed (``points``, ``TimePoints``), the weights
+        the pytabkit model had selected by validation before it (a subclass with a ``trainer_module`` says how)."""
+        raise NotImplementedError(f"{type(self).__name__} names a trainer_module: implement point_callback")
+
+    def current_state(self):
+        """A copy of the fitted pytabkit model's weights, in the form ``restore_state`` takes."""
+        raise NotImplementedError(f"{type(self).__name__} names a trainer_module: implement current_state")
+
+    def restore_state(self, state) -> None:
+        """Put ``state`` (as ``point_callback`` kept it, or ``current_state`` copied it) into the fitted model."""
+        raise NotImplementedError(f"{type(self).__name__} names a trainer_module: implement restore_state")
+
+    swapped_state_ = None  # at_time's: the weights each prediction swaps in
+
+    @contextlib.contextmanager
+    def _weights(self):
+        """Around a prediction: the point's weights in the model (``at_time``), the final ones back after."""
+        if self.swapped_state_ is None:
+            yield
+            return
+        final = self.current_state()
+        self.restore_state(self.swapped_state_)
+        try:
+            yield
+        finally:
+            self.restore_state(final)
+
+    def at_time(self, point_s: float):
+        """This fit predicting with the weights it had selected at budget point ``point_s``."""
+        other = copy.copy(self)
+        other.swapped_state_ = self.point_states_[point_s]
+        other.info_ = {"state_s": self.time_points_[point_s]}
+        return other
+
     def predict_proba(self, X):
         if self.model_ is None:
             return self.seen_.constant(len(X))
-        with torch_threads(self.params["n_jobs"]), quiet():
+        with torch_threads(self.params["n_jobs"]), quiet(), self._weights():
             proba = self.model_.predict_proba(self._frame(X))
         # pytabkit's columns follow its classes_ (sorted seen positions 0..k-1), as SeenClasses numbers them
         assert list(self.model_.classes_) == list(range(len(self.seen_))), (
@@ -140,5 +220,5 @@ class PytabkitEstimator(Estimator):
         return self.seen_.widen(proba)
 
     def predict_values(self, X):
-        with torch_threads(self.params["n_jobs"]), quiet():
+        with torch_threads(self.params["n_jobs"]), quiet(), self._weights():
             return np.asarray(self.model_.predict(self._frame(X)), dtype=np.float64).reshape(len(X))

@@ -12,6 +12,13 @@ Under a job's time budget pytabkit gets what is left of its training share as ``
 (Lightning's ``max_time``): training ends there, the best epoch so far is kept, and
 ``info_["stopped_by_time_budget"]`` records it (plugins/pytabkit_wrapper.py).
 
+Budget points (``JobContext.budget_points_s``; plugins/pytabkit_wrapper.py): a Lightning callback, called at each
+validation's end before pytabkit's module weighs that epoch, gives the points passed during the epoch a CPU copy
+of pytabkit's best-epoch checkpoint as it stands (its ``ModelCheckpointCallback``, which it overwrites in place
+and restores at the end of training); the epoch's validation time is recorded for each epoch, the state's time
+is its best epoch's. Cost: one copy of the weights per point passed (a few MB at the defaults), no time else.
+Before the first validation there is no state (pytabkit's checkpoint then holds the untrained weights).
+
 Search space: the paper's RealMLP-HPO space (its appendix table of the HPO search space; in pytabkit
 ``RealMLPParamSampler``, ``hpo_space_name='default'``, pytabkit/models/alg_interfaces/nn_interfaces.py),
 with its continuous ranges on grids: num_emb_type {none, pbld, pl, plr}, add_front_scale {True,
@@ -54,6 +61,60 @@ class RealMLP(PytabkitEstimator):
         hidden_sizes: Optional[list[Annotated[int, Field(ge=1)]]] = param(None, "units of each hidden layer")
         n_jobs: int = param(1, "torch threads", ge=1)
         device: Device = param("auto", "auto: CUDA where a GPU is visible, else the CPU")
+
+    trainer_module = "pytabkit.models.alg_interfaces.nn_interfaces"
+
+    def point_callback(self, points):
+        """At each validation's end, before pytabkit's module counts the epoch (Lightning calls callbacks' hooks
+        before the module's), the points passed get pytabkit's best checkpoint so far, and the epoch is dated."""
+        from pytabkit.models.alg_interfaces import nn_interfaces
+
+        epoch_s = {}  # pytabkit's epoch number (from 1) -> the job's elapsed time its validation had ended by
+
+        class KeepAtPoints(nn_interfaces.pl.Callback):
+            def _keep(self, module, now):
+                if not points.passed(now):
+                    return
+                checkpoint = list(module.ckpt_callbacks.values())[-1]  # the last one restores last: the final
+                name = checkpoint.val_metric_name
+                epoch = (module.best_mean_val_epochs[name][0] if checkpoint.use_best_mean_epoch
+                         else module.best_val_epochs[name][0][0])
+                state = None
+                if epoch > 0:  # 0: no epoch validated yet
+                    saved = checkpoint.ckpt
+                    assert len(saved.ckpt_params) == 1, "realmlp: budget points expect one training split"
+                    state = ([c.detach().to("cpu", copy=True) for c in saved.ckpt_params[0]],
+                             [c.detach().to("cpu", copy=True) for c in saved.ckpt_buffers[0]])
+                points.keep(epoch_s.get(epoch) if state else None, state, now)
+
+            def on_validation_epoch_end(self, trainer, pl_module):
+                now = points.elapsed()
+                self._keep(pl_module, now)
+                epoch_s[pl_module.progress.epoch + 1] = now  # the epoch the module is about to count
+
+            def on_fit_end(self, trainer, pl_module):  # before pytabkit's module drops its checkpoints
+                self._keep(pl_module, points.elapsed())
+
+        return KeepAtPoints()
+
+    def _network(self):
+        return self.model_.cv_alg_interface_.model.model
+
+    def current_state(self):
+        network = self._network()
+        return ([p.detach().to("cpu", copy=True) for p in network.parameters()],
+                [b.detach().to("cpu", copy=True) for b in network.buffers()])
+
+    def restore_state(self, state) -> None:
+        """The weights in pytabkit's network, as its ``ParamCheckpointer.restore`` puts them (one training split:
+        the leading rows of each tensor)."""
+        import torch
+
+        network = self._network()
+        with torch.no_grad():
+            for saved, values in zip(state, (network.parameters(), network.buffers())):
+                for c, v in zip(saved, values):
+                    v[:len(c)] = c.to(v.device)
 
     def stopped_by_time(self) -> bool:
         """Fewer epochs than ``n_epochs`` and not all stopped early: Lightning's ``max_time`` ended the fit.

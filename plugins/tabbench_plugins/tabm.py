@@ -41,6 +41,11 @@ lr log-uniform [1e-4, 3e-3] -> {1e-4, 3e-4, 1e-3, 2e-3, 3e-3}, weight_decay {0, 
 dropout {0, U[0, 0.5]} -> {0, 0.1, 0.25, 0.5}, d_embedding [8, 32] -> {8, 16, 24, 32}, n_bins [2, 128]
 -> {2, 8, 16, 48, 128}.
 
+Budget points (``JobContext.budget_points_s``; tabbench/estimator.py, ``Estimator.time_points_``): at each
+epoch's end, a point passed during that epoch gets the best epoch's weights validated before it
+(``torch_training.EarlyStopping``); ``at_time`` predicts with a copy of the network holding them. Cost: no time;
+the state dict each point holds (one early-stopping copy, never an extra one on the CPU), at most one per point.
+
 Determinism: the fit runs under its own seeded generators (the caller's random state is left alone)
 on ``n_jobs`` threads; the same seed gives the same predictions on the CPU.
 """
@@ -55,8 +60,8 @@ import tabbench
 from tabbench.estimator import Estimator, JobContext
 from tabbench.params import Params, param
 from tabbench.spec import ModelSpec
-from tabbench_plugins.torch_training import (Device, EarlyStopping, TabularTensors, bf16_autocast, gpus_for,
-                                            native_bf16, resolve_device, stopping_criterion, task_loss,
+from tabbench_plugins.torch_training import (Device, EarlyStopping, EpochStates, TabularTensors, bf16_autocast,
+                                            gpus_for, native_bf16, resolve_device, stopping_criterion, task_loss,
                                             torch_seeded, torch_threads, train_epochs, training_targets)
 
 PREDICT_CHUNK = 4096  # rows per forward pass at prediction time
@@ -64,7 +69,7 @@ REQUIRES = ("torch", "tabm", "rtdl_num_embeddings")
 INSTALL_HINT = "pip install 'tabbench-harness[modern]'"
 
 
-class TabM(Estimator):
+class TabM(EpochStates, Estimator):
     class Params(Params):  # the paper's / package's defaults (the module docstring)
         k: int = param(32, "ensemble members (MLPs sharing weights, BatchEnsemble)", ge=1)
         n_blocks: int = param(2, "MLP blocks", ge=1)
@@ -88,7 +93,7 @@ class TabM(Estimator):
         import torch
 
         p = self.params
-        clock = context.training_clock()
+        clock, points = context.training_clock(), context.time_points()
         self.device_ = resolve_device(p["device"])
         self.amp_ = bool(p["amp"]) and native_bf16(self.device_)
         self.seen_, X_val, t_train, t_val, self.target_ = training_targets("TabM", self.meta, y, X_val, y_val,
@@ -108,10 +113,11 @@ class TabM(Estimator):
         with torch_threads(p["n_jobs"]), torch_seeded(self.seed, self.device_):
             self.network_ = self._network(x_train[0], n_out).to(self.device_)
             optimizer = torch.optim.AdamW(self.network_.parameters(), lr=p["lr"], weight_decay=p["weight_decay"])
-            stopping = EarlyStopping(self.network_, p["patience"], p["max_epochs"], clock)
+            stopping = EarlyStopping(self.network_, p["patience"], p["max_epochs"], clock, points=points)
             train_epochs(stopping, optimizer, batch_loss, len(t_train), p["batch_size"], self.seed, self.device_,
                          validation_loss=lambda: self._validation_error(x_val, t_val),
                          clip_norm=p["gradient_clipping_norm"])
+        self.time_points_, self.point_states_ = stopping.point_states()
         self.info_ = {"device": self.device_, "amp": self.amp_, "n_params": int(sum(t.numel() for t in self.network_.parameters())),
                       "stopped_on": self.stopped_on_, **stopping.info()}
         return self

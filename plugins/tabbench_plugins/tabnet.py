@@ -24,6 +24,13 @@ epoch on the validation split is restored after training (the library's own earl
 job's time budget a pytorch-tabnet callback also ends training when one more epoch would pass the
 training deadline (tabbench/estimator.py, ``TrainingClock``; ``info_["stopped_by_time_budget"]``).
 
+Budget points (``JobContext.budget_points_s``; tabbench/estimator.py, ``Estimator.time_points_``): a second
+pytorch-tabnet callback, after the library's early stopping at each epoch's end, gives every point passed during
+that epoch the best weights validated before it (early stopping's copy as it stood after the previous epoch);
+``at_time`` predicts with a copy of the network holding them. Cost: no time; in memory, the state dict each
+point holds (early stopping's own copy, on the CPU already there), at most one per point. Without early stopping
+(``patience: 0`` or no validation rows) the last epoch is used and the points passed in training have no state.
+
 Search space: the paper's small-data grid (the authors' ``SMALL_DATA_TABNET_HYPERS``), 48
 configurations: n_d {8, 16} x n_a {8, 16} x batch_size {16, 32, 64, 128} x virtual_batch_size
 {4, 8, 16}, with n_steps 3, gamma 1.3, lambda_sparse 1e-4, momentum 0.02, Adam lr 2e-2 decayed by
@@ -34,6 +41,7 @@ authors used the TabNet paper's published per-dataset configurations instead; se
 from __future__ import annotations
 
 import contextlib
+import copy
 import io
 import warnings
 
@@ -87,6 +95,39 @@ def time_limit(clock, max_epochs: int):
     return TimeLimit()
 
 
+def budget_points(points):
+    """A pytorch-tabnet Callback that keeps, for each of the job's budget points (``TimePoints``), the best
+    weights validated before it: at each epoch's end, after the library's early stopping (asked first), the
+    points passed during the epoch get early stopping's best weights as they stood after the previous epoch."""
+    from pytorch_tabnet.callbacks import Callback, EarlyStopping
+
+    from tabbench_plugins.torch_training import on_host
+
+    class BudgetPoints(Callback):
+        def on_train_begin(self, logs=None):
+            stopping = [c for c in self.trainer._callback_container.callbacks if isinstance(c, EarlyStopping)]
+            self.stopping = stopping[0] if stopping else None
+            self.best = (None, None)  # (elapsed time it was validated at, weights) after the previous epoch
+
+        def _selected(self, epoch, now):
+            if self.stopping is None or self.stopping.best_weights is None:
+                return None, None
+            if self.stopping.best_epoch == epoch:  # this epoch is the new best: validated by now
+                return now, on_host(self.stopping.best_weights)
+            return self.best
+
+        def on_epoch_end(self, epoch, logs=None):
+            now = points.elapsed()
+            if points.passed(now):
+                points.keep(*self.best, now)
+            self.best = self._selected(epoch, now)
+
+        def on_train_end(self, logs=None):
+            points.keep(*self.best)  # the points passed since the last epoch's end: the final selection
+
+    return BudgetPoints()
+
+
 def _last_batch_breaks_batch_norm(n: int, batch_size: int, virtual_batch_size: int) -> bool:
     """Whether the last, partial batch would give ghost batch norm a chunk of one row (an error in training).
 
@@ -131,7 +172,7 @@ class TabNet(Estimator):
         from pytorch_tabnet.tab_model import TabNetClassifier, TabNetRegressor
 
         p = self.params
-        clock = context.training_clock()
+        clock, points = context.training_clock(), context.time_points()
         self.device_ = resolve_device(p["device"])
         self.encoder_ = TabularEncoder(self.meta, categorical="ordinal", standardize=True).fit(X)
         self.cat_idxs_ = list(self.encoder_.categorical_indices_)
@@ -144,7 +185,7 @@ class TabNet(Estimator):
             self.seen_ = None
             self.target_ = TargetScaler().fit(y)
             y_train = self.target_.transform(y).reshape(-1, 1)
-        self.model_ = None
+        self.model_, self.time_points_, self.point_states_ = None, {}, {}
         if self.seen_ is not None and len(self.seen_) < 2:  # a single class: nothing to learn
             self.info_ = {"device": self.device_, "single_class": True}
             return self
@@ -176,8 +217,10 @@ class TabNet(Estimator):
                 batch_size=batch_size, virtual_batch_size=virtual_batch_size,
                 drop_last=_last_batch_breaks_batch_norm(n, batch_size, virtual_batch_size),
                 num_workers=0, pin_memory=self.device_ == "cuda", compute_importance=False,
-                callbacks=[time_limit(clock, p["max_epochs"])],
+                callbacks=[time_limit(clock, p["max_epochs"]), *([budget_points(points)] if points.points else [])],
             )
+        self.time_points_ = points.state_times()
+        self.point_states_ = {point: state for point, (_, state) in points.kept.items()}
         history = self.model_.history.history
         self.info_ = {
             "device": self.device_,
@@ -189,6 +232,16 @@ class TabNet(Estimator):
             "stopped_by_time_budget": clock.stopped,
         }
         return self
+
+    def at_time(self, point_s: float) -> "TabNet":
+        """This fit predicting with the weights it had selected at budget point ``point_s``."""
+        other = copy.copy(self)
+        other.model_ = copy.copy(self.model_)
+        other.model_.network = copy.deepcopy(self.model_.network)
+        other.model_.network.load_state_dict(self.point_states_[point_s])
+        other.model_.network.eval()
+        other.info_ = {"state_s": self.time_points_[point_s]}
+        return other
 
     def _predict_raw(self, X):
         with torch_threads(self.params["n_jobs"]):

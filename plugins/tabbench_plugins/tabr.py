@@ -28,6 +28,17 @@ the candidates from there and encodes them anew (no cached keys); in eval mode t
 from them. The context rows go through the same fitted steps, and each row's block replaces that dataset
 for the one predict call (restored afterwards).
 
+Time budget: a Lightning callback in pytabkit's trainer (``budget_stop``) ends training on the job's clock after
+each epoch and each batch, and keeps time for predicting the job's test and validation rows at the rate its
+validation passes ran, so that the job ends by itself, its best checkpoint loaded, also on a machine that turns
+busy mid-run (tests/test_time_budget.py runs it beside a busy loop on its core).
+
+Budget points (plugins/pytabkit_wrapper.py): a second callback, run before Lightning's ``ModelCheckpoint`` (which
+Lightning runs last), gives each point passed during an epoch the best checkpoint so far, read from its file
+(model weights only, on the CPU: one copy per point); the state's time is the end of that best epoch's validation.
+A point's predictions swap its weights into the fitted module and the final ones back. Cost: one file read per
+point passed, no time otherwise.
+
 Search space: the TabR paper's space for TabR-S (its appendix, "hyperparameter tuning" table; in
 pytabkit ``RandomParamsTabRAlgInterface``, ``hpo_space_name='tabr'``,
 pytabkit/models/alg_interfaces/tabr_interface.py), its continuous ranges on grids and without its
@@ -50,11 +61,82 @@ import tabbench
 from tabbench.params import Params, param
 from tabbench.spec import ModelSpec
 from tabbench_plugins.torch_training import Device, cuda_available, gpus_for, resolve_device
-from tabbench_plugins.pytabkit_wrapper import PytabkitEstimator
+from tabbench_plugins.pytabkit_wrapper import PytabkitEstimator, trainer_callbacks
 
 # skorch and faiss: imported inside pytabkit's TabR (its test-set Dataset class, its neighbour search)
 REQUIRES = ("pytabkit", "faiss", "skorch")
 INSTALL_HINT = "pip install 'tabbench-harness[modern]'"
+
+
+#: Predicting is timed by the validation passes (the same forward pass over the training rows as candidates, per
+#: row predicted): the margin kept for it is this many times their rate, for a machine busier when it predicts
+PREDICT_MARGIN = 2.0
+#: and at least this many seconds (loading the best checkpoint, building the predict loop)
+PREDICT_MARGIN_MIN_S = 1.0
+
+
+def budget_stop(estimator, clock, context):
+    """A Lightning callback ending TabR's training on the job's clock, so that the job ends by itself with its best
+    checkpoint and its predictions before the harness kills it, also where the machine turns busy mid-run:
+
+    * after each epoch (validated and checkpointed by then): stop when one more epoch as long as the longest
+      (``TrainingClock.out_of_time``) would pass the training deadline, or the prediction margin's start;
+    * after each batch: stop, the epoch unfinished, when one more batch as long as the longest so far and the
+      validation pass that a stop brings (Lightning validates the part of the epoch run, and its checkpoint may
+      keep it) would pass either: an epoch slower than those before (a busy machine), or a first epoch longer
+      than the whole budget, no longer runs past the deadline;
+    * the prediction margin: the job's test and validation rows (``context.predict_rows``) at the rate the last
+      validation pass (Lightning's sanity check the first) predicted its rows, ``PREDICT_MARGIN`` times and at
+      least ``PREDICT_MARGIN_MIN_S``, kept before the job's end (``TrainingClock.reserve``: the deadline moves
+      earlier when the training share would leave less).
+
+    ``estimator.clock_stopped_`` records that the clock, not early stopping or the epoch cap, ended training."""
+    import time
+
+    from pytabkit.models.alg_interfaces import tabr_interface
+
+    class BudgetStop(tabr_interface.pl.Callback):
+        longest_batch, batch_start, validation_start, validation_s = 0.0, None, None, 0.0
+
+        def _stop(self, trainer):
+            trainer.should_stop = estimator.clock_stopped_ = True
+
+        def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+            self.batch_start = time.monotonic()
+
+        def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+            now = time.monotonic()
+            self.longest_batch = max(self.longest_batch, now - self.batch_start)
+            if not trainer.should_stop and now + self.longest_batch + self.validation_s > clock.deadline:
+                self._stop(trainer)
+
+        def on_validation_start(self, trainer, pl_module):
+            self.validation_start = time.monotonic()
+
+        def on_validation_end(self, trainer, pl_module):
+            self.validation_s = time.monotonic() - self.validation_start
+            rows = sum(len(loader.dataset) for loader in _loaders(trainer.val_dataloaders))
+            if trainer.sanity_checking:  # a few batches of the validation rows, not all of them
+                done, of = sum(_counts(trainer.num_sanity_val_batches)), sum(_counts(trainer.num_val_batches))
+                rows = rows * min(done, of) / of if of else 0
+            if rows and context.predict_rows:
+                row_s = self.validation_s / rows
+                clock.reserve(max(PREDICT_MARGIN * row_s * context.predict_rows, PREDICT_MARGIN_MIN_S))
+
+        def on_train_epoch_end(self, trainer, pl_module):
+            if not trainer.should_stop and clock.out_of_time():
+                self._stop(trainer)
+
+    return BudgetStop()
+
+
+def _counts(value) -> list:
+    """Lightning's batch counts per validation loader, as a list (a number or a list, depending on the version)."""
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def _loaders(loaders) -> list:
+    return [] if loaders is None else list(loaders) if isinstance(loaders, (list, tuple)) else [loaders]
 
 
 def faiss_gpu_problem() -> str | None:
@@ -100,39 +182,62 @@ class TabR(PytabkitEstimator):
             raise ValueError(problem)
         return device
 
+    trainer_module = "pytabkit.models.alg_interfaces.tabr_interface"
+
     @contextlib.contextmanager
-    def time_limit(self, clock):
+    def time_limit(self, clock, context):
         """pytabkit builds TabR's Lightning Trainer inside its fit, with no time limit, and ignores
-        ``time_to_fit_in_seconds``. For the fit, the ``pl`` its module uses is a view of Lightning whose Trainer
-        gets one more callback: after each epoch (validated and checkpointed by then), our clock
-        (tabbench/estimator.py, ``TrainingClock``) says whether one more as long as the longest fits before the
-        deadline; if not, training stops, and pytabkit loads the best validation checkpoint as always."""
+        ``time_to_fit_in_seconds``: for the fit, its Trainer gets our ``BudgetStop`` callback
+        (``trainer_callbacks``); pytabkit then loads the best validation checkpoint as always."""
         self.clock_stopped_ = False
         if clock.deadline is None:
             yield {}
             return
+        with trainer_callbacks(self.trainer_module, [budget_stop(self, clock, context)]):
+            yield {}
+
+    def point_callback(self, points):
+        """After each epoch, before Lightning's ``ModelCheckpoint`` (Lightning runs checkpoint callbacks last)
+        weighs it: the points passed during the epoch get the best checkpoint so far, read from its file (the
+        weights pytabkit would load had training stopped before this epoch), and when the checkpoint changes,
+        the epoch before this one became the best: its validation's time is the state's."""
+        import torch
         from pytabkit.models.alg_interfaces import tabr_interface
 
-        lightning, estimator = tabr_interface.pl, self
+        class KeepAtPoints(tabr_interface.pl.Callback):
+            path, best_s, previous_s = "", None, None
 
-        class StopOnClock(lightning.Callback):
+            def _checkpoint(self, trainer):
+                (checkpoint,) = [c for c in trainer.callbacks if isinstance(c, tabr_interface.ModelCheckpoint)]
+                assert trainer.callbacks.index(checkpoint) > trainer.callbacks.index(self), (
+                    "tabr: the budget points must see the checkpoint before it weighs the epoch")
+                return checkpoint
+
+            def _keep(self, checkpoint, now):
+                if checkpoint.best_model_path != self.path:  # the last epoch weighed became the best
+                    self.path, self.best_s = checkpoint.best_model_path, self.previous_s
+                if points.passed(now):
+                    weights = torch.load(self.path, map_location="cpu", weights_only=False)["state_dict"] \
+                        if self.path else None
+                    points.keep(self.best_s if self.path else None, weights, now)
+
             def on_train_epoch_end(self, trainer, pl_module):
-                if clock.out_of_time():
-                    trainer.should_stop = estimator.clock_stopped_ = True
+                now = points.elapsed()
+                self._keep(self._checkpoint(trainer), now)
+                self.previous_s = now  # this epoch was validated by then
 
-        class Trainer(lightning.Trainer):
-            def __init__(self, *args, callbacks=(), **kwargs):
-                super().__init__(*args, callbacks=[*callbacks, StopOnClock()], **kwargs)
+            def on_train_end(self, trainer, pl_module):  # the last epoch weighed too: the final selection
+                self._keep(self._checkpoint(trainer), points.elapsed())
 
-        class LightningWithClock:
-            def __getattr__(self, name):
-                return Trainer if name == "Trainer" else getattr(lightning, name)
+        return KeepAtPoints()
 
-        tabr_interface.pl = LightningWithClock()
-        try:
-            yield {}
-        finally:
-            tabr_interface.pl = lightning
+    def current_state(self):
+        weights = self._interface().model.state_dict()
+        return {name: value.detach().to("cpu", copy=True) for name, value in weights.items()}
+
+    def restore_state(self, state) -> None:
+        """The weights (a checkpoint's ``state_dict``) in the Lightning module, as ``load_from_checkpoint`` does."""
+        self._interface().model.load_state_dict(state)
 
     def stopped_by_time(self) -> bool:
         return self.clock_stopped_

@@ -179,6 +179,11 @@ def torch_seeded(seed: int, device: str):
         yield
 
 
+def on_host(state: dict) -> dict:
+    """A state dict whose tensors are on the CPU: the same tensors where they are there already (no copy)."""
+    return {name: value.to("cpu") for name, value in state.items()}
+
+
 class EarlyStopping:
     """Which epochs ``train_epochs`` runs, and the weights it keeps.
 
@@ -192,12 +197,21 @@ class EarlyStopping:
             ...                        # train one epoch
             stopping.update(val_loss)  # after it
         stopping.restore()             # the best epoch's weights
+
+    ``points`` (``tabbench.estimator.TimePoints``, or None): the job's budget points. At each ``update`` the
+    points passed since the last one get the best weights so far, before the epoch just validated may replace
+    them (it ended after the point), and ``restore`` gives the final ones to the points passed in the last
+    epoch. Cost: none in time; in memory, each point holds the best-so-far state dict of its moment, the very
+    object early stopping made (a CPU copy where the network lives on a GPU), so at most one state dict per point
+    stays alive beyond the fit's own. Without validation rows no state is selected: the points passed during
+    training have none.
     """
 
-    def __init__(self, network, patience: int, max_epochs: int | None, clock, validated: bool = True):
+    def __init__(self, network, patience: int, max_epochs: int | None, clock, validated: bool = True, points=None):
         self.network, self.patience, self.max_epochs, self.clock = network, patience, max_epochs, clock
-        self.validated = validated
+        self.validated, self.points = validated, points
         self.epoch, self.best_epoch, self.best_loss, self.best_state = -1, -1, np.inf, None
+        self.best_s = None  # the job's elapsed time when the best epoch was validated (with points only)
 
     def __iter__(self):
         epoch = 0
@@ -212,16 +226,35 @@ class EarlyStopping:
                 return
             epoch += 1
 
+    def _keep_points(self) -> float | None:
+        """The points passed by now get the best state so far; returns now (None without points)."""
+        if self.points is None:
+            return None
+        now = self.points.elapsed()
+        if self.points.passed(now):
+            self.points.keep(self.best_s, on_host(self.best_state) if self.best_state is not None else None, now)
+        return now
+
     def update(self, loss: float) -> None:
         """The validation loss of the epoch that just ran: its weights are kept when it is the best so far."""
+        now = self._keep_points()  # the points passed during this epoch: the best before it
         if loss < self.best_loss:
             self.best_loss, self.best_epoch = loss, self.epoch
             self.best_state = copy.deepcopy(self.network.state_dict())
+            self.best_s = now  # validated by then: a point after it may have this state
 
     def restore(self) -> None:
         """Load the best epoch's weights (none kept, e.g. no validation rows: the last epoch's stay)."""
+        self._keep_points()  # the points passed since the last validation: the final selection
         if self.best_state is not None:
             self.network.load_state_dict(self.best_state)
+
+    def point_states(self) -> tuple[dict, dict]:
+        """(``time_points_``, point -> its state dict): what a model trained by ``train_epochs`` offers
+        (``EpochStates``)."""
+        if self.points is None:
+            return {}, {}
+        return self.points.state_times(), {p: state for p, (_, state) in self.points.kept.items()}
 
     def info(self) -> dict:
         """What the fit records: epochs run, the best epoch and its loss, whether the time budget stopped it."""
@@ -264,6 +297,25 @@ def train_epochs(stopping: EarlyStopping, optimizer, batch_loss, n_rows: int, ba
             stopping.update(validation_loss())
     stopping.restore()
     network.eval()
+
+
+class EpochStates:
+    """The budget points of a plugin trained by ``train_epochs`` (mlp.py, tabm.py, modernnca.py; its network is
+    ``network_``): ``fit`` sets ``time_points_, point_states_ = stopping.point_states()`` after training, and
+    ``at_time`` predicts with a copy of the network holding a point's state (tabbench/estimator.py,
+    ``Estimator.time_points_``)."""
+
+    point_states_: dict = {}
+
+    def at_time(self, point_s: float):
+        import torch  # noqa: F401 - load_state_dict's tensors
+
+        other = copy.copy(self)
+        other.network_ = copy.deepcopy(self.network_)
+        other.network_.load_state_dict(self.point_states_[point_s])
+        other.network_.eval()
+        other.info_ = {"state_s": self.time_points_[point_s]}
+        return other
 
 
 class TabularTensors:

@@ -83,9 +83,11 @@ def cost_scatter(table: pd.DataFrame, fronts: dict):
         for method, row in data.iterrows():
             ax.annotate(method, (row[column], row["mean_rank"]), xytext=(4, 4), textcoords="offset points",
                         fontsize=7)
-        if data[column].nunique() == 1:  # one cost (one method): a log axis needs a range around it
+        # a cost of 0 (a job's peak memory not above what its process held before it) has no place on a log axis
+        positive = bool((data[column] > 0).all())
+        if data[column].nunique() == 1 and positive:  # one cost (one method): a log axis needs a range around it
             ax.set_xlim(data[column].iloc[0] / 3, data[column].iloc[0] * 3)
-        ax.set_xscale("log")
+        ax.set_xscale("log" if positive else "linear")
         ax.set_xlabel(label)
         ax.set_ylabel("mean rank over all datasets (lower is better)")
         ax.invert_yaxis()

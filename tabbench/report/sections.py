@@ -413,6 +413,18 @@ class BudgetCurves(Section):
                               dataset_splits(ctx.selected, ctx.splits))
 
 
+class EloAgainstBudget(Section):
+    """Mean ranks and Elo at each budget point the records carry (tabbench.report.elo_budget)."""
+
+    report_only = True
+
+    def markdown(self, ctx):
+        from tabbench.report.elo_budget import section
+        from tabbench.report.family import dataset_splits
+
+        return section(ctx.out_dir, ctx.selected, ctx.show, dataset_splits(ctx.selected, ctx.splits))
+
+
 class CostsPerJob(Section):
     def markdown(self, ctx):
         return ["## Costs per job", "", "Mean fit and predict seconds and the largest peak resident memory of one "
@@ -440,4 +452,4 @@ class SelectedParams(Section):
 
 #: A leaderboard: its sections in the order leaderboard.md shows them.
 LEADERBOARD = [Header(), Table1(), Arena(), Variants(), Families(), Together(), WinRates(), CostAgainstQuality(),
-               BudgetCurves(), CostsPerJob(), SelectedParams()]
+               BudgetCurves(), EloAgainstBudget(), CostsPerJob(), SelectedParams()]

@@ -47,14 +47,15 @@ def _status_of(exc: BaseException) -> str:
     return ERROR
 
 
-def fit_context(job: Job, checkpoint_dir=None, started: float | None = None, predict_rows: int | None = None
-                ) -> JobContext:
-    """What ``fit`` is told about the job: its time budget counted from ``started``, its checkpoint folder, the
-    resources the scheduler reserved for it and how many rows it predicts afterwards."""
+def fit_context(job: Job, checkpoint_dir=None, started: float | None = None, split=None) -> JobContext:
+    """What ``fit`` is told about the job: its time budget counted from ``started``, its checkpoint folder,
+    the resources the scheduler reserved for it, its budget points, and (given its ``split``) the rows it
+    predicts after fit."""
     return JobContext(time_budget_s=job.time_budget_s, started=started,
                       checkpoint_dir=None if checkpoint_dir is None else Path(checkpoint_dir),
                       cpus=job.resources.get("num_cpus"), gpus=job.resources.get("num_gpus"),
-                      predict_rows=predict_rows)
+                      budget_points_s=tuple(job.budget_points_s),
+                      predict_rows=None if split is None else len(split.test) + len(split.val))
 
 
 def _fit(estimator, job: Job, X, y, split, context: JobContext):
@@ -66,15 +67,53 @@ def _fit(estimator, job: Job, X, y, split, context: JobContext):
     return estimator.fit(*fit_args, context=context)
 
 
+def _scored(estimator, meta, X, y, split) -> dict:
+    """The validation and test metrics of one of a fit's states (the budget curve's, the budget points')."""
+    return {"val": _evaluate(estimator, meta, X.iloc[split.val], y[split.val]),
+            "test": _evaluate(estimator, meta, X.iloc[split.test], y[split.test])}
+
+
 def _budget_curve(estimator, meta, X, y, split) -> list:
     """Metrics at each step budget a model kept weights for (``budgets_`` / ``at_budget``)."""
     curve = []
     for steps in optional(estimator, "budgets_"):
         shorter = estimator.at_budget(steps)
         curve.append({"steps": steps, "best_step": shorter.info_.get("best_step"),
-                      "val": _evaluate(shorter, meta, X.iloc[split.val], y[split.val]),
-                      "test": _evaluate(shorter, meta, X.iloc[split.test], y[split.test])})
+                      **_scored(shorter, meta, X, y, split)})
     return curve
+
+
+def _budget_points(estimator, job: Job, meta, X, y, split, final: dict, fit_end_s: float, started: float,
+                   point_cost_s: float) -> list:
+    """The record's ``budget_points``: per point of ``job.budget_points_s`` (seconds from the job's start),
+    the metrics of the state validation had selected by then.
+
+    A point the model kept a state for (``time_points_``, ``at_time``) is scored as that state (points with the
+    same state share its scoring); a point past the model's training, or past the fit's end for a model that
+    keeps no states, takes the final metrics (``final``, as recorded: nothing is predicted again), ``finished``
+    true; a point before a state existed, or before the fit's end of a model that keeps none, has no state
+    (``state_s``, ``val`` and ``test`` null). Scoring a kept state costs about ``point_cost_s`` (what the final
+    predictions took): a point whose scoring could pass the job's time budget is left unscored (``unscored``),
+    so that the points never cost the job its record."""
+    kept = optional(estimator, "time_points_")
+    deadline = None if job.time_budget_s is None else started + job.time_budget_s
+    points, scored = [], {}
+    for at_s in job.budget_points_s:
+        at_s = float(at_s)
+        if (kept is None and at_s >= fit_end_s) or (kept is not None and at_s not in kept):
+            points.append({"at_s": at_s, "state_s": fit_end_s, "finished": True, **final})
+            continue
+        state_s = kept.get(at_s) if kept is not None else None
+        point = {"at_s": at_s, "state_s": state_s, "finished": False, "val": None, "test": None}
+        if state_s is not None and state_s not in scored:
+            # room for twice what the final predictions took, and a margin, before the job's budget
+            if deadline is not None and time.monotonic() + 2 * point_cost_s + 0.02 * job.time_budget_s > deadline:
+                point["unscored"] = "the job's time budget"
+                points.append(point)
+                continue
+            scored[state_s] = _scored(estimator.at_time(at_s), meta, X, y, split)
+        points.append({**point, **scored.get(state_s, {})})
+    return points
 
 
 def execute(job: Job, factory, meta, X, y, split, checkpoint_dir=None, started: float | None = None) -> dict:
@@ -91,8 +130,8 @@ def execute(job: Job, factory, meta, X, y, split, checkpoint_dir=None, started: 
         with memory:
             estimator = factory(meta, job.seed, **job.params)
             t0 = time.perf_counter()
-            _fit(estimator, job, X, y, split,
-                 fit_context(job, checkpoint_dir, started, predict_rows=len(split.test) + len(split.val)))
+            _fit(estimator, job, X, y, split, fit_context(job, checkpoint_dir, started, split))
+            fit_end_s = time.monotonic() - started  # on the budget's clock: where budget points after it are final
             earlier = optional(estimator, "resumed_fit_seconds_")  # of a fit resumed from a checkpoint
             record["fit_seconds"] = time.perf_counter() - t0 + earlier
             if earlier:
@@ -101,10 +140,20 @@ def execute(job: Job, factory, meta, X, y, split, checkpoint_dir=None, started: 
             test = _evaluate(estimator, meta, X.iloc[split.test], y[split.test])
             record["predict_seconds"] = time.perf_counter() - t0
             val = _evaluate(estimator, meta, X.iloc[split.val], y[split.val])
+            point_cost_s = time.perf_counter() - t0  # test and validation predictions: what scoring a state costs
             curve = _budget_curve(estimator, meta, X, y, split)
+            points = []
+            if job.budget_points_s:
+                try:  # the points never cost the job its final result: their failure is recorded beside it
+                    points = _budget_points(estimator, job, meta, X, y, split, {"val": val, "test": test},
+                                            fit_end_s, started, point_cost_s)
+                except Exception as exc:  # noqa: BLE001
+                    record["budget_points_error"] = f"{type(exc).__name__}: {exc}"[:2000]
         record["metrics"] = {"val": val, "test": test}
         if curve:
             record["budget_curve"] = curve
+        if points:
+            record["budget_points"] = points
         record["status"] = OK
     except Exception as exc:  # a model's own failure: record it, the run goes on
         record["status"] = _status_of(exc)

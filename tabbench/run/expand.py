@@ -32,7 +32,7 @@ def expand(suite, registry, loaded, gpu_available=False) -> list[Job]:
                                         split.fingerprint, dataset.subset, spec.resources(params),
                                         suite.budget.time_s, suite.budget.memory_mb,
                                         spec.is_transductive(params), key_params, spec.deterministic, config,
-                                        n_trials=len(trials)))
+                                        n_trials=len(trials), budget_points_s=suite.budget.points_s))
     return jobs
 
 

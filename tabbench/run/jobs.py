@@ -44,10 +44,15 @@ class Job:
     deterministic: bool = True  # spec.deterministic: a seeded fit repeats to float rounding on any machine
     config: str | None = None  # the named configuration (tuning: configs) this trial runs
     n_trials: int | None = None  # the method's trials on this dataset (expand sets it; None: not known)
+    budget_points_s: tuple = ()  # the suite's budget.points_s: elapsed seconds the record scores (budget_points)
 
     def record(self) -> dict:
         out = asdict(self)
         out.pop("resources")
+        if not out["budget_points_s"]:  # a suite without budget points: its records as before they existed
+            out.pop("budget_points_s")
+        else:
+            out["budget_points_s"] = list(out["budget_points_s"])
         return out
 
 

@@ -191,10 +191,24 @@ class Model(_Section):
 
 
 class BudgetSection(_Section):
-    """Limits per job."""
+    """Limits per job, and the points of elapsed time its record scores."""
 
     time_s: Optional[Positive] = Field(None, description="wall-clock limit per job, in seconds")
     memory_mb: Optional[Positive] = Field(None, description="host memory limit per job, in MiB")
+    points_s: Optional[Annotated[list[Positive], Field(min_length=1)]] = Field(None, description=(
+        "budget points: seconds of each job's elapsed time (from its start, as time_s counts) at which the job "
+        "records its validation-selected state's metrics, or its final ones where it finished earlier "
+        "(record: budget_points; ascending, none past time_s; default: none recorded)"))
+
+    @model_validator(mode="after")
+    def _points_ascend_within_the_budget(self):
+        points = self.points_s or []
+        if any(b <= a for a, b in zip(points, points[1:])):
+            _fail("points_s", f"budget points must ascend, each once, got {points}")
+        if self.time_s is not None and points and points[-1] > self.time_s:
+            _fail("points_s", f"budget point {points[-1]:g} s lies past the job's budget time_s {self.time_s:g} s; "
+                  "drop it or raise time_s")
+        return self
 
 
 class SuiteFile(_Section):
@@ -207,7 +221,7 @@ class SuiteFile(_Section):
     description: Optional[Text] = Field(None, description="free text")
     seeds: Annotated[list[Index], Field(min_length=1)] = Field([0], description=(
         "model seeds; every (method, dataset, fold) runs once per seed"))
-    budget: Optional[BudgetSection] = Field(None, description="limits per job")
+    budget: Optional[BudgetSection] = Field(None, description="limits per job, and budget points")
     plugins: Optional[list[Text]] = Field(None, description="plugin files, relative to the suite's folder")
     published: Optional[Text] = Field(None, description=(
         "published results shown next to ours in the leaderboard, relative to the suite's folder"))

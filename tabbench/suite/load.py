@@ -144,7 +144,10 @@ def parse_suite(raw, file="<suite>", plugin_files=()) -> Suite:
             load_published(published)
         except PublishedError as exc:
             raise SuiteError(file, "published", f"{exc} (the path is relative to the suite's folder)") from None
-    budget = Budget(**doc.budget.model_dump(exclude_none=True)) if doc.budget else Budget()
+    budget = Budget()
+    if doc.budget:
+        given = doc.budget.model_dump(exclude_none=True)
+        budget = Budget(**{**given, "points_s": tuple(float(p) for p in given.get("points_s", ()))})
     return Suite(name, Path(str(file)), tuple(_dataset_config(d) for d in doc.datasets),
                  tuple(_model_entry(label, m) for label, m in doc.models.items()), tuple(doc.seeds), budget,
                  plugins, doc.description or "", published)

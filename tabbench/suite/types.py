@@ -59,6 +59,7 @@ class ModelEntry:
 class Budget:
     time_s: float | None = None  # wall-clock limit per job
     memory_mb: float | None = None  # host memory limit per job
+    points_s: tuple = ()  # budget points: seconds of a job's elapsed time its record scores (budget_points)
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,9 @@ in one place and is written to a checkpoint every few minutes:
     the current epoch, the best-validation weights so far, their snapshots at each step budget, and
     the fit time spent so far (so that a resumed job's recorded fit time is the whole fit's).
 
+The budget points' weights (``keep_at_points``) are not in a checkpoint: a resumed run keeps those its own
+attempt passed, on its own clock.
+
 On the CPU a resumed run is bit for bit the run that was not interrupted (tested in
 tests/test_npt.py). Checkpoints are written atomically (a temporary file, then a rename), and a
 checkpoint whose fingerprint (data, params and model layout) differs from the run's is ignored, never
@@ -90,6 +93,20 @@ class Run:
         weights = self.best if has_val else self.params
         step = int(self.best_step) if has_val else self.step
         self.snapshots[self.step] = (step, [w.detach().to("cpu", copy=True) for w in weights])
+
+    def point_state(self, has_val: bool, validated_s: dict) -> tuple:
+        """(the elapsed time the best validation so far ended at, a host copy of its weights), or (None, None)
+        where none was validated (``validated_s``: validated step -> seconds) or there are no validation rows."""
+        if not has_val or not validated_s:
+            return None, None
+        step = int(self.best_step)  # a host sync: at budget points only
+        return validated_s[step], [w.detach().to("cpu", copy=True) for w in self.best]
+
+    def keep_at_points(self, points, has_val: bool, validated_s: dict):
+        """The job's budget points passed since the last call (``points``, tabbench.estimator.TimePoints) get
+        ``point_state``: the best weights validated before them."""
+        if points is not None and points.due:
+            points.keep(*self.point_state(has_val, validated_s))
 
     def use_best(self):
         with torch.no_grad():

@@ -6,6 +6,11 @@ forward pass over it as context), builds the model and the optimiser, trains
 table for the model's outputs. What NPT is and how it trains is written down in docs/npt.md; the choices
 where the authors' code and the paper differ are params, listed there and in ``NPT.Params`` below.
 
+Budget points (``JobContext.budget_points_s``; tabbench/estimator.py, ``Estimator.time_points_``): the loop keeps a
+host copy of the best validation weights at each point passed (``training.train``, ``checkpoints.Run``), beside
+the step budgets' snapshots; ``at_time`` predicts with them. Cost: one host copy of the weights per point (and
+one more around a validation a point may fall inside), one host sync each; no time otherwise.
+
 torch is imported only when ``fit`` runs (table.py, training.py and the model are imported there):
 ``tabbench models`` stays fast.
 """
@@ -214,6 +219,7 @@ class NPT(Estimator):
 
         self.fit_params_ = dict(self.params)
         self.predict_rows_ = context.predict_rows
+        self.n_points_ = len(context.budget_points_s)
         n_unlabelled = len(X_unlabelled) if X_unlabelled is not None else 0
         budget = context.time_budget_s
         with deterministic_algorithms(self.device_.type, bool(self._param("deterministic"))):
@@ -222,9 +228,13 @@ class NPT(Estimator):
             else:
                 self._build(X, y, X_val, y_val, X_unlabelled, torch)
                 self.steps_ = self._resolve_steps(n_unlabelled, torch, budget)
+            points = context.time_points()
             trained = training.train(self.table_, self.model_, self.opt_, self.fit_params_, torch, steps=self.steps_,
                                      seed=self.seed, clock=self.clock_, identity=self.job_identity(),
-                                     checkpoint_dir=context.checkpoint_dir, predict_rows=context.predict_rows)
+                                     checkpoint_dir=context.checkpoint_dir, predict_rows=context.predict_rows,
+                                     points=points)
+        self.time_points_ = points.state_times()
+        self.point_weights_ = {point: weights for point, (_, weights) in points.kept.items()}
         self.run_ = trained.run
         self.resumed_fit_seconds_ = self.run_.earlier_seconds
         self._fill_info(trained, torch, context.time_budget_s)
@@ -323,7 +333,7 @@ class NPT(Estimator):
         if self.predict_rows_:  # keep time for predicting after training, then fit the steps in what is left
             timed_pass_s = self.slowdown_ * model["pass_s"] / cpus  # forward and backward over a batch, here, now
             val_pass_s = timed_pass_s / 3 * (len(self.table_) + self.table_.n_val) / model["rows"]  # forward only
-            kept = sum(b < steps for b in checkpoints.step_budgets(self.fit_params_))
+            kept = sum(b < steps for b in checkpoints.step_budgets(self.fit_params_)) + self.n_points_
             self.clock_.reserve(training.prediction_reserve(val_pass_s, len(self.table_), self.table_.n_val,
                                                             self.predict_rows_, kept))
             steps = auto_steps(self.meta, sizes, self.fit_params_, budget, self.slowdown_, self.clock_.remaining())
@@ -386,18 +396,27 @@ class NPT(Estimator):
     def at_budget(self, budget: int) -> "NPT":
         """This estimator with the weights a run of ``budget`` steps would have used (best
         validation loss up to that step), for scoring the budget curve. Shares everything else."""
+        best_step, weights = self.run_.snapshots[budget]
+        return self._with_weights(weights, {"steps": budget, "best_step": best_step})
+
+    def _with_weights(self, weights, info: dict) -> "NPT":
+        """A copy of this estimator whose model holds ``weights`` (host tensors, in parameter order)."""
         import copy
 
         import torch
 
-        best_step, weights = self.run_.snapshots[budget]
         other = copy.copy(self)
         other.model_ = copy.deepcopy(self.model_)
         with torch.no_grad():
             for p, w in zip(other.model_.parameters(), weights):
                 p.copy_(w)
-        other.info_ = {"steps": budget, "best_step": best_step}
+        other.info_ = info
         return other
+
+    def at_time(self, point_s: float) -> "NPT":
+        """This estimator with the best validation weights it had at budget point ``point_s`` (seconds of the
+        job's elapsed time; ``time_points_``), for scoring the budget points. Shares everything else."""
+        return self._with_weights(self.point_weights_[point_s], {"state_s": self.time_points_[point_s]})
 
     # --- predict ------------------------------------------------------------------------------------
 

@@ -10,6 +10,9 @@ One step (docs/npt.md, "Training"):
     update     gradients clamped (or norm-clipped), the learning rate of the schedule, LAMB in Lookahead
     validate   every eval_every steps: the validation targets' loss, training rows as context; the
                weights with the best one are kept (``checkpoints.Run.observe``)
+    points     at each of the job's budget points (``points``, tabbench.estimator.TimePoints) a host copy of the
+               best weights validated before it (``checkpoints.Run.keep_at_points``), checked after each step
+               and around each validation (a point a validation straddles gets the weights from before it)
     stop       after ``steps`` steps, or earlier when the job's time budget would not hold one more step as
                long as the longest so far (``clock``, tabbench.estimator.TrainingClock: the safety net
                of ``steps: auto``, whose cost model can be slower or faster than this machine); the step it
@@ -25,6 +28,7 @@ replayed (``cuda_graph``, ``TrainStep``, graphs.py).
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 
@@ -186,14 +190,15 @@ class Trained:
 
 
 def train(table, model, opt, params, torch, *, steps: int, seed: int, clock, identity: dict,
-          checkpoint_dir=None, predict_rows: int | None = None) -> Trained:
+          checkpoint_dir=None, predict_rows: int | None = None, points=None) -> Trained:
     """Train ``model`` with ``opt`` (LAMB in Lookahead) for ``steps`` steps on ``table`` (``table.Table``),
     validating on its validation rows, under ``params`` (the estimator's: masking, schedules, clipping,
     evaluation, budgets, checkpoints, CUDA graphs). ``seed``: the masks' and batches' generator's (off CUDA);
     ``clock``: the job's training clock (tabbench.estimator.TrainingClock); ``identity``: the params and seed a
     checkpoint must match (``NPT.job_identity``); ``checkpoint_dir``: where checkpoints go, if anywhere;
     ``predict_rows``: the rows the job predicts after training (``JobContext.predict_rows``): the clock keeps time
-    for them, sized from the validation passes as they are timed (``prediction_reserve``)."""
+    for them, sized from the validation passes as they are timed (``prediction_reserve``); ``points``: the job's
+    budget points (tabbench.estimator.TimePoints), if any."""
     P, dev = params, table.device
     t = len(table.cards) - 1  # the target column
     p_col = torch.tensor([P["p_feature"]] * t + [P["p_target"]], device=dev)
@@ -216,15 +221,29 @@ def train(table, model, opt, params, torch, *, steps: int, seed: int, clock, ide
     validate = graphs.Replayed(lambda: run.observe(table.validation_loss(model), at_step),
                                enabled=graphed and one_chunk)
 
+    validated_s = {}  # validated step -> the job's elapsed time its validation ended (budget points)
+    validation_s = math.inf  # the last validation's host seconds (none yet: any point may fall in the first)
+
     def observe():
+        nonlocal validation_s
+        # a point this validation may straddle gets the weights from before it: copied only then
+        before = None
+        if points is not None and points.due_within(2 * validation_s):  # twice the last: a slower one too
+            before = run.point_state(table.has_val, validated_s)
+        start = time.perf_counter()
         model.eval()
         at_step.fill_(run.step)
-        start = time.perf_counter()
         with torch.no_grad():
             validate()
+        validation_s = time.perf_counter() - start
         if predict_rows:
-            clock.reserve(prediction_reserve(time.perf_counter() - start, len(table), table.n_val, predict_rows,
-                                             len(run.budgets)))
+            clock.reserve(prediction_reserve(validation_s, len(table), table.n_val, predict_rows,
+                                             len(run.budgets) + len(points.points if points is not None else ())))
+        if points is not None:
+            now = points.elapsed()  # one reading: a point passed by now gets the weights before this validation
+            if before is not None and points.passed(now):
+                points.keep(*before, now)
+            validated_s[run.step] = now
 
     clock.begin()  # the table, the model and the speed measurement are not a step
     while run.step < steps:
@@ -236,6 +255,7 @@ def train(table, model, opt, params, torch, *, steps: int, seed: int, clock, ide
         run.last_loss = train_step(lr_at(P, step, steps, n_b == 1), cosine_tradeoff(step, steps, P["lambda_init"]),
                                    idx)
         run.step = step + 1
+        run.keep_at_points(points, table.has_val, validated_s)  # the points passed during the step
         if table.has_val and (run.step % eval_every == 0 or run.step == steps):
             observe()
         run.snapshot_if_budget(table.has_val)
@@ -246,6 +266,7 @@ def train(table, model, opt, params, torch, *, steps: int, seed: int, clock, ide
             break
     cuda_graph = ("off" if not graphed else train_step.status if validate.failure is None
                   else f"{train_step.status}; validation {validate.status}")
+    run.keep_at_points(points, table.has_val, validated_s)  # those passed in the last validation: the final best
     if table.has_val:
         run.use_best()
     model.eval()
