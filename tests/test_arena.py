@@ -56,8 +56,10 @@ def test_the_section_is_beside_the_mean_ranks_and_says_how_many_datasets_it_rest
     assert f"over all {len(datasets)} datasets" in section
     shown = {row.split(" | ")[0].strip("| ") for row in section.splitlines() if re.match(r"\| [a-z]", row)}
     assert shown - {"method"} == methods
-    for table in ("elo", "elo_low", "elo_high", "improvability", "win_rate"):
+    for table in ("elo", "improvability", "win_rate"):
         assert set(csv.loc[csv.table == table, "method"]) == methods, table
+    # four datasets: fewer than the bootstrap needs to bound an Elo, so no interval, and the note says why
+    assert not csv.table.isin(["elo_low", "elo_high"]).any() and "No 95% interval" in section
 
 
 def test_random_forest_is_anchored_at_exactly_1000(board):
@@ -68,11 +70,37 @@ def test_random_forest_is_anchored_at_exactly_1000(board):
     assert "| random_forest | 1000 |" in (board / "leaderboard.md").read_text()
 
 
-def test_the_95_percent_interval_holds_each_point_estimate(board):
-    csv = pd.read_csv(board / "leaderboard.csv").query("table.str.startswith('elo')", engine="python")
-    wide = csv.pivot(index="method", columns="table", values="value")
-    assert (wide.elo_low <= wide.elo).all() and (wide.elo <= wide.elo_high).all()
-    assert (wide.elo_high - wide.elo_low > 0).any()  # four datasets resample into different ratings
+@pytest.fixture(scope="module")
+def breadth():
+    """breadth's 38 datasets and 13 methods: enough datasets to take subsets on either side of the minimum."""
+    folder = QUICKSTART.parent / "breadth"
+    if not (folder / "records").is_dir():
+        pytest.skip("published breadth results absent")
+    return select_trials(pooled_records([folder]))
+
+
+def test_the_95_percent_interval_is_shown_from_the_minimum_of_datasets_and_holds_each_elo(breadth):
+    datasets = sorted(breadth["dataset"].unique())
+    at = breadth[breadth["dataset"].isin(datasets[:arena.MIN_INTERVAL_DATASETS])]
+    result = run(summarise(at), at)
+    t = result.table
+    assert result.n_datasets == arena.MIN_INTERVAL_DATASETS
+    assert t[["elo_low", "elo_high"]].notna().all().all()
+    assert (t.elo_low <= t.elo).all() and (t.elo <= t.elo_high).all()
+    assert (t.elo_high - t.elo_low > 0).all()  # the datasets resample into different ratings
+    assert len(arena.csv_rows(result)) == 5 * len(t)
+
+
+def test_below_the_minimum_of_datasets_the_elo_has_no_interval_and_the_note_says_why(breadth):
+    datasets = sorted(breadth["dataset"].unique())
+    below = breadth[breadth["dataset"].isin(datasets[:arena.MIN_INTERVAL_DATASETS - 1])]
+    result = run(summarise(below), below)
+    assert result.table["elo"].notna().all() and result.table[["elo_low", "elo_high"]].isna().all().all()
+    assert {r["table"] for r in arena.csv_rows(result)} == {"elo", "improvability", "win_rate"}
+    notes = " ".join(arena.notes(result))
+    assert f"No 95% interval: resampling {arena.MIN_INTERVAL_DATASETS - 1} datasets" in notes
+    assert f"| {result.table.index[0]} | {result.table['elo'].iloc[0]:.0f} | – |" in "\n".join(
+        arena.markdown(result, {}))
 
 
 def test_a_method_that_beats_all_others_on_every_dataset_has_win_rate_1_and_the_top_elo(tables, selected):

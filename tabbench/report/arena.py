@@ -21,6 +21,14 @@ result) into the one frame bencheval reads, and its answer into Markdown, CSV ro
   Forest there); with no ``random_forest`` the ratings are unanchored, averaging 1000. The 95% interval
   holds the 2.5th-97.5th percentiles over 200 bootstrap resamples of the datasets (TabArena's count;
   bencheval's fixed seed, so a leaderboard regenerates byte for byte).
+- The interval is shown from ``MIN_INTERVAL_DATASETS`` (6) datasets up. Below that, resampling a handful of
+  datasets often draws one or two of them many times, a method then wins or loses every comparison of the
+  resample, and its Elo there is bounded only by bencheval's ridge penalty: the interval's ends are the penalty's,
+  not the data's. Measured on breadth's records (benchmarks/elo_interval_width.py: random subsets of n of its 38
+  datasets, 13 methods): the median width is 11,460 points at 3 datasets, 1,094 at 4 and 705 at 5, where 23% and
+  12% of the intervals are wider than 2,000 points; at 6 it is 485, nine in ten under 800 (two steps of 10:1
+  odds), and it narrows smoothly from there (130 at 38). Below the minimum the Elo is shown without an
+  interval, and the note says that it orders the methods on these datasets and separates none.
 """
 
 from __future__ import annotations
@@ -34,6 +42,7 @@ import pandas as pd
 ANCHOR = "random_forest"  # TabArena anchors Elo at its default Random Forest
 ANCHOR_ELO = 1000
 BOOTSTRAP_ROUNDS = 200  # TabArena's leaderboards use 200 resamples
+MIN_INTERVAL_DATASETS = 6  # fewer: the bootstrap interval's ends are bencheval's ridge penalty's (above)
 FAMILY_ERROR = {"auroc": "1 - AUROC", "accuracy": "1 - accuracy", "rmse": "RMSE"}
 
 
@@ -111,7 +120,7 @@ def aggregates(tables: dict, selected: pd.DataFrame, mean_rank: pd.Series) -> Ag
     table = pd.DataFrame({"elo": board["elo"], "elo_low": (board["elo"] - board["elo-"]).round(1),
                           "elo_high": (board["elo"] + board["elo+"]).round(1), "improvability": board["improvability"],
                           "win_rate": board["winrate"], "mean_rank": mean_rank.reindex(board.index)})
-    if out.n_datasets < 2:  # one dataset: every resample is the same, so the interval says nothing
+    if out.n_datasets < MIN_INTERVAL_DATASETS:  # too few datasets for the bootstrap to bound the Elo (above)
         table[["elo_low", "elo_high"]] = np.nan
     # ties in Elo and mean rank by name: a sort that is not stable would order them by chance
     out.table = table.rename_axis("method").sort_values(["elo", "mean_rank", "method"], ascending=[False, True, True])
@@ -145,6 +154,12 @@ def notes(agg: Aggregates) -> list[str]:
                    f"10:1 odds), anchored at {agg.anchor} = {ANCHOR_ELO} ({how}).")
     if agg.n_datasets < 2:
         out.append("With one dataset the bootstrap has nothing to resample: no interval.")
+    elif agg.n_datasets < MIN_INTERVAL_DATASETS:
+        out.append(f"No 95% interval: resampling {agg.n_datasets} datasets draws the same few again and again, and "
+                   "a method that then wins or loses every comparison has an Elo bounded only by bencheval's ridge "
+                   f"penalty, so the interval would show the penalty, not the data (it is shown from "
+                   f"{MIN_INTERVAL_DATASETS} datasets; tabbench/report/arena.py says why). The Elo orders the "
+                   "methods on these datasets and separates none of them.")
     else:
         out.append(f"95% interval: the 2.5th to 97.5th percentiles over {BOOTSTRAP_ROUNDS} bootstrap resamples "
                    f"of the {agg.n_datasets} datasets; with few datasets it is wide.")

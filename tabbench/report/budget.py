@@ -66,22 +66,27 @@ def versus_paper(mean: float, se: float, paper) -> str:
 
 
 def budget_figure(table: pd.DataFrame, published=None):
-    """One panel per dataset: mean ± SE test metric against steps (log axis), the published number of
-    each drawn method's model as a dashed line."""
-    from tabbench.report.plots import _pyplot
+    """One panel per dataset, four to a row: mean ± SE test metric against steps (log axis where the steps span
+    a factor of ten), the published number of each drawn method's model as a dashed line, the metric's axis
+    within the range it can take."""
+    from tabbench.report.plots import _pyplot, log_or_linear, metric_limits
 
     plt = _pyplot()
     datasets = sorted(table["dataset"].unique())
     cycle = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     # one colour per method in every panel, whichever methods a panel has
     colour = {m: cycle[i % len(cycle)] for i, m in enumerate(sorted(table["method"].unique()))}
-    fig, axes = plt.subplots(1, len(datasets), figsize=(3.6 * len(datasets), 3.2), squeeze=False)
-    for ax, dataset in zip(axes[0], datasets):
+    columns = min(len(datasets), 4)
+    rows = math.ceil(len(datasets) / columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(3.6 * columns, 4.0 * rows), squeeze=False)
+    for ax in axes.flat[len(datasets):]:
+        ax.set_visible(False)
+    for ax, dataset in zip(axes.flat, datasets):
         part = table[table["dataset"] == dataset]
         for method, curve in part.groupby("method"):
-            curve = curve.sort_values("steps")
+            curve, runs = curve.sort_values("steps"), int(curve["runs"].max())
             ax.errorbar(curve["steps"], curve["mean"], yerr=curve["se"].fillna(0), marker="o", ms=3, capsize=2,
-                        color=colour[method], label=f"{method} ({int(curve['runs'].max())} runs)")
+                        color=colour[method], label=f"{method} ({runs} run{'s' if runs != 1 else ''})", clip_on=False)
         for model in sorted(part["model"].unique()) if "model" in part else ():
             paper = _paper(published, dataset, model)
             if paper:
@@ -89,11 +94,12 @@ def budget_figure(table: pd.DataFrame, published=None):
                 if paper[1]:
                     ax.axhspan(paper[0] - 2 * paper[1], paper[0] + 2 * paper[1], color="k", alpha=0.08, lw=0,
                                label="± 2 SE")
-        ax.set_xscale("log")
+        log_or_linear(ax, part["steps"])
+        metric_limits(ax, part["metric"].iloc[0])
         ax.set_title(dataset)
         ax.set_xlabel("training steps")
         ax.set_ylabel(f"test {part['metric'].iloc[0]}")
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2))  # below: never over a curve
     fig.tight_layout()
     return fig
 

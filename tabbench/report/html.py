@@ -165,7 +165,9 @@ def _elo_figure(agg, show) -> str:
     ax.errorbar(t["elo"], range(len(t)), xerr=[low, high], fmt="o", color="tab:blue", ecolor="tab:gray", capsize=3)
     ax.set_yticks(range(len(t)), [show.get(m, m) for m in t.index])
     ax.axvline(1000, color="k", lw=0.6, ls=":")
-    ax.set_xlabel("Elo (95% bootstrap interval)" + (f"; {agg.anchor} = 1000" if agg.anchor else ", mean 1000"))
+    what = ("Elo (95% bootstrap interval)" if t["elo_low"].notna().any() else
+            f"Elo (no interval on {agg.n_datasets} dataset{'s' if agg.n_datasets != 1 else ''}: see the notes)")
+    ax.set_xlabel(what + (f"; {agg.anchor} = 1000" if agg.anchor else ", mean 1000"))
     ax.grid(True, axis="x", alpha=0.3)
     fig.tight_layout()
     buffer = StringIO()

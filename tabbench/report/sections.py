@@ -48,6 +48,8 @@ def win_rate_section(out_dir: Path, selected: pd.DataFrame) -> list:
     folds = winrate.fold_results(selected)
     if folds.empty:
         return []
+    if folds.shape[1] < 2:  # one method beats no one: an empty matrix is no figure
+        return ["## Pairwise win rates", "", f"One method ({folds.columns[0]}): no pair to compare.", ""]
     share, _ = winrate.win_rates(folds)
     n_folds = len(folds)
     share.round(4).to_csv(out_dir / "win-rate.csv", index_label="method")
@@ -65,7 +67,11 @@ def cost_section(out_dir: Path, runs: pd.DataFrame, mean_rank: pd.Series, show=N
     table = cost.cost_table(runs, mean_rank)
     columns = [c for c in COST_AXES if c != "gpu_mib" or table[c].notna().any()]
     fronts = {c: (COST_AXES[c][1], cost.pareto_front(table["mean_rank"], table[c])) for c in columns}
-    plots.save(plots.cost_scatter(table, fronts), out_dir / "cost")
+    drawn = [c for c in columns if table[c].notna().sum() >= 2]  # one point per axis compares nothing
+    if drawn:
+        plots.save(plots.cost_scatter(table, {c: fronts[c] for c in drawn}), out_dir / "cost")
+    figure = _image("cost", "mean rank against fit time and peak memory") if drawn else [
+        "No figure: one method has a cost to set against its rank.", ""]
     rows = [[show.get(m, m), f"{r['mean_rank']:.2f}", f"{r['fit_seconds']:.3g}", f"{r['rss_mib']:.0f}",
              "–" if pd.isna(r["gpu_mib"]) else f"{r['gpu_mib']:.0f}",
              ", ".join(COST_AXES[c][0] for c in columns if fronts[c][1][m]) or "–"] for m, r in table.iterrows()]
@@ -73,7 +79,7 @@ def cost_section(out_dir: Path, runs: pd.DataFrame, mean_rank: pd.Series, show=N
             "Mean rank over every dataset against the fit time one result costs (all tuning trials of a fold summed, "
             "averaged per dataset, geometric mean over datasets) and the largest peak memory of one job. The "
             "Pareto front (circled) holds the methods no other method beats on both.", "",
-            *_image("cost", "mean rank against fit time and peak memory"),
+            *figure,
             markdown_table(["method", "mean rank", "fit s per result", "peak RSS MiB", "peak GPU MiB",
                             "on the front of"], rows), "", *budget_note(runs, table.index, show), *hardware_note(runs)]
 

@@ -149,11 +149,23 @@ def _place_table(ctx) -> list:
                     f"{elo.loc[m, 'elo']:.0f}" + ("" if elo.loc[m, ["elo_low", "elo_high"]].isna().any() else
                                                  f" ({elo.loc[m, 'elo_low']:.0f} to {elo.loc[m, 'elo_high']:.0f})"))
         rows.append([f"{place} of {len(order)}", ctx.show.get(m, m), f"{order[m]:.2f} ± {se[m]:.2f}", interval])
-    return [markdown_table(["place", "method", "mean rank over all datasets", "Elo (95% interval)"], rows)]
+    out = [markdown_table(["place", "method", "mean rank over all datasets", "Elo (95% interval)"], rows)]
+    if elo is not None and elo[["elo_low", "elo_high"]].isna().all().all():
+        from tabbench.report.arena import MIN_INTERVAL_DATASETS
+
+        out += ["", f"No Elo interval on {_count(ctx.aggregates.n_datasets, 'dataset')}: the bootstrap needs "
+                f"{MIN_INTERVAL_DATASETS} to bound it (the page's notes say why); the Elo orders these methods here "
+                "and separates none."]
+    return out
 
 
 def _paper_table(ctx) -> list:
-    """NPT's test metric against the paper's on each dataset, and whether it lies within 2 combined SE."""
+    """NPT's test metric against the paper's on each dataset: the difference, the difference in combined standard
+    errors (√(SE ours² + SE paper²)), and whether it lies within 2 of them."""
+    import math
+
+    import pandas as pd
+
     from tabbench.report.agreement import within
     from tabbench.report.format import markdown_table
 
@@ -164,14 +176,29 @@ def _paper_table(ctx) -> list:
                 if m not in t.mean.index:
                     continue
                 cell = t.cell(m, d)
+                if pd.isna(cell.mean):  # not run there
+                    continue
                 paper = ctx.published.metrics.get(d, {}).get(ctx.model_of(m)) if ctx.published else None
                 if not paper:
                     continue
-                agree = within(cell.mean - paper[0], cell.se, paper[1])
+                gap = cell.mean - paper[0]
+                combined = math.hypot(cell.se, paper[1]) if paper[1] and not pd.isna(cell.se) else None
+                agree = within(gap, cell.se, paper[1])
                 rows.append([ctx.labels[d], f"{t.metric}", ctx.show.get(m, m), cell.markdown(),
-                             f"{paper[0]:g}" + (f" ± {paper[1]:g}" if paper[1] is not None else ""),
+                             f"{paper[0]:g}" + (f" ± {paper[1]:g}" if paper[1] is not None else ""), f"{gap:+.3g}",
+                             f"{gap / combined:+.2f}" if combined else "–",
                              {None: "not judged (no SE)", True: "within 2 SE", False: "**outside 2 SE**"}[agree]])
-    return [markdown_table(["dataset", "metric", "method", "ours (mean ± SE)", "paper", "ours against it"], rows)]
+    return [markdown_table(["dataset", "metric", "method", "ours (mean ± SE)", "paper", "ours − paper",
+                            "in combined SE", "ours against it"], rows)]
+
+
+def _paper_block(ctx) -> list:
+    """A README's table of NPT's rows against the paper's numbers (_paper_table), and how it judges them."""
+    return _paper_table(ctx) + ["", "In combined SE: (ours − paper) / √(SE ours² + SE paper²); within 2 SE: at most "
+                                "2 of them (results/README.md). For RMSE a negative difference is better than the "
+                                "paper, for AUROC worse. A mean of fewer folds than the dataset has shows its fold "
+                                "count. The paper's small-data NPT numbers are the best of eight variants per "
+                                "dataset (its Table 16)."]
 
 
 def answer(contexts: dict) -> list:
@@ -243,9 +270,53 @@ def _job_times_block(ctx) -> list:
             "Wall seconds a job (fit, predict and scoring in its worker), from each record's `wall_seconds`."]
 
 
+def _folds_block(ctx) -> list:
+    """Per NPT row and dataset, one line per fold: its test metric, the step of its best validation loss, the test
+    metric its budget curve recorded at shorter step budgets, its fit minutes and peak memory; then the mean ± SE."""
+    import math
+
+    import pandas as pd
+
+    from tabbench.metrics import PRIMARY
+    from tabbench.report.format import markdown_table
+
+    out = []
+    runs = ctx.selected[(ctx.selected["status"] == "ok") & ctx.selected["method"].isin(_npt_methods(ctx))]
+    for (method, dataset), part in sorted(runs.groupby(["method", "dataset"]), key=lambda g: (g[0][1], g[0][0])):
+        metric = PRIMARY[part["task"].iloc[0]][0]
+        digits = 4 if metric in ("auroc", "accuracy") else 3
+        part = part.sort_values(["repeat", "fold"])
+        info = part["info"].map(lambda i: i if isinstance(i, dict) else {})
+        curves = part["budget_curve"].map(lambda c: {p["steps"]: p["test"].get(metric) for p in c}
+                                          if isinstance(c, list) else {}) if "budget_curve" in part else \
+            pd.Series([{}] * len(part), part.index)
+        budgets = sorted({s for c in curves for s in c})
+        rows = [[str(r["fold"]), f"{r[f'test_{metric}']:.{digits}f}", f"{info[i].get('best_step', '–'):,}"
+                 if isinstance(info[i].get("best_step"), int) else "–",
+                 " / ".join(f"{curves[i][s]:.{digits - 1}f}" if s in curves[i] else "–" for s in budgets) or "–",
+                 f"{r['fit_seconds'] / 60:.0f}" + (f" (from step {info[i]['resumed_from_step']:,})"
+                                                   if info[i].get("resumed_from_step") else ""),
+                 f"{r['peak_rss_bytes'] / 1e9:.1f}" if pd.notna(r.get("peak_rss_bytes")) else "–"]
+                for i, r in part.iterrows()]
+        values = part[f"test_{metric}"]
+        se = values.std(ddof=1) / math.sqrt(len(values)) if len(values) > 1 else float("nan")
+        rows.append([f"mean ± SE ({len(values)} folds)", f"**{values.mean():.{digits}f} ± {se:.{digits}f}**", "", "",
+                     "", ""])
+        steps = f"{int(info.iloc[0]['steps']):,}" if "steps" in info.iloc[0] else "?"
+        out += [f"**{dataset}, {ctx.show.get(method, method)}, {steps} steps** (test {metric}):", "",
+                markdown_table(["fold", f"test {metric}", "best validation step",
+                                "budget curve (" + " / ".join(f"{s:,}" for s in budgets) + " steps)", "fit minutes",
+                                "peak RSS GB"], rows), ""]
+    return out + ["The budget curve: the test metric of the weights a run stopped at that step would have used (the best "
+                  "validation loss so far), from the same run. Fit minutes: the record's fit seconds; a fold resumed from a "
+                  "checkpoint (the step named) ran in parts, and an older record counts only the last of them. Peak "
+                  "RSS: the job's host memory, in 10⁹ bytes."]
+
+
 #: The blocks a results folder's README may hold between ``<!-- tabbench report: NAME -->`` and
 #: ``<!-- end of tabbench report: NAME -->``: `tabbench report` writes them from the folder's records.
-README_BLOCKS = {"significance": _significance_block, "job-times": _job_times_block}
+README_BLOCKS = {"significance": _significance_block, "job-times": _job_times_block, "npt-against-paper": _paper_block,
+                 "npt-folds": _folds_block}
 
 
 def fill_blocks(readme: Path, ctx) -> None:

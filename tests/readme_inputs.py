@@ -1,0 +1,285 @@
+"""What tests/test_readme_numbers.py reads beside the records: the numbers results READMEs may state that are not
+results (inputs of a protocol, measurements cited from the document that holds them), and the claims whose
+numbers prose works out beyond the tables, each computed here from the records (CLAIMS).
+
+An input is what was asked, not what came out: a budget, a fold count, a configuration's size, a dataset's rows, a
+step count a suite sets. Declare it for the README that states it, with the reason; never a result.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from pathlib import Path
+
+import pandas as pd
+
+RESULTS = Path(__file__).resolve().parents[1] / "results"
+
+
+class Folder:
+    """A results folder's tables and records, read once, for the claims below."""
+
+    def __init__(self, name: str):
+        self.path = RESULTS / name
+
+    @cached_property
+    def board(self) -> pd.DataFrame:
+        return pd.read_csv(self.path / "leaderboard.csv")
+
+    @cached_property
+    def records(self) -> pd.DataFrame:
+        from tabbench.pooling import pooled_records
+
+        return pooled_records([self.path])
+
+    def other(self, name: str) -> "Folder":
+        return Folder(name)
+
+    def jobs(self, methods, status: str | None = None) -> int:
+        runs = self.records[self.records["method"].isin(methods.split())]
+        return int((runs["status"] == status).sum()) if status else len(runs)
+
+    def carried_from(self, name: str) -> int:
+        """How many of the records have a job key of another folder's records (carried over from it)."""
+        return int(self.records["key"].isin(set(Folder(name).records["key"])).sum())
+
+    @cached_property
+    def selected(self) -> pd.DataFrame:
+        from tabbench.report.leaderboard import select_trials
+
+        return select_trials(self.records)
+
+    def folds(self, method: str, dataset: str, folds=None, without=None) -> pd.Series:
+        """The method's test metric on the dataset per fold (its selected trial), on ``folds`` or ``without`` one."""
+        from tabbench.metrics import PRIMARY
+
+        runs = self.selected[(self.selected["method"] == method) & (self.selected["dataset"] == dataset)]
+        values = runs.set_index("fold")[f"test_{PRIMARY[runs['task'].iloc[0]][0]}"].sort_index()
+        values = values[values.index.isin(folds)] if folds is not None else values
+        return values.drop(without) if without is not None else values
+
+    def mean_se(self, *args, **kwargs) -> tuple:
+        values = self.folds(*args, **kwargs)
+        return float(values.mean()), float(values.std(ddof=1) / len(values) ** 0.5)
+
+    def wall_minutes(self, methods: str) -> float:
+        runs = self.records[self.records["method"].isin(methods.split())]
+        return float(runs["wall_seconds"].sum() / 60)
+
+    def hours(self, method: str, datasets: str) -> float:
+        """The wall hours of a method's jobs on the datasets."""
+        runs = self.records[(self.records["method"] == method) & self.records["dataset"].isin(datasets.split())]
+        return float(runs["wall_seconds"].sum() / 3600)
+
+    def cpu_minutes(self, methods: str, top: bool = False) -> float:
+        """The fit and predict minutes of the methods' jobs; ``top``: the largest of any one method's."""
+        runs = self.records[self.records["method"].isin(methods.split())]
+        minutes = (runs["fit_seconds"] + runs["predict_seconds"]).groupby(runs["method"]).sum() / 60
+        return float(minutes.max() if top else minutes.sum())
+
+    def ranks(self, method: str) -> pd.Series:
+        """dataset -> the method's rank there (every family)."""
+        rows = self.board[self.board["table"].str.startswith("test_") & (self.board["method"] == method)]
+        return rows.set_index("dataset")["rank"]
+
+    def median_info(self, method: str, key: str) -> pd.Series:
+        """dataset -> the median over the method's jobs of ``info[key]`` (NPT's steps_run)."""
+        runs = self.records[self.records["method"] == method]
+        return runs.groupby("dataset")["info"].apply(lambda s: pd.Series([i.get(key) for i in s]).median())
+
+#: Inputs every README may state.
+EVERYWHERE = [
+    ("2", "the 2-SE rule of every table, and the 2-core machines the records name"),
+    ("95", "the 95% interval of an Elo"),
+    ("0.05", "the significance level α of every test"),
+    ("1000 1,000", "Random Forest's Elo anchor (TabArena's); per 1,000 rows"),
+]
+
+#: Per README (its folder's name; "results" for results/README.md): (numbers, why they are inputs).
+INPUTS: dict[str, list] = {
+    "results": [
+        ("720 207", "Concrete fold 0's training and validation rows (suites/uci-small.yaml's split)"),
+        ("32 3 512 16 4 300 10,000 8", "the configurations fitted: TabM's k and blocks, NPT's e, layers and steps, "
+                                      "CatBoost's eight uci-small trials"),
+    ],
+    "image-reduced": [
+        ("16 14 2 420 900 80% 10 8", "the suites: jobs (14 baseline and NPT-budget jobs, 2 of image-reduced-npt), budgets, "
+                                     "the training's share, classes, layers and heads"),
+        ("4,375 625 10,000 5,000 500 7,499 834 1,667 42 255 784 3,072", "the offline copies: rows of each split, the "
+                                                                         "holdout's seed, pixel range and columns"),
+        ("49 4 64 3 512 256 0.15 1.0 16 1e-3", "NPT's patches, layers, batches, masking, e and learning rate (the suites)"),
+        ("60,000 12.5% 70,000 45,000 500,000 1,000,000 24 2080", "the paper's image protocol, steps and GPUs (suites/image.yaml)"),
+        ("0.10 2.30", "chance accuracy on ten classes, and ln 10"),
+        ("2021", "the paper's year"),
+    ],
+    "npt-budget-meta": [
+        ("13 150 2 5 512", "the suite: its tables and budget; the machine's cores; the compiled optimiser's threshold "
+                           "(5 million parameters) and the rows steps auto timed in the code that ran it"),
+    ],
+    "uci-higgs-npt-gpu": [
+        ("64 8 300 500,000 7,500 3,750 6", "the suite: NPT's Higgs configuration, its steps, the subset's rows and "
+                                           "the validation interval (suites/uci-higgs-npt-gpu.yaml)"),
+    ],
+    "uci-small-npt-tuned": [
+        ("320 16 10,000 20,000 32 10 8", "the suite: its jobs, the two folds' jobs, the variants' steps and e"),
+        ("62 31", "Yacht's validation and test rows a fold"),
+        ("1 4.5 6.0 5.0 6.5 5.5 2.0", "the variants' places on the two folds (from the table's test RMSE)"),
+        ("5", "minutes between checkpoints"),
+    ],
+    "uci-small-kfold": [
+        ("16 4 8 300 1.3 32 128 2,000 10,000 168", "NPT's configurations here and in the paper (e, layers, heads, "
+                                                  "steps, parameters in millions)"),
+        ("24 48 11,340 40 6 30", "the tuning: the paper's grid sizes, the draws and TabNet's epochs and patience"),
+        ("7-33 7 33", "the paper's steps over the reduced budget's 300 (2,000 / 300 to 10,000 / 300)"),
+        ("1,024 400", "pytorch-tabnet's default batch and the training sets' rows"),
+        ("10 9 15 14", "folds, methods, Yacht's Froude levels and rows per level"),
+    ],
+    "uci-large-cpu": [
+        ("7,000 500 11,000,000 500,000 48,842 14 299,285 42 1,000,000 18,488 15,120 581,012 5 55 3",
+         "the datasets as run and as the paper ran them: rows, columns, classes, subsets (docs/datasets.md)"),
+        ("16 4 512 600 64-128 64 128 8 1,800 4,096 30", "NPT's budget here and the paper's configurations "
+                                                      "(suites/uci-large-cpu.yaml, the paper's Table 8)"),
+        ("45 13", "the suite's jobs and methods"),
+    ],
+    "uci-small-yacht-froude": [
+        ("15.1 14 15 216 20 480", "Yacht's target spread and Froude levels, its rows per level and training rows, "
+                                  "LightGBM's min_child_samples, the one-hot LightGBM jobs (the suite)"),
+        ("2,720 320 3,040 10 8", "the suite's jobs and records, folds and draws"),
+    ],
+    "uci-small-npt-paper": [
+        ("8 2,000 10,000 32 128 100 300 1,000 5,000 16 4", "the suite's configurations: layers, heads, steps, e, "
+                                                         "the budget curve's steps; uci-small's e 16 and 4 layers"),
+        ("1,000 2,000 4,000 2% 10% 35% 50%", "the paper's lambda schedule: the target's loss weight at a step"),
+        ("3,000 5,000", "steps of the run: the last 3,000 (from 7,000), the last 5,000"),
+        ("57 21 36", "Breast Cancer's test rows per fold, and their (malignant, benign) split"),
+        ("-52% 20% +0", "the paper's Table 2: NPT's change under the corruption (suites/published/npt-paper.yaml)"),
+        ("10 9 11 6.3 6.9", "counts of folds and methods, and the thresholds the README reads them by"),
+        ("5 30 122", "the machine's load average beside folds 6-7, and the step folds 4-5 resumed from"),
+    ],
+    "uci-small-npt-paper-gpu": [
+        ("141 16 9.0", "the lent machine: an H200's memory, the host's cores (each record names them)"),
+        ("470 5", "a session's time limit and its processes sharing the GPU (benchmarks/gpu/session.sh)"),
+        ("8 2,000 10,000 32 128 10 6", "the suite's configurations and the folds run of ten"),
+    ],
+    "breadth": [
+        ("38 14 10 13 80 1,040", "the suite: its datasets, per family, its models, splits and jobs (suites/breadth.yaml)"),
+        ("536 53,940 5 86 1,236 6", "the datasets' rows and columns (docs/datasets.md)"),
+        ("2,500 20% 12.5% 0-2 3", "the suite's split rule: 5-fold CV with folds 0-2 below 2,500 rows, else a holdout"),
+        ("450 80%", "the time budget of a job and the training's share of it (suites/breadth.yaml)"),
+        ("500 300", "the step thresholds the README's analysis splits NPT's datasets at"),
+        ("2,000 20,000", "the paper's step counts on its small datasets"),
+        ("26", "the suite header's first estimate of the CPU-hours (suites/breadth.yaml)"),
+    ],
+}
+
+#: Per README: {document: "numbers"} cited from it (a benchmark's figure, with its machine and command there).
+CITED: dict[str, dict] = {
+    "results": {"benchmarks/README.md": "1.3 4.54 5.9 5.01 92.4 5.04 135.9 3.62 59.8 0.1 1.1"},
+    "uci-small-npt-paper-gpu": {"benchmarks/README.md": "2.5 4.2 34 13 40 10 26 11 1.8 100% 15-26%"},
+}
+
+
+#: Per README: {where it comes from, as the README names it: "numbers"} measured outside tabbench, with no record
+#: here (the authors' code run for issue 11). The README must name the source beside them; they are the one kind of
+#: number the records cannot check, so keep this list short.
+EXTERNAL: dict[str, dict] = {
+    "uci-small": {"issue 11": "13.38 0.78 4.87 0.48 8.66 0.25"},
+    "image-reduced": {"Table 2": "0.4 1.2"},
+    "uci-small-npt-tuned": {"Table 13": "3.60 0.54 5.20 0.47 2.70 0.52 1.20 0.53 2.80 0.66 4.10 0.74 5.30 0.83 3.10 0.69"},
+}
+
+
+def _npt_steps(folder: Folder, family: str):
+    """breadth: Spearman's ρ (and p) between NPT's rank on a dataset of ``family`` and its median steps there."""
+    from scipy.stats import spearmanr
+
+    ranks = folder.ranks("npt")
+    family_datasets = folder.board.loc[folder.board["table"] == f"test_{family}", "dataset"].unique()
+    ranks = ranks[ranks.index.isin(family_datasets)]
+    rho, p = spearmanr(ranks, folder.median_info("npt", "steps_run")[ranks.index])
+    return len(ranks), rho, p
+
+
+def _npt_by_steps(folder: Folder):
+    steps, ranks = folder.median_info("npt", "steps_run"), folder.ranks("npt")
+    many, few = steps[steps >= 500].index, steps[steps < 300].index
+    return len(many), ranks[many].mean(), len(few), ranks[few].mean()
+
+
+#: Per README: (pattern, function of the folder giving the pattern's numbers, in order). The pattern's groups are
+#: the numbers as printed; each must equal the computed value at the digits printed.
+MODERN = "realmlp modernnca tabr tabm"  # the models after NPT
+PAPER = "npt catboost gradient_boosting xgboost lightgbm mlp random_forest tabnet knn"  # the paper's nine
+
+CLAIMS: dict[str, list] = {
+    "uci-small": [
+        (r"the paper's nine methods' ([\d,]+) jobs", lambda f: (f.jobs(PAPER),)),
+        (r"the four later models' ([\d,]+) jobs below; ([\d,]+) jobs in all, none failed",
+         lambda f: (f.jobs(MODERN, "ok"), f.jobs(PAPER + " " + MODERN, "ok"))),
+        (r"([\d,]+) of the records were carried over from", lambda f: (f.carried_from("uci-small-kfold"),)),
+        (r"\(([\d,]+) records, partly gzipped", lambda f: (len(f.records),)),
+        (r"\(ten folds, 8 draws each, ([\d,]+) jobs, none failed\)", lambda f: (f.jobs(MODERN, "ok"),)),
+        (r"([\d.]+) CPU-hours for the 240 jobs on Breast Cancer, Boston and Yacht",
+         lambda f: (f.hours("tabm", "breast_cancer boston yacht"),)),
+    ],
+    "uci-small-kfold": [
+        (r"CPU time per method \(fit \+ predict, all jobs\): NPT (\d+) min, TabNet (\d+), MLP (\d+), XGBoost (\d+), "
+         r"the rest under (\d+) each", lambda f: (*(f.cpu_minutes(m) for m in ("npt", "tabnet", "mlp", "xgboost")),
+                                                  f.cpu_minutes(PAPER.replace("npt", "").replace("tabnet", "")
+                                                                .replace(" mlp", "").replace("xgboost", ""), top=True) + 0.5)),
+    ],
+    "uci-small-npt-paper": [
+        (r"without fold 6, the outlier at 3.32, the mean is ([\d.]+)",
+         lambda f: (f.mean_se("npt-e32", "yacht", without=6)[0],)),
+        (r"without fold 3 the mean is ([\d.]+) ± ([\d.]+)", lambda f: f.mean_se("npt-e32", "boston", without=3)),
+        (r"nine folds at ([\d.]+) ± ([\d.]+) and that one", lambda f: f.mean_se("npt-e32", "boston", without=3)),
+        (r"2.92 against npt-e32's ([\d.]+) on the same folds", lambda f: (f.folds("npt-e32", "boston", [0, 1]).mean(),)),
+        (r"\(XGBoost ([\d.]+) on them against 3.46 over ten, MLP ([\d.]+) against",
+         lambda f: [f.other("uci-small").folds(m, "boston", [0, 1]).mean() for m in ("xgboost", "mlp")]),
+        (r"\(CatBoost ([\d.]+) against 4.44, XGBoost ([\d.]+) against 4.65, random forest ([\d.]+) against 5.63\), "
+         r"the MLP 0.4 above \(([\d.]+) against 5.43\)",
+         lambda f: [f.other("uci-small").folds(m, "concrete", [0, 1]).mean()
+                    for m in ("catboost", "xgboost", "random_forest", "mlp")]),
+        (r"\(`npt`, 300 steps\) has ([\d.]+) on the same folds",
+         lambda f: (f.other("uci-small").folds("npt", "concrete", [0, 1]).mean(),)),
+        (r"\(LightGBM ([\d.]+), CatBoost ([\d.]+), XGBoost ([\d.]+), gradient boosting ([\d.]+)\) and level with the "
+         r"random forest \(([\d.]+)\), ahead of the MLP \(([\d.]+)\), TabNet \(([\d.]+)\), k-NN \(([\d.]+)\) and "
+         r"the reduced budget \(([\d.]+)\)",
+         lambda f: [f.other("uci-small").folds(m, "concrete", [0, 1]).mean() for m in
+                    ("lightgbm", "catboost", "xgboost", "gradient_boosting", "random_forest", "mlp", "tabnet", "knn",
+                     "npt")]),
+        (r"first, ([\d.]+), ahead of the MLP \(([\d.]+)\), LightGBM and CatBoost \(([\d.]+) each\), TabNet ([\d.]+), "
+         r"k-NN ([\d.]+); the reduced budget is last \(([\d.]+)\)",
+         lambda f: [f.folds("npt-paper", "breast_cancer", range(6)).mean()]
+         + [f.other("uci-small").folds(m, "breast_cancer", range(6)).mean() for m in ("mlp", "lightgbm")]
+         + [f.other("uci-small").folds(m, "breast_cancer", range(6)).mean() for m in ("tabnet", "knn", "npt")]),
+        (r"LightGBM and CatBoost \(([\d.]+) each\)",
+         lambda f: (f.other("uci-small").folds("catboost", "breast_cancer", range(6)).mean(),)),
+    ],
+    "image-reduced": [
+        (r"(\d+) minutes of job wall time for image-reduced.yaml's 14 jobs \(one process\), (\d+) minutes for "
+         r"image-reduced-npt.yaml's two: about (\d+) minutes",
+         lambda f: (f.wall_minutes("knn random_forest xgboost lightgbm catboost mlp npt-cpu-budget"),
+                    f.wall_minutes("npt-cpu-900s"), f.wall_minutes(" ".join(f.records["method"].unique())))),
+    ],
+    "uci-cpu": [
+        (r"uci-large-cpu's five datasets \((\d+) jobs\) and uci-small's four \(ten folds each, ([\d,]+) jobs\), "
+         r"none failed", lambda f: (f.other("uci-large-cpu").jobs(MODERN, "ok"), f.other("uci-small").jobs(MODERN, "ok"))),
+    ],
+    "breadth": [
+        (r"there: (-?[\d.]+), p = ([\d.]+) over the 14 binary", lambda f: _npt_steps(f, "auroc")[1:]),
+        (r"(-?[\d.]+), p = ([\d.]+) over the 10 multi-class", lambda f: _npt_steps(f, "accuracy")[1:]),
+        (r"(-?[\d.]+), p = ([\d.]+) over the 14 regression\)", lambda f: _npt_steps(f, "rmse")[1:]),
+        (r"On the (\d+) datasets where it trained 500 steps or more its mean rank is ([\d.]+) of 13",
+         lambda f: _npt_by_steps(f)[:2]),
+        (r"on the (\d+) where it trained fewer than 300 it is ([\d.]+)", lambda f: _npt_by_steps(f)[2:]),
+    ],
+}
+
+
+def declared(name: str) -> set:
+    return {v.rstrip("%") for values, _ in EVERYWHERE + INPUTS.get(name, []) for v in values.split()}
+
+
+def cited(name: str) -> set:
+    return {v for values in (*CITED.get(name, {}).values(), *EXTERNAL.get(name, {}).values()) for v in values.split()}
