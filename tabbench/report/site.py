@@ -243,9 +243,16 @@ def _job_times_block(ctx) -> list:
             "Wall seconds a job (fit, predict and scoring in its worker), from each record's `wall_seconds`."]
 
 
+def _tabarena_block(ctx) -> list:
+    """The cells beyond 2 SE of TabArena's published numbers (tabbench.report.tabarena.beyond_block)."""
+    from tabbench.report.tabarena import beyond_block
+
+    return beyond_block(ctx)
+
+
 #: The blocks a results folder's README may hold between ``<!-- tabbench report: NAME -->`` and
 #: ``<!-- end of tabbench report: NAME -->``: `tabbench report` writes them from the folder's records.
-README_BLOCKS = {"significance": _significance_block, "job-times": _job_times_block}
+README_BLOCKS = {"significance": _significance_block, "job-times": _job_times_block, "tabarena": _tabarena_block}
 
 
 def fill_blocks(readme: Path, ctx) -> None:
