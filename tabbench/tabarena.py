@@ -234,27 +234,48 @@ def hanley_mcneil(auroc: float, positives: float, negatives: float) -> float:
     return math.sqrt(max(variance, 0.0))
 
 
-def sampling_se(metric: str, value: float, rows: float, positive_share: float | None) -> float | None:
-    """The standard error of one split's metric from its test rows alone: RMSE / sqrt(2n) for RMSE (normally
-    distributed residuals; heavier tails give more), Hanley and McNeil's for AUROC (needs the positive share);
-    None where it cannot be had."""
+def residual_kurtosis(rmse: float, mae: float | None) -> float:
+    """The kurtosis of test residuals whose RMSE and MAE a record holds, read off the generalised normal
+    distribution with the same RMSE / MAE ratio (scipy.stats.gennorm: 3 for normal residuals, 6 for Laplace ones,
+    more for heavier tails, as a price's are); 3 where the MAE is not known. A record holds no residuals, and
+    these two moments are what it has of their tails."""
+    from scipy.optimize import brentq
+    from scipy.special import gammaln
+
+    if not mae or not rmse or rmse / mae <= 1.1548:  # at or below the uniform distribution's 2 / sqrt(3)
+        return 3.0 if not mae else 1.8
+
+    def ratio(beta):  # RMSE / MAE of gennorm(beta), minus the records' (decreasing in beta)
+        return math.exp(0.5 * (gammaln(3 / beta) + gammaln(1 / beta)) - gammaln(2 / beta)) - rmse / mae
+
+    beta = brentq(ratio, 0.05, 100.0) if ratio(0.05) > 0 else 0.05
+    return math.exp(gammaln(5 / beta) + gammaln(1 / beta) - 2 * gammaln(3 / beta))
+
+
+def sampling_se(metric: str, value: float, rows: float, positive_share: float | None,
+                kurtosis: float = 3.0) -> float | None:
+    """The standard error of one split's metric from its test rows alone: for RMSE the delta method's
+    RMSE * sqrt((kurtosis - 1) / 4n) (RMSE / sqrt(2n) for normal residuals; ``residual_kurtosis`` reads the tails
+    off a record), Hanley and McNeil's for AUROC (needs the positive share); None where it cannot be had."""
     if metric == "rmse":
-        return value / math.sqrt(2 * rows)
+        return value * math.sqrt((kurtosis - 1) / (4 * rows))
     if metric == "auroc" and positive_share:
         return hanley_mcneil(value, rows * positive_share, rows * (1 - positive_share))
     return None
 
 
 def estimated_se(metric: str, ours: float, ours_se: float | None, n_runs: int, theirs: float,
-                 share: float | None, dataset: TabArenaDataset, folds: int) -> Estimate | None:
+                 share: float | None, dataset: TabArenaDataset, folds: int, ours_mae: float | None = None
+                 ) -> Estimate | None:
     """The standard errors of our mean (over ``n_runs`` splits and seeds, ``ours_se`` as our tables give it) and
     of TabArena's one split, or None where neither estimate is possible.
 
     - Ours over two or more splits: TabArena's SE is the spread of our splits (``ours_se * sqrt(n_runs)``, one
       split's standard deviation) scaled to TabArena's test size, ``sqrt(our test rows / TabArena's)``: both
       sides' splits come from the same table, so the rows' ratio is the ratio of the test shares.
-    - Ours over one split: no spread to scale; both SEs from the test rows alone (``sampling_se``), which leaves
-      out what a different training part would change: a lower bound on each.
+    - Ours over one split: no spread to scale; both SEs from the test rows alone (``sampling_se``, the residuals'
+      tails read off our RMSE and MAE, ``ours_mae``, for both sides), which leaves out what a different training
+      part would change: a lower bound on each.
     """
     theirs_rows = dataset.rows / folds
     if share is None:
@@ -264,8 +285,9 @@ def estimated_se(metric: str, ours: float, ours_se: float | None, n_runs: int, t
         spread = ours_se * math.sqrt(n_runs)
         return Estimate(ours_se, spread * math.sqrt(ours_rows / theirs_rows), "spread", (ours_rows, theirs_rows))
     positive_share = dataset.positives / dataset.rows if dataset.positives else None
-    mine = sampling_se(metric, ours, ours_rows, positive_share)
-    other = sampling_se(metric, theirs, theirs_rows, positive_share)
+    tails = residual_kurtosis(ours, ours_mae) if metric == "rmse" else 3.0
+    mine = sampling_se(metric, ours, ours_rows, positive_share, tails)
+    other = sampling_se(metric, theirs, theirs_rows, positive_share, tails)
     if mine is None or other is None:
         return None
     return Estimate(mine, other, "sampling", (ours_rows, theirs_rows))
@@ -302,7 +324,7 @@ class Board:
     """Our methods among TabArena's on the tasks our records cover: ``table`` per method (best Elo first):
     ``elo``, ``elo_low``, ``elo_high``, ``rank`` (bencheval's mean rank), ``win_rate`` and ``ours``."""
 
-    table: object  # pandas DataFrame
+    table: object  # pandas DataFrame; None where none of our records is on a split TabArena published
     tasks: list  # the (dataset, split) pairs ranked
     imputed: list  # (our method, dataset, split) filled with TabArena's default Random Forest, as TabArena does
     version: str = ""
@@ -310,7 +332,8 @@ class Board:
 
 def board(ours, theirs) -> Board:
     """TabArena's rows (``theirs``: its board, e.g. Comparison.rows) and ``ours`` (``our_rows``) ranked together by
-    bencheval as TabArena ranks its board, on the (dataset, split) tasks where one of our methods has a result.
+    bencheval as TabArena ranks its board, on the (dataset, split) tasks where one of our methods has a result and
+    TabArena has published its own (our records of other splits are left out).
     Where another of ours has none there, TabArena's default Random Forest's error fills it (TabArena's rule for a
     failure) and ``imputed`` says so."""
     from importlib.metadata import version
@@ -319,7 +342,11 @@ def board(ours, theirs) -> Board:
     from bencheval.evaluator import BenchmarkEvaluator
 
     columns = ["method", "dataset", "fold", "metric_error", "metric", "problem_type"]
-    tasks = sorted(set(zip(ours["dataset"], ours["fold"])))
+    published = set(zip(theirs["dataset"], theirs["fold"]))  # TabArena-Lite: split 0 of each dataset alone
+    tasks = sorted(set(zip(ours["dataset"], ours["fold"])) & published)
+    ours = ours[[t in set(tasks) for t in zip(ours["dataset"], ours["fold"])]]
+    if not tasks:
+        return Board(None, [], [])
     theirs = theirs[[t in set(tasks) for t in zip(theirs["dataset"], theirs["fold"])]][columns]
     anchor = TABARENA_ELO["calibration_framework"]
     filled, imputed = [], []

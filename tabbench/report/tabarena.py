@@ -54,10 +54,13 @@ def cells(ctx: Context, comparison) -> list[dict]:
                            "ours_se": ours_se, "theirs": value, "tuned": _tuned(ctx, m, d), "estimate": None,
                            "difference": math.nan, "sigmas": math.nan, "within": None}
                     if not pd.isna(ours):
-                        n_runs = int((_runs(ctx, m, d)["status"] == "ok").sum())
+                        runs = _runs(ctx, m, d)
+                        n_runs = int((runs["status"] == "ok").sum())
                         se = None if pd.isna(ours_se) else float(ours_se)
+                        mae = runs["test_mae"].mean() if "test_mae" in runs and n_runs == 1 else None
                         estimate = estimated_se(t.metric, float(ours), se, n_runs, value,
-                                                comparison.test_shares.get(d), theirs_dataset, comparison.decl.folds)
+                                                comparison.test_shares.get(d), theirs_dataset, comparison.decl.folds,
+                                                None if pd.isna(mae) else float(mae))
                         row["estimate"], row["difference"] = estimate, float(ours) - value
                         if estimate is not None:
                             allowed = band(estimate.ours, estimate.theirs)
@@ -98,9 +101,10 @@ def _notes(comparison, rows: list) -> list[str]:
         notes.append(f"{SPREAD} Our folds' spread (one split's standard deviation, SE × √splits) scaled to TabArena's "
                      "test size (× √(our test rows / TabArena's); the same table, so the ratio of the test shares).")
     if "sampling" in how:
-        notes.append(f"{SAMPLING} Ours is one split too: both SEs from the test rows alone (RMSE / √(2n), for normal "
-                     "residuals; Hanley and McNeil's for AUROC), without what another training part would change: "
-                     "lower bounds, so a difference beyond 2 SE by them may be within by a fuller estimate.")
+        notes.append(f"{SAMPLING} Ours is one split too: both SEs from the test rows alone, without what another "
+                     "training part would change, so lower bounds: RMSE √((κ − 1) / 4n), the residuals' kurtosis κ "
+                     "read off our RMSE / MAE ratio through the generalised normal distribution (3 for normal "
+                     "residuals), Hanley and McNeil's for AUROC.")
     if test_rows:
         notes.append("Test rows assumed (ours, TabArena's): " + "; ".join(f"{a:,} and {b:,}" for a, b in test_rows) + ".")
     return notes + ([comparison.decl.note] if comparison.decl.note else [])
@@ -196,10 +200,11 @@ class TabArenaBoard(Section):
                 md += title + [comparison.missing, ""]
                 continue
             ours = our_rows(ctx.selected, comparison)
-            if ours.empty:
-                md += title + [f"No complete record of ours is on one of {comparison.decl.name}'s splits yet.", ""]
+            result = board(ours, comparison.rows) if not ours.empty else None
+            if result is None or result.table is None:
+                md += title + [f"No complete record of ours is on one of the splits {comparison.decl.name} "
+                               "published yet.", ""]
                 continue
-            result = board(ours, comparison.rows)
             t = result.table
             rows = [[str(i + 1), f"**{ctx.show.get(m, m)}**" if r["ours"] else m, "ours" if r["ours"] else "",
                      f"{r['elo']:.0f}", f"{r['elo_low']:.0f} to {r['elo_high']:.0f}", f"{r['rank']:.2f}",
@@ -227,9 +232,10 @@ class TabArenaBoard(Section):
             if not comparison.board or comparison.rows is None:
                 continue
             ours = our_rows(ctx.selected, comparison)
-            if ours.empty:
+            table = board(ours, comparison.rows).table if not ours.empty else None
+            if table is None:
                 continue
-            for m, r in board(ours, comparison.rows).table.iterrows():
+            for m, r in table.iterrows():
                 out += [{"table": f"tabarena_board_{column}", "method": m, "dataset": "", "value": r[column],
                          "ours": bool(r["ours"])} for column in ("elo", "rank")]
         return out
