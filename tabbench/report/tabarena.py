@@ -166,22 +166,26 @@ class AgainstTabArena(Section):
 
 
 def beyond_block(ctx: Context) -> list[str]:
-    """The README block: every cell beyond 2 SE of TabArena's number (``AgainstTabArena``), or that none is."""
+    """The README block: every cell beyond 2 SE of TabArena's number (``AgainstTabArena``), then the cells within
+    by name, so that a README's causes can point at each."""
     lines = []
     for comparison in ctx.compared:
         if comparison.rows is None or comparison.board:
             continue
-        rows = [r for r in cells(ctx, comparison) if r["within"] is False]
         judged = [r for r in cells(ctx, comparison) if r["within"] is not None]
-        lines.append(f"Of {len(judged)} cells judged against {comparison.decl.name}, {len(rows)} lie beyond 2 SE "
-                     "(leaderboard.md, \"Against TabArena\", has every cell):" if rows else
-                     f"All {len(judged)} cells judged against {comparison.decl.name} lie within 2 SE.")
-        for r in sorted(rows, key=lambda r: (r["dataset"], r["method"], r["subtype"])):
+        beyond = sorted((r for r in judged if not r["within"]), key=lambda r: (r["dataset"], r["method"], r["subtype"]))
+        lines.append(f"Of {len(judged)} cells judged against {comparison.decl.name} (leaderboard.md, \"Against "
+                     f"TabArena\", has each), {len(beyond)} {'lies' if len(beyond) == 1 else 'lie'} beyond 2 SE"
+                     + (":" if beyond else "."))
+        for r in beyond:
             e = r["estimate"]
             lines.append(f"- {ctx.show.get(r['method'], r['method'])} on {r['dataset']}: ours {r['ours']:.3f} "
                          f"({'tuned' if r['tuned'] else 'defaults'}) against TabArena's {r['subtype']} "
                          f"{r['theirs']:.3f}: {r['difference']:+.3g}, {r['sigmas']:.1f} SE "
                          f"({'our folds’ spread' if e.how == 'spread' else 'test rows alone, a lower bound'})")
+        within = [f"{ctx.show.get(r['method'], r['method'])} ({r['subtype']}, {r['dataset']})"
+                  for r in sorted(judged, key=lambda r: (r["dataset"], r["method"], r["subtype"])) if r["within"]]
+        lines += ["", "Within 2 SE: " + ", ".join(within) + "."] if within else []
     return lines
 
 
