@@ -50,9 +50,11 @@ def cells(ctx: Context, comparison) -> list[dict]:
                 for subtype, (value, metric) in found.items():
                     if metric != t.metric:
                         continue
+                    tuned = _tuned(ctx, m, d)
                     row = {"family": t.metric, "method": m, "dataset": d, "subtype": subtype, "ours": ours,
-                           "ours_se": ours_se, "theirs": value, "tuned": _tuned(ctx, m, d), "estimate": None,
-                           "difference": math.nan, "sigmas": math.nan, "within": None}
+                           "ours_se": ours_se, "theirs": value, "tuned": tuned, "estimate": None,
+                           "like": (subtype == "tuned") == tuned, "difference": math.nan, "sigmas": math.nan,
+                           "within": None}
                     if not pd.isna(ours):
                         runs = _runs(ctx, m, d)
                         n_runs = int((runs["status"] == "ok").sum())
@@ -62,10 +64,11 @@ def cells(ctx: Context, comparison) -> list[dict]:
                                                 comparison.test_shares.get(d), theirs_dataset, comparison.decl.folds,
                                                 None if pd.isna(mae) else float(mae))
                         row["estimate"], row["difference"] = estimate, float(ours) - value
-                        if estimate is not None:
-                            allowed = band(estimate.ours, estimate.theirs)
-                            row["sigmas"] = abs(row["difference"]) / (allowed / BAND_SE)
-                            row["within"] = abs(row["difference"]) <= allowed
+                        if estimate is not None:  # judged like for like only: tuned against tuned, defaults
+                            allowed = band(estimate.ours, estimate.theirs)  # against default
+                            if row["like"]:
+                                row["sigmas"] = abs(row["difference"]) / (allowed / BAND_SE)
+                                row["within"] = abs(row["difference"]) <= allowed
                     out.append(row)
     return out
 
@@ -74,6 +77,8 @@ def _verdict(row: dict) -> str:
     if pd.isna(row["difference"]):
         return "–"
     text = f"{row['difference']:+.3g}"
+    if not row["like"]:
+        return text + " (not like for like)"
     if row["within"] is None:
         return text + " (no SE)"
     return text + f" ({row['sigmas']:.1f} SE{', beyond 2' if not row['within'] else ''})"
@@ -94,9 +99,11 @@ def _notes(comparison, rows: list) -> list[str]:
     notes = ["Each row: our mean ± SE over folds and seeds (tuned: the configuration selected per fold on validation; "
              "defaults: one configuration) beside TabArena's default and tuned number of the method's counterpart "
              f"({comparison.decl.path.name}'s methods), TabArena's error turned into our metric (AUROC = 1 − its "
-             "error; RMSE as it is). A difference is ours − TabArena's, judged by results/README.md's rule: within "
-             f"2 SE when |ours − TabArena's| ≤ {BAND_SE:g} √(SE ours² + SE TabArena²). TabArena-Lite has one split, "
-             "so its SE is estimated; the SEs column gives ours / TabArena's as judged."]
+             "error; RMSE as it is). A difference is ours − TabArena's, judged like for like (ours tuned against "
+             "TabArena's tuned, ours at defaults against its default; the other difference is shown, not judged) by "
+             f"results/README.md's rule: within 2 SE when |ours − TabArena's| ≤ {BAND_SE:g} √(SE ours² + SE "
+             "TabArena²). TabArena-Lite has one split, so its SE is estimated; the SEs column gives ours / "
+             "TabArena's."]
     if "spread" in how:
         notes.append(f"{SPREAD} Our folds' spread (one split's standard deviation, SE × √splits) scaled to TabArena's "
                      "test size (× √(our test rows / TabArena's); the same table, so the ratio of the test shares).")
