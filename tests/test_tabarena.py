@@ -280,3 +280,54 @@ def test_the_declared_churn_positives_are_the_mlc_churn_tables(paths, decl):
     data = load_dataset(config, paths)
     churn = decl.datasets["churn"]
     assert (len(data.y), int(np.sum(np.asarray(data.y) == 1))) == (churn.rows, churn.positives)
+
+
+# --- what the results READMEs say about issue 48, checked against the tables and records ---------------------
+
+
+def _rmse(folder: str) -> pd.DataFrame:
+    board = pd.read_csv(ROOT / "results" / folder / "leaderboard.csv")
+    return board[board["table"] == "test_rmse"].set_index(["method", "dataset"])
+
+
+def test_the_uci_large_cpu_readme_states_protein_as_the_records_give_it():
+    import re
+
+    from tabbench.store import load_records
+
+    readme = " ".join((ROOT / "results" / "uci-large-cpu" / "README.md").read_text().split())  # lines rejoined
+    rmse = _rmse("uci-large-cpu")
+    bullet = readme[readme.index("- **Protein is the one like-for-like dataset**"):].split(" - ")[0]
+    names = {"Random Forest": "random_forest", "the MLP": "mlp", "LightGBM": "lightgbm", "CatBoost": "catboost",
+             "XGBoost": "xgboost", "k-NN": "knn"}
+    stated = re.findall(r"(Random Forest|the MLP|LightGBM|CatBoost|XGBoost|k-NN) (\d\.\d\d) \((?:paper )?(\d\.\d\d)\)",
+                        bullet)
+    assert {name for name, _, _ in stated} == set(names)
+    for name, ours, paper in stated:
+        row = rmse.loc[(names[name], "protein")]
+        assert (f"{row['value']:.2f}", f"{row['published']:.2f}") == (ours, paper), name
+    assert f"| Protein (RMSE) | {rmse.loc[('realmlp', 'protein'), 'value']:.3f} (" in readme
+    assert f"| {rmse.loc[('xgboost', 'protein'), 'value']:.3f} | 5.309 |" in readme
+    records = load_records(ROOT / "results" / "uci-large-cpu")
+    rerun = records[(records["dataset"] == "protein")
+                    & records["method"].isin(["xgboost", "lightgbm", "catboost", "realmlp", "mlp"])]
+    realmlp = rerun.loc[rerun["method"] == "realmlp", "wall_seconds"].item()
+    assert f"took {rerun['wall_seconds'].sum() / 60:.1f} minutes of wall time" in readme
+    assert f"(RealMLP {realmlp / 60:.0f} of them)" in readme
+    tabm = records[(records["dataset"] == "protein") & (records["method"] == "tabm")].iloc[0]
+    assert f"{tabm['fit_seconds'] / tabm['info']['epochs']:.1f} s an epoch" in readme
+
+
+def test_the_uci_small_readmes_state_the_new_methods_as_the_tables_give_them():
+    rmse = _rmse("uci-small")
+    auroc = pd.read_csv(ROOT / "results" / "uci-small" / "leaderboard.csv").query("table == 'test_auroc'")
+    assert "does better than RealMLP's 8 draws on every set" in (ROOT / "results" / "uci-small" / "README.md").read_text()
+    for dataset in ("boston", "concrete", "yacht"):
+        assert rmse.loc[("realmlp-td", dataset), "value"] < rmse.loc[("realmlp", dataset), "value"]
+    assert auroc.set_index("method").loc["realmlp-td", "value"] > auroc.set_index("method").loc["realmlp", "value"]
+    budget = _rmse("uci-small-paper-budget")
+    text = " ".join((ROOT / "results" / "uci-small-paper-budget" / "README.md").read_text().split())
+    ranks = {d: int(budget.loc[("npt-e32", d), "rank"]) for d in ("yacht", "boston")}
+    methods = budget.index.get_level_values("method").nunique()
+    assert f"rank {ranks['yacht']} on Yacht" in text and f"to rank {ranks['boston']} on Boston" in text
+    assert f"\"RMSE (regression)\", {methods} methods" in text
