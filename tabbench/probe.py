@@ -226,7 +226,8 @@ def probe_suite(suite, selection, results_root, paths, plugin_files=(), batch_ro
 
     if test_rows is not None and test_rows < 1:
         raise ProbeError(f"--test-rows: expected a positive number of test rows, got {test_rows}")
-    published = load_published(suite.published) if suite.published else None  # its corruption: changes
+    paper = next((use.path for use in suite.published if not use.declaration), None)
+    published = load_published(paper) if paper else None  # the publication's own numbers: its corruption changes
     prepared = prepare_suite(suite, selection, paths, plugin_files)
     prepared.raise_unless_ready()
     registry = prepared.registry

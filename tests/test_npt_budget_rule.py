@@ -139,8 +139,8 @@ def cpu_hog():
 def test_npt_at_auto_steps_ends_on_its_own_clock_beside_a_cpu_hog(tmp_path, cpu_hog):
     """Under a budget far too short for the base configuration on a machine another process keeps busy, NPT
     (``steps: auto``, and ``size: budget``) stops on its own clock with its best state and predicts within the
-    budget (a record ``ok``), or says before training that not one step fits: never killed as a timeout. The
-    small model must train (0.1 s a step on a quiet core)."""
+    budget (a record ``ok``), or says before training that not one step fits: never killed as a timeout. The size
+    the budget rule takes must train (its smallest rung: 0.1 s a step on a quiet core)."""
     from tabbench.run.runner import RunOptions, run_suite
     from tabbench.store import load_records
     from tabbench.suite import load_suite
@@ -149,14 +149,13 @@ def test_npt_at_auto_steps_ends_on_its_own_clock_beside_a_cpu_hog(tmp_path, cpu_
     suite = {"name": "hog", "seeds": [0], "budget": {"time_s": budget},
              "datasets": [{"name": "breast_cancer", "source": "sklearn", "id": "breast_cancer",
                            "split": {"protocol": "holdout"}}],
-             "models": {"npt-small": {"model": "npt", "params": {"e": 8, "n_layers": 2, "n_heads": 2, "steps": "auto"}},
-                        "npt-budget": {"model": "npt", "params": {"size": "budget", "steps": "auto"}},
+             "models": {"npt-budget": {"model": "npt", "params": {"size": "budget", "steps": "auto"}},
                         "npt": {"params": {"steps": "auto"}}}}
     path = tmp_path / "hog.yaml"
     path.write_text(yaml.safe_dump(suite))
     run_suite(load_suite(path), RunOptions(results=tmp_path / "runs", progress=False, executor="local"))
     records = {r["method"]: r for r in load_records(tmp_path / "runs" / "hog").to_dict("records")}
-    assert records["npt-small"]["status"] == "ok", records["npt-small"].get("error_message")
+    assert records["npt-budget"]["status"] == "ok", records["npt-budget"].get("error_message")
     for method, r in records.items():  # the rung the rule takes, or the 51M parameters of the base configuration
         if r["status"] == "ok":
             assert r["wall_seconds"] < budget and r["info"]["steps_run"] >= 1, method

@@ -68,7 +68,7 @@ def regenerated(tmp_path_factory):
     """A checkout's results/ with every generated file removed, then every folder's command run in it."""
     require_report_extra()
     root = tmp_path_factory.mktemp("checkout")
-    shutil.copytree(RESULTS, root / "results", ignore=shutil.ignore_patterns("checkpoints"))
+    shutil.copytree(RESULTS, root / "results", ignore=shutil.ignore_patterns("checkpoints", "claims"))
     (root / "suites").symlink_to(ROOT / "suites")
     for name in FOLDERS:
         for path in (root / "results" / name).iterdir():
@@ -86,9 +86,23 @@ def regenerated(tmp_path_factory):
     return root / "results"
 
 
+def require_tabarena_file(text: str) -> None:
+    """Tables that show TabArena's published numbers (tabbench/tabarena.py) regenerate only where its file lies
+    beside the checkout (../shared/published, like the datasets): skipped where it is absent, failed then under
+    TABBENCH_REQUIRE_DATA=1 (CI)."""
+    from tabbench.tabarena import load_declaration
+
+    file = load_declaration(ROOT / "suites" / "published" / "tabarena-lite.yaml").results_file()
+    if "TabArena-Lite" in text and not file.is_file():
+        if os.environ.get("TABBENCH_REQUIRE_DATA") == "1":
+            pytest.fail(f"{file} is absent; TABBENCH_REQUIRE_DATA=1 requires it", pytrace=False)
+        pytest.skip(f"{file} is absent: the tables that show TabArena's numbers cannot regenerate")
+
+
 @pytest.mark.parametrize("name", FOLDERS)
 def test_committed_tables_regenerate_unchanged(regenerated, name):
     committed, fresh = RESULTS / name, regenerated / name
+    require_tabarena_file((committed / "leaderboard.md").read_text())
     generated = lambda folder: {p.name for p in folder.iterdir() if p.name not in NOT_GENERATED}  # noqa: E731
     assert generated(fresh) == generated(committed), "files its command writes, against those committed"
     for filename in sorted(generated(committed)):

@@ -107,7 +107,7 @@ def test_published_file_is_checked_when_the_suite_loads(tmp_path):
     with pytest.raises(SuiteError, match=r"published: .*paper\.yaml: metrics: expected a mapping"):
         load_suite(path)
     (tmp_path / "paper.yaml").write_text("metrics:\n  bc: {knn: [0.98, 0.01]}\n")
-    assert load_suite(path).published == tmp_path / "paper.yaml"
+    assert [use.path for use in load_suite(path).published] == [tmp_path / "paper.yaml"]
 
 
 # --- dataset catalogues ---------------------------------------------------------------------------------

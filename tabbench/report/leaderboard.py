@@ -99,7 +99,7 @@ class FirstComplete:
 
 
 def make_context(suite_dir: Path, sources: list, records: pd.DataFrame, published=None, report: bool = False,
-                 first_complete=(), splits=None, restricted: str = "") -> Context:
+                 first_complete=(), splits=None, restricted: str = "", compared=()) -> Context:
     """The one Context a leaderboard's sections read: trials selected, FirstComplete rows applied, the
     per-family tables, labels, shown names and TabArena's aggregates."""
     all_runs = records
@@ -116,7 +116,8 @@ def make_context(suite_dir: Path, sources: list, records: pd.DataFrame, publishe
                    tables=tables, labels={d: _dataset_label(selected, d) for d in sorted(selected["dataset"].unique())},
                    show=display_names(all_runs, published), published=published,
                    aggregates=arena.aggregates(tables, selected, pooled_ranks(tables).mean(axis=1)),
-                   splits=splits or {}, combined_notes=combined_notes, report=report, restricted=restricted)
+                   splits=splits or {}, combined_notes=combined_notes, report=report, restricted=restricted,
+                   compared=tuple(compared))
 
 
 def sections(ctx: Context) -> list:
@@ -150,11 +151,7 @@ def write(suite_dir, published_path=None, sources=None, report=False, first_comp
     the report site (tabbench.report.site) to summarise."""
     suite_dir = Path(suite_dir)
     sources = [Path(s) for s in sources] if sources else [suite_dir]
-    published = None
-    if published_path is not None:
-        from tabbench.published import load_published
-
-        published = load_published(published_path)
+    published, compared = load_all(published_path)
     md_path = suite_dir / "leaderboard.md"
     own = sources == [suite_dir] and not (suite_dir / "records").is_dir()
     records = pd.DataFrame() if own else pooled_records(sources, across_devices)
@@ -165,7 +162,7 @@ def write(suite_dir, published_path=None, sources=None, report=False, first_comp
     if records.empty:
         md_path.write_text(f"# Leaderboard: {suite_dir.name}\n\nNo records yet.\n")
         return None
-    ctx = make_context(suite_dir, sources, records, published, report, first_complete, splits, restricted)
+    ctx = make_context(suite_dir, sources, records, published, report, first_complete, splits, restricted, compared)
     parts = [(section, section.markdown(ctx)) for section in sections(ctx)]
     md_path.write_text("\n".join(line for _, lines in parts for line in lines))
     ordered = [s for s, _ in parts if not s.csv_late] + [s for s, _ in parts if s.csv_late]
@@ -183,6 +180,33 @@ def write(suite_dir, published_path=None, sources=None, report=False, first_comp
     return ctx
 
 
+def load_all(published_path) -> tuple:
+    """(the publication's own numbers, Published or None; the TabArena comparisons, tabbench.tabarena.Comparison)
+    from ``published_path``: None, a file, a suite's PublishedUse, or a sequence of them (a suite's ``published``)."""
+    from tabbench.published import load_published
+    from tabbench.suite.types import PublishedUse
+
+    if published_path is None:
+        return None, ()
+    given = published_path if isinstance(published_path, (list, tuple)) else [published_path]
+    published, compared = None, []
+    for use in given:
+        if not isinstance(use, PublishedUse):  # a file named on the command line: its kind from its fields
+            from tabbench.tabarena import names_declaration
+
+            use = PublishedUse(Path(use), names_declaration(use))
+        if use.declaration:
+            from tabbench.tabarena import Comparison, load_declaration, read_results
+
+            decl = load_declaration(use.path)
+            rows, missing = read_results(decl)
+            compared.append(Comparison(decl, {ours: theirs for ours, theirs, _ in use.datasets},
+                                       {ours: share for ours, _, share in use.datasets}, use.board, rows, missing))
+        else:
+            published = load_published(use.path)
+    return published, tuple(compared)
+
+
 def inputs(targets, results=None, published=None, name=None, first_complete=(), tables_only=False,
            across_devices=False, common_splits=False):
     """What ``tabbench leaderboard TARGET... [--name] [--published] [--first-complete]`` ranks: a dict of
@@ -198,11 +222,12 @@ def inputs(targets, results=None, published=None, name=None, first_complete=(), 
             folders.append(suite.results_dir(results or "results"))
             splits.update(declared_splits(suite.datasets))
             if suite.published and not published:
-                found.add(suite.published)
+                found.add(suite.published)  # a tuple of PublishedUse: the paper's file and any TabArena declarations
         else:
             folders.append(target)
     if len(found) > 1:
-        raise ValueError(f"the suites name different published: files ({', '.join(map(str, sorted(found)))}); "
+        named = sorted(" + ".join(str(u.path) for u in f) if isinstance(f, tuple) else str(f) for f in found)
+        raise ValueError(f"the suites name different published: files ({'; '.join(named)}); "
                          "choose one with --published FILE")
     if len(folders) > 1 and not name:
         raise ValueError("several targets are ranked together into RESULTS/NAME/: add --name NAME")

@@ -34,6 +34,7 @@ class Context:
     combined_notes: list = field(default_factory=list)  # FirstComplete's notes
     report: bool = False  # the report extra's sections (tests, figures, LaTeX) too
     restricted: str = ""  # what --common-splits left out (tabbench.pooling.common_splits), said under the title
+    compared: tuple = ()  # TabArena's published results beside ours (tabbench.tabarena.Comparison)
 
     @property
     def pooled(self) -> pd.DataFrame:

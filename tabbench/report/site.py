@@ -311,12 +311,17 @@ def _folds_block(ctx) -> list:
                   "validation loss so far), from the same run. Fit minutes: the record's fit seconds; a fold resumed from a "
                   "checkpoint (the step named) ran in parts, and an older record counts only the last of them. Peak "
                   "RSS: the job's host memory, in 10⁹ bytes."]
+def _tabarena_block(ctx) -> list:
+    """The cells beyond 2 SE of TabArena's published numbers (tabbench.report.tabarena.beyond_block)."""
+    from tabbench.report.tabarena import beyond_block
+
+    return beyond_block(ctx)
 
 
 #: The blocks a results folder's README may hold between ``<!-- tabbench report: NAME -->`` and
 #: ``<!-- end of tabbench report: NAME -->``: `tabbench report` writes them from the folder's records.
 README_BLOCKS = {"significance": _significance_block, "job-times": _job_times_block, "npt-against-paper": _paper_block,
-                 "npt-folds": _folds_block}
+                 "npt-folds": _folds_block, "tabarena": _tabarena_block}
 
 
 def fill_blocks(readme: Path, ctx) -> None:

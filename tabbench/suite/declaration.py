@@ -211,6 +211,18 @@ class BudgetSection(_Section):
         return self
 
 
+class PublishedEntry(_Section):
+    """One published file beside our results, with how our datasets map onto the publication's."""
+
+    file: Text = Field(description="the published file, relative to the suite's folder (e.g. published/tabarena-lite.yaml)")
+    datasets: Optional[dict[Name, Text]] = Field(None, description=(
+        "a TabArena declaration: our dataset -> TabArena's dataset of the same table (an OpenML task of TabArena's "
+        "maps by its task id without this)"))
+    board: bool = Field(False, description=(
+        "a TabArena declaration: the mapped datasets run TabArena's own tasks on their own folds, so the leaderboard "
+        "ranks our methods on TabArena's board (each must be an openml_task split of TabArena's task id)"))
+
+
 class SuiteFile(_Section):
     """A tabbench suite: datasets x models x seeds, run as one job per (method, dataset, fold, seed)."""
 
@@ -223,8 +235,11 @@ class SuiteFile(_Section):
         "model seeds; every (method, dataset, fold) runs once per seed"))
     budget: Optional[BudgetSection] = Field(None, description="limits per job, and budget points")
     plugins: Optional[list[Text]] = Field(None, description="plugin files, relative to the suite's folder")
-    published: Optional[Text] = Field(None, description=(
-        "published results shown next to ours in the leaderboard, relative to the suite's folder"))
+    published: Optional[Union[Text, Annotated[list[Union[Text, PublishedEntry]], Field(min_length=1)]]] = Field(
+        None, description=("published results shown next to ours in the leaderboard, relative to the suite's folder: "
+                           "a file, or a list of files and {file, datasets, board} entries (a publication's numbers "
+                           "such as suites/published/npt-paper.yaml, at most one; TabArena declarations such as "
+                           "suites/published/tabarena-lite.yaml)"))
     catalogue: Optional[Text] = Field(None, description=(
         "a dataset catalogue file (relative to the suite's folder) whose entries datasets[] use with "
         "source: catalogue, e.g. datasets/uci.yaml"))

@@ -13,8 +13,8 @@ from pydantic import ValidationError
 from tabbench.data.types import DatasetConfig, SplitConfig
 from tabbench.suite.declaration import Model, SuiteFile, _Dataset, suite_model
 from tabbench.suite.errors import suite_error
-from tabbench.suite.types import (NAME_PATTERN, NAME_RULE, Budget, ModelEntry, NamedConfig, Suite, SuiteError,
-                                  did_you_mean, join)
+from tabbench.suite.types import (NAME_PATTERN, NAME_RULE, Budget, ModelEntry, NamedConfig, PublishedUse, Suite,
+                                  SuiteError, did_you_mean, join)
 
 
 def _tuples(values: dict) -> dict:
@@ -135,22 +135,80 @@ def parse_suite(raw, file="<suite>", plugin_files=()) -> Suite:
                          "set name: in the suite")
     base = Path(str(file)).parent
     plugins = tuple(str((base / p).resolve()) for p in doc.plugins or ())
-    published = None
-    if doc.published is not None:
-        from tabbench.published import PublishedError, load_published
-
-        published = (base / doc.published).resolve()
-        try:
-            load_published(published)
-        except PublishedError as exc:
-            raise SuiteError(file, "published", f"{exc} (the path is relative to the suite's folder)") from None
+    datasets = tuple(_dataset_config(d) for d in doc.datasets)
+    published = _published(doc.published, datasets, base, file)
     budget = Budget()
     if doc.budget:
         given = doc.budget.model_dump(exclude_none=True)
         budget = Budget(**{**given, "points_s": tuple(float(p) for p in given.get("points_s", ()))})
-    return Suite(name, Path(str(file)), tuple(_dataset_config(d) for d in doc.datasets),
-                 tuple(_model_entry(label, m) for label, m in doc.models.items()), tuple(doc.seeds), budget,
-                 plugins, doc.description or "", published)
+    return Suite(name, Path(str(file)), datasets, tuple(_model_entry(label, m) for label, m in doc.models.items()),
+                 tuple(doc.seeds), budget, plugins, doc.description or "", published)
+
+
+def _published(given, datasets: tuple, base: Path, file) -> tuple:
+    """The suite's ``published:`` entries as PublishedUse, each file read and checked now: at most one
+    publication's own numbers (tabbench/published.py), any TabArena declarations (tabbench/tabarena.py) with our
+    datasets mapped onto TabArena's: those the suite maps, and every OpenML task whose id is one of TabArena's."""
+    from tabbench.published import PublishedError, load_published
+    from tabbench.tabarena import is_declaration, parse_declaration
+
+    entries = [] if given is None else [given] if isinstance(given, str) else list(given)
+    out, papers = [], []
+    for i, entry in enumerate(entries):
+        where = "published" if isinstance(given, str) else f"published[{i}]"
+        entry = {"file": entry, "datasets": None, "board": False} if isinstance(entry, str) else entry.model_dump()
+        path = (base / entry["file"]).resolve()
+        try:
+            raw = yaml.safe_load(path.read_text()) if path.is_file() else None
+        except yaml.YAMLError:
+            raw = None  # load_published says where
+        try:
+            if not is_declaration(raw):
+                load_published(path)
+                if entry["datasets"] is not None or entry["board"]:
+                    raise SuiteError(file, where, f"{entry['file']} is a publication's own numbers, keyed by our "
+                                     "dataset names: datasets: and board: belong to a TabArena declaration")
+                papers.append(entry["file"])
+                out.append(PublishedUse(path))
+                continue
+            decl = parse_declaration(raw, path)
+        except PublishedError as exc:
+            raise SuiteError(file, where, f"{exc} (the path is relative to the suite's folder)") from None
+        out.append(PublishedUse(path, True, _tabarena_datasets(decl, entry, datasets, file, where), entry["board"]))
+    if len(papers) > 1:
+        raise SuiteError(file, "published", f"{len(papers)} publications' own numbers ({', '.join(papers)}); a "
+                         "leaderboard sets one beside ours: keep one")
+    return tuple(out)
+
+
+def _tabarena_datasets(decl, entry: dict, datasets: tuple, file, where: str) -> tuple:
+    """(our dataset, TabArena's, our test share) for every dataset of ours that is one of TabArena's."""
+    from tabbench.tabarena import test_share
+
+    ours = {d.name: d for d in datasets}
+    by_task = decl.by_task()
+    mapped = {}
+    for d in datasets:  # an OpenML task of TabArena's is that dataset, by its task id
+        task_id = getattr(d.source, "task_id", None)
+        if task_id in by_task:
+            mapped[d.name] = by_task[task_id]
+    for name, theirs in (entry["datasets"] or {}).items():
+        if name not in ours:
+            raise SuiteError(file, f"{where}.datasets.{name}", f"no dataset {name!r} in this suite"
+                             + did_you_mean(name, ours, "its datasets"))
+        if theirs not in decl.datasets:
+            raise SuiteError(file, f"{where}.datasets.{name}", f"{theirs!r} is not one of {decl.path.name}'s "
+                             "datasets" + did_you_mean(theirs, decl.datasets, "TabArena's datasets"))
+        mapped[name] = theirs
+    if entry["board"]:
+        for name, theirs in mapped.items():
+            split, task_id = ours[name].split, getattr(ours[name].source, "task_id", None)
+            if split.protocol != "openml_task" or task_id != decl.datasets[theirs].task_id:
+                raise SuiteError(file, f"{where}.board", f"dataset {name!r} does not run TabArena's task "
+                                 f"{decl.datasets[theirs].task_id} on its own folds (source: openml, that task_id, "
+                                 "split protocol openml_task), so its records cannot join TabArena's board")
+    return tuple((name, theirs, test_share(ours[name].split, decl, getattr(ours[name].source, "task_id", None)))
+                 for name, theirs in mapped.items())
 
 
 def load_suite(path, plugin_files=()) -> Suite:

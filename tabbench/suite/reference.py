@@ -17,6 +17,7 @@ def reference_markdown(plugin_files=()) -> str:
     order = list(entries)
     common = set(_Dataset.model_fields)
     sections = [("suite (top level)", schema, None), ("`budget`", defs["BudgetSection"], None),
+                ("`published[]`, an entry that is not a plain file", defs["PublishedEntry"], None),
                 ("`datasets[]`, every source", entries[order[0]], common)]
     sections += [(f"`datasets[]` with `source: {source}`", entries[source], set(entries[source]["properties"]) - common)
                  for source in order]

@@ -63,6 +63,19 @@ class Budget:
 
 
 @dataclass(frozen=True)
+class PublishedUse:
+    """One published file a suite sets beside its results (``published:``), resolved against the suite's folder.
+    For a TabArena declaration (tabbench/tabarena.py): ``datasets`` holds (our dataset, TabArena's, the share of
+    its rows one of our test parts holds or None) per dataset of ours that is one of TabArena's, and ``board``
+    whether those run TabArena's own tasks and folds."""
+
+    path: Path
+    declaration: bool = False  # a TabArena declaration, not a publication's own numbers
+    datasets: tuple = ()
+    board: bool = False
+
+
+@dataclass(frozen=True)
 class Suite:
     name: str
     path: Path
@@ -72,7 +85,7 @@ class Suite:
     budget: Budget = Budget()
     plugins: tuple = ()  # plugin files, resolved against the suite's folder
     description: str = ""
-    published: Path | None = None  # published results to compare with (tabbench/published.py)
+    published: tuple = ()  # of PublishedUse: published results to compare with (tabbench/published.py, tabarena.py)
 
     def results_dir(self, results_root) -> Path:
         """<results_root>/<name>, checked to lie inside results_root (a suite file can come from anywhere)."""
