@@ -44,13 +44,14 @@ def _tabbench(*args, cwd=ROOT):
 @pytest.fixture(scope="module")
 def two_runs(tmp_path_factory):
     """The same suite run twice through the CLI: first with the default results folder (runs/ under the
-    working directory), then into another folder with the first as the published reference."""
+    working directory), on Ray, then in-process into another folder with the first as the published reference."""
     require_ray()
     tmp = tmp_path_factory.mktemp("runs")
     suite = _write(tmp, SUITE)
     first = _tabbench("run", suite, cwd=tmp)
     assert first.returncode == 0, first.stderr[-3000:]
-    second = _tabbench("run", suite, "--results", tmp / "second", "--reference", tmp / "runs", cwd=tmp)
+    # the second in-process (--no-ray): the same records, and one Ray start fewer
+    second = _tabbench("run", suite, "--results", tmp / "second", "--reference", tmp / "runs", "--no-ray", cwd=tmp)
     assert second.returncode == 0, second.stderr[-3000:]
     return tmp, suite, first, second
 
@@ -102,8 +103,10 @@ def test_records_say_what_reports_need_of_the_model_and_compare_reads_only_them(
 def test_compare_flags_a_deterministic_model_that_changed(two_runs, tmp_path, capsys):
     tmp = two_runs[0]
     changed = {**SUITE, "models": {"knn": {"params": {"n_neighbors": 1}}}}  # same method name, other model
+    # in-process (--no-ray): the run writes the records a Ray run writes (tests/test_runner.py), and compare reads
+    # only them; a Ray start would double the test's time
     out = _tabbench("run", _write(tmp_path, changed), "--results", tmp_path / "changed",
-                    "--reference", tmp_path / "none", cwd=tmp_path)
+                    "--reference", tmp_path / "none", "--no-ray", cwd=tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]
     assert main(["compare", str(tmp_path / "changed" / "small"), str(tmp / "runs" / "small")]) == 1
     table = pd.read_csv(tmp_path / "changed" / "small" / "comparison.csv").set_index(["method", "dataset"])
