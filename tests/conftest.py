@@ -62,6 +62,23 @@ SLOW_TESTS = {
     "test_plugin_contract.py": {"test_conformance_tests_pass_with_a_third_party_plugin_installed"},  # all of
     # tests/test_conformance.py again, in a child
     "test_time_budget.py": {"test_tabr_ends_on_its_own_clock_beside_a_cpu_hog"},  # a run beside a busy loop, ~1 min
+    "test_report_site.py": {"test_report_writes_every_page_and_the_answer_from_the_records"},  # `tabbench report`
+    # over every folder; the quick selection regenerates the small folders (below) and opens every page
+    "test_suite_properties.py": {  # 300 and 400 generated documents; the generated text files stay quick
+        "test_arbitrary_documents_load_or_raise_suite_error",
+        "test_a_valid_suite_with_any_one_field_replaced_loads_or_raises_suite_error"},
+}
+#: Cases of a parametrized test that are slow, by module and test: the case ids. The results folders of thousands
+#: of records (uci-small's 8,280 and the folders pooling or citing them): regenerating their tables, and checking
+#: their READMEs' numbers against their records, take tens of seconds each; the quick selection runs the same code
+#: on the small folders, and on breadth's README.
+SLOW_CASES = {
+    "test_regeneration.py": {"test_committed_tables_regenerate_unchanged": {
+        "breadth", "uci-cpu", "uci-small", "uci-small-kfold", "uci-small-paper-budget"}},
+    "test_readme_numbers.py": {
+        "test_every_number_in_a_results_readme_is_an_input_a_citation_or_what_the_records_give": {
+            "results", "uci-cpu", "uci-large-cpu", "uci-small", "uci-small-kfold", "uci-small-npt-paper",
+            "uci-small-npt-paper-fp32", "uci-small-paper-budget", "uci-small-yacht-froude"}},
 }
 
 
@@ -69,6 +86,9 @@ def is_slow(item) -> bool:
     """Whether the quick selection leaves ``item`` out (the rules above)."""
     module, test = item.path.name, item.originalname
     if {"*", test} & SLOW_TESTS.get(module, set()):
+        return True
+    case = getattr(getattr(item, "callspec", None), "id", None)
+    if case in SLOW_CASES.get(module, {}).get(test, ()):
         return True
     params = getattr(getattr(item, "callspec", None), "params", {})
     if params.get("name") in NEURAL:  # a neural model's case of a parametrized test: on wine only

@@ -104,8 +104,10 @@ def test_records_say_what_reports_need_of_the_model_and_compare_reads_only_them(
 def test_compare_flags_a_deterministic_model_that_changed(two_runs, tmp_path, capsys):
     tmp = two_runs[0]
     changed = {**SUITE, "models": {"knn": {"params": {"n_neighbors": 1}}}}  # same method name, other model
+    # in-process (--no-ray): the run writes the records a Ray run writes (tests/test_runner.py), and compare reads
+    # only them; a Ray start would double the test's time
     out = _tabbench("run", _write(tmp_path, changed), "--results", tmp_path / "changed",
-                    "--reference", tmp_path / "none", cwd=tmp_path)
+                    "--reference", tmp_path / "none", "--no-ray", cwd=tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]
     assert main(["compare", str(tmp_path / "changed" / "small"), str(tmp / "runs" / "small")]) == 1
     table = pd.read_csv(tmp_path / "changed" / "small" / "comparison.csv").set_index(["method", "dataset"])

@@ -1,9 +1,9 @@
 """Every committed leaderboard regenerates unchanged from its records by the command its folder's README gives.
 
 Each results folder with tables names one command (``Regenerate: `tabbench leaderboard ...```,
-tabbench.report.site.REGENERATE); the test runs every one of them in a copy of results/ from which every generated
-file was removed, so that each committed table must be written again by its own command, and compares what does
-not depend on library versions byte for byte: everything but the bootstrap Elo intervals' ends (their resampled
+tabbench.report.site.REGENERATE); the test runs each in a copy of that folder, and of the folders whose records it
+pools, from which every file the folder's command writes was removed, so that each committed table must be written
+again by its own command, and compares what does not depend on library versions byte for byte: everything but the bootstrap Elo intervals' ends (their resampled
 Bradley-Terry fits move a point or two between numpy builds and CPUs; they are checked to enclose the Elo) and
 the library versions the leaderboard names; figures (matplotlib's rendering) must be written, not equal. It never
 skips in CI: the records are committed, and the report extra is required there (TABBENCH_REQUIRE_PACKAGES=1).
@@ -63,27 +63,27 @@ def test_every_folder_with_tables_gives_its_regenerate_command_once():
         assert writes_to == name, f"results/{name}/README.md's command writes results/{writes_to}"
 
 
-@pytest.fixture(scope="module")
-def regenerated(tmp_path_factory):
-    """A checkout's results/ with every generated file removed, then every folder's command run in it."""
+def regenerate(name: str, root: Path) -> Path:
+    """results/NAME copied into ``root`` without what its command writes, beside the folders whose records it pools,
+    and its command run there; the fresh folder."""
     require_report_extra()
-    root = tmp_path_factory.mktemp("checkout")
-    shutil.copytree(RESULTS, root / "results", ignore=shutil.ignore_patterns("checkpoints", "claims"))
+    args = regenerate_command(RESULTS / name)
+    pooled = {a.split("/")[1] for a in args if a.startswith("results/") and (ROOT / a / "records").is_dir()}
+    for folder in pooled | {name}:
+        shutil.copytree(RESULTS / folder, root / "results" / folder, ignore=shutil.ignore_patterns("checkpoints", "claims"))
+    for path in (root / "results" / name).iterdir():
+        if path.name not in NOT_GENERATED:
+            path.unlink()
     (root / "suites").symlink_to(ROOT / "suites")
-    for name in FOLDERS:
-        for path in (root / "results" / name).iterdir():
-            if path.name not in NOT_GENERATED:
-                path.unlink()
     from tabbench.cli import main
 
     cwd = Path.cwd()
     os.chdir(root)
     try:
-        for name in FOLDERS:
-            assert main(regenerate_command(RESULTS / name)) == 0, name
+        assert main(args) == 0, name
     finally:
         os.chdir(cwd)
-    return root / "results"
+    return root / "results" / name
 
 
 def require_tabarena_file(text: str) -> None:
@@ -100,9 +100,9 @@ def require_tabarena_file(text: str) -> None:
 
 
 @pytest.mark.parametrize("name", FOLDERS)
-def test_committed_tables_regenerate_unchanged(regenerated, name):
-    committed, fresh = RESULTS / name, regenerated / name
-    require_tabarena_file((committed / "leaderboard.md").read_text())
+def test_committed_tables_regenerate_unchanged(name, tmp_path):
+    require_tabarena_file((RESULTS / name / "leaderboard.md").read_text())
+    committed, fresh = RESULTS / name, regenerate(name, tmp_path)
     generated = lambda folder: {p.name for p in folder.iterdir() if p.name not in NOT_GENERATED}  # noqa: E731
     assert generated(fresh) == generated(committed), "files its command writes, against those committed"
     for filename in sorted(generated(committed)):
