@@ -24,7 +24,7 @@ import pandas as pd
 from tabbench.run.expand import Selection
 from tabbench.spec import SplitSizes
 from tabbench.report.format import text_table
-from tabbench.store import RECORDS_DIR, Store
+from tabbench.store import RECORDS_DIR, Store, key_params
 
 
 @dataclass
@@ -77,7 +77,8 @@ def suite_folders(paths) -> list[Path]:
 
 
 def _basis_frame(folders) -> pd.DataFrame:
-    columns = ["method", "model", "dataset", "subset", "dataset_fingerprint", "split", "params", "seconds", "folder"]
+    columns = ["method", "model", "dataset", "subset", "dataset_fingerprint", "split", "params", "key_params", "seconds",
+               "folder"]
     frames = []
     for folder in folders:
         records = [r for r in Store(folder).latest().values() if r.get("status") == "ok"]
@@ -88,6 +89,8 @@ def _basis_frame(folders) -> pd.DataFrame:
             "dataset_fingerprint": [r["dataset_fingerprint"] for r in records],
             "split": [(r.get("fold"), r.get("repeat") or 0) for r in records],
             "params": [json.dumps(r.get("params"), sort_keys=True, default=str) for r in records],
+            # the configuration compared with the planned one: a param added later is left out at its first value
+            "key_params": [json.dumps(key_params(r), sort_keys=True, default=str) for r in records],
             "seconds": [r.get("wall_seconds", r.get("fit_seconds")) for r in records],
             "folder": str(folder)}))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
@@ -121,8 +124,9 @@ def _estimate(row: PlanRow, jobs: list, basis: pd.DataFrame) -> None:
         return
     row.median_s = float(match["seconds"].median())
     row.basis_records = len(match)
-    planned = {json.dumps(j.params, sort_keys=True, default=str) for j in jobs}
-    note, row.same_space = _params_note(planned, set(match["params"]))
+    planned = {json.dumps(j.key_params if j.key_params is not None else j.params, sort_keys=True, default=str)
+               for j in jobs}
+    note, row.same_space = _params_note(planned, set(match["key_params"]))
     row.basis = f"{', '.join(sorted(set(match['folder'])))}: {how}{note}"
     row.cpu_hours = row.pending * row.median_s * float(row.resources.get("num_cpus") or 0) / 3600
     row.gpu_hours = row.pending * row.median_s * float(row.resources.get("num_gpus") or 0) / 3600

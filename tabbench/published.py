@@ -24,6 +24,20 @@ from tabbench.metrics import PRIMARY
 KEYS = {"name", "note", "note_datasets", "metrics", "ranks", "corruption"}
 
 
+@dataclass(frozen=True)
+class PublishedUse:
+    """One published file a suite sets beside its results (its ``published:`` list), resolved against the suite's
+    folder: a publication's own numbers (this module), or a TabArena declaration (``declaration``,
+    tabbench/tabarena.py), for which ``datasets`` holds (our dataset, TabArena's, the share of its rows one of our
+    test parts holds or None) per dataset of ours that is one of TabArena's, and ``board`` whether those run
+    TabArena's own tasks and folds. Here, not in tabbench.suite, so that a report reads it without the registry."""
+
+    path: Path
+    declaration: bool = False
+    datasets: tuple = ()
+    board: bool = False
+
+
 class PublishedError(TabbenchError, ValueError):
     """A published-results file is malformed; the message names the file and the field."""
 

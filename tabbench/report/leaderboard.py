@@ -183,8 +183,7 @@ def write(suite_dir, published_path=None, sources=None, report=False, first_comp
 def load_all(published_path) -> tuple:
     """(the publication's own numbers, Published or None; the TabArena comparisons, tabbench.tabarena.Comparison)
     from ``published_path``: None, a file, a suite's PublishedUse, or a sequence of them (a suite's ``published``)."""
-    from tabbench.published import load_published
-    from tabbench.suite.types import PublishedUse
+    from tabbench.published import PublishedUse, load_published
 
     if published_path is None:
         return None, ()

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tabbench.errors import TabbenchError, did_you_mean  # noqa: F401 - the suite modules' did-you-mean
+from tabbench.published import PublishedUse  # noqa: F401 - what a Suite's published holds
 
 TUNING = ("none", "grid", "random", "configs")
 
@@ -60,19 +61,6 @@ class Budget:
     time_s: float | None = None  # wall-clock limit per job
     memory_mb: float | None = None  # host memory limit per job
     points_s: tuple = ()  # budget points: seconds of a job's elapsed time its record scores (budget_points)
-
-
-@dataclass(frozen=True)
-class PublishedUse:
-    """One published file a suite sets beside its results (``published:``), resolved against the suite's folder.
-    For a TabArena declaration (tabbench/tabarena.py): ``datasets`` holds (our dataset, TabArena's, the share of
-    its rows one of our test parts holds or None) per dataset of ours that is one of TabArena's, and ``board``
-    whether those run TabArena's own tasks and folds."""
-
-    path: Path
-    declaration: bool = False  # a TabArena declaration, not a publication's own numbers
-    datasets: tuple = ()
-    board: bool = False
 
 
 @dataclass(frozen=True)
