@@ -49,9 +49,9 @@ def rung_table(records: pd.DataFrame) -> pd.DataFrame:
             continue
         ok = rec["status"] == "ok"
         info = rec.get("info") if isinstance(rec.get("info"), dict) else {}
-        val = rec["metrics"]["val"] if ok else {}
         rows.append({"dataset": rec["dataset"], "task": rec["task"], "rung": rung, "ok": ok,
-                     "steps": info.get("steps") if ok else None, "criterion": val.get(CRITERION[rec["task"]])})
+                     "steps": info.get("steps") if ok else None,
+                     "criterion": rec.get(f"val_{CRITERION[rec['task']]}") if ok else None})
     table = pd.DataFrame(rows)
     table["rank"] = (table["criterion"].fillna(float("inf"))
                      .groupby(table["dataset"]).rank(method="average"))

@@ -203,6 +203,13 @@ EXTERNAL: dict[str, dict] = {
 }
 
 
+def _min_steps() -> int:
+    """NPT's budget rule's threshold (tests/test_npt_budget_rule.py checks it is what the sweep's records select)."""
+    from tabbench_plugins.npt.cost import MIN_STEPS
+
+    return MIN_STEPS
+
+
 def _npt_steps(folder: Folder, family: str):
     """breadth: Spearman's ρ (and p) between NPT's rank on a dataset of ``family`` and its median steps there."""
     from scipy.stats import spearmanr
@@ -226,6 +233,12 @@ MODERN = "realmlp modernnca tabr tabm"  # the models after NPT
 PAPER = "npt catboost gradient_boosting xgboost lightgbm mlp random_forest tabnet knn"  # the paper's nine
 
 CLAIMS: dict[str, list] = {
+    "npt-budget-meta": [
+        (r"the selected `MIN_STEPS` is ([\d,]*\d)", lambda f: (_min_steps(),)),
+        (r"The result \(all ([\d,]+) jobs ok\)", lambda f: (f.jobs(" ".join(set(f.records["method"])), "ok"),)),
+        (r"ranks last of the ([\d,]+) rungs on every one of the ([\d,]+) tables",
+         lambda f: (f.records["method"].nunique(), f.records["dataset"].nunique())),
+    ],
     "uci-small": [
         (r"the paper's nine methods' ([\d,]+) jobs", lambda f: (f.jobs(PAPER),)),
         (r"and ([\d.]+) for Concrete's 80", lambda f: (f.hours("tabm", "concrete"),)),

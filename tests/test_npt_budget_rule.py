@@ -161,3 +161,21 @@ def test_npt_at_auto_steps_ends_on_its_own_clock_beside_a_cpu_hog(tmp_path, cpu_
             assert r["wall_seconds"] < budget and r["info"]["steps_run"] >= 1, method
         else:  # too large for what the busy machine gives it: said before training, not killed
             assert "not one training step fits" in r["error_message"], (method, r["status"], r["error_message"])
+
+
+def test_min_steps_is_what_the_sweep_selects_on_validation_metrics_alone():
+    """cost.MIN_STEPS is the threshold benchmarks/npt_budget_rule.py selects from the committed sweep's records,
+    which it reads through their validation metrics only (the test metrics are taken away here: the selection
+    cannot have used them)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("npt_budget_rule", SUITES.parent / "benchmarks" / "npt_budget_rule.py")
+    rule = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rule)
+    from tabbench.store import load_records
+
+    records = load_records(SUITES.parent / "results" / "npt-budget-meta")
+    records = records.drop(columns=[c for c in records.columns if c.startswith("test_")])
+    table = rule.rung_table(records)
+    assert rule.complete(table) and table["dataset"].nunique() == len(_declared("npt-budget-meta.yaml"))
+    assert rule.select(table) == MIN_STEPS

@@ -168,7 +168,7 @@ LADDER = (
 #: ``size: "budget"``'s one free number: a rung qualifies when it can train at least this many steps in the job's
 #: budget, and the largest that qualifies is taken. Chosen by benchmarks/npt_budget_rule.py from the VALIDATION
 #: metrics of suites/npt-budget-meta.yaml's records (tests/test_npt_budget_rule.py re-derives it from them).
-MIN_STEPS = 300
+MIN_STEPS = 1500
 
 
 def choose_rung(steps_of: Callable[[Rung], Optional[int]]) -> tuple[Rung, dict]:
