@@ -26,6 +26,29 @@ def _die_with_parent():
         pass
 
 
+#: glibc's malloc in a job's process: allocations up to MMAP_MAX_BYTES come from its heap, and freed memory stays
+#: there for the next allocation instead of going back to the system. By default glibc maps each allocation above a
+#: (moving) threshold fresh and gives freed memory back, so a training step that allocates and frees the same
+#: activations every step takes a page fault per 4 KiB of them: NPT's smallest budget size on Breast Cancer (e 8,
+#: 2 layers) took 5,200 faults a step and 15% longer steps (benchmarks/README.md, "allocator"). The job's peak
+#: resident memory is what it was (what it frees is reused, not grown); its resident memory between peaks stays
+#: at the peak.
+MMAP_MAX_BYTES = 32 << 20
+
+
+def steady_allocator() -> None:
+    """Keep freed memory in the job's heap (see MMAP_MAX_BYTES); a no-op off glibc."""
+    try:
+        import ctypes
+
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return
+    M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # malloc.h
+    mallopt(M_MMAP_THRESHOLD, MMAP_MAX_BYTES)
+    mallopt(M_TRIM_THRESHOLD, 2**31 - 1)
+
+
 def _limit_threads(n: int) -> None:
     """Run the job's native thread pools (BLAS, OpenMP, torch) on the CPUs Ray gave it, not every core."""
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
@@ -75,6 +98,7 @@ def execute_isolated(job: Job, factory, meta, X, y, split, poll_s: float = 0.05,
         try:
             os.close(read_fd)
             _die_with_parent()
+            steady_allocator()
             _limit_threads(max(1, int(job.resources.get("num_cpus") or 1)))
             payload = pickle.dumps(execute(job, factory, meta, X, y, split, checkpoint_dir, started))
             view = memoryview(payload)
