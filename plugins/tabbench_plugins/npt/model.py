@@ -39,6 +39,12 @@ One exception, measured (benchmarks/README.md): training on the CPU with attenti
 PyTorch's fused attention falls back to its own textbook path with a slow dropout, the textbook
 softmax(QK^T)V with :func:`dropout` (a faster CPU mask) runs 1.4-2x faster; it materialises the same
 matrix that fallback does.
+On the CPU under bf16 autocast, where autocast's choices are slow at NPT's shapes (measured, benchmarks/README.md,
+"NPT at the budget ladder's sizes"): LayerNorm gets fp32 input (autocast would run it in bf16, several times
+slower, and with the code's eps of 1e-12 less exact); a block narrower than NARROW_BLOCK (ABA at a small e) runs
+in fp32 throughout, and heads narrower than NARROW_HEAD attend in fp32; the softmax over fewer than SHORT_ROWS
+keys runs along the other axis of the transposed scores; the column heads of one output width run as one
+batched product (``ColumnHeads``).
 ``checkpointing=True`` recomputes each block in the backward pass instead of storing its activations.
 """
 
@@ -67,7 +73,7 @@ class NPTConfig:
     residual: str = "linear"  # "linear" (code) or "identity" (paper)
     attention: str = "fused"  # "fused" (scaled_dot_product_attention) or "explicit" softmax
     checkpointing: bool = False  # activation checkpointing per block (trades compute for memory)
-    ln_eps: float = 1e-12  # the code's LayerNorm epsilon; LayerNorm runs in fp32 under autocast
+    ln_eps: float = 1e-12  # the code's LayerNorm epsilon; LayerNorm gets fp32 input under autocast (Block)
     # linear patch encoder (images): the first n_patches columns are patches of patch_dim pixels each,
     # embedded and decoded by one Linear shared by all patches (their index embedding tells them apart)
     n_patches: int = 0
@@ -143,6 +149,31 @@ class Dropout(nn.Module):
         return dropout(x, self.p, self.training)
 
 
+#: Below this many keys (ABA's columns) the CPU's softmax along the last axis is several times slower per entry
+#: than along another axis (torch 2.13, AVX-512: 2.7 ms against 0.75 ms forward for (455, 2, 14, 14) scores;
+#: at 31 keys the last axis is the faster one), so short rows are normalised as the columns of the transpose.
+SHORT_ROWS = 16
+
+#: Heads narrower than this (ABA's: e / n_heads, 4 on every rung of the budget ladder) attend in fp32 on the CPU
+#: even under autocast: their products are bound by memory, not arithmetic, and the (batch, heads, T, T) matrix
+#: is then never cast (bf16 scores would be cast to fp32 for the softmax and back, a pass over it each way, in
+#: both directions).
+NARROW_HEAD = 16
+
+
+#: A block narrower than this (ABA at a small e) runs in fp32 on the CPU even under autocast: its matrix products
+#: are too narrow for bf16's kernels to gain (one core, AVX-512 + AMX: (6370 x 8) @ (8 x 32) takes 24 us in fp32,
+#: 41 in bf16), and it then casts neither its weights nor its activations.
+NARROW_BLOCK = 16
+
+
+def softmax_rows(scores):
+    """softmax over the last axis, along the faster axis of the two on the CPU for the number of keys."""
+    if scores.device.type == "cpu" and scores.shape[-1] < SHORT_ROWS:
+        return torch.softmax(scores.transpose(-2, -1), dim=-2).transpose(-2, -1)
+    return torch.softmax(scores, dim=-1)
+
+
 class SelfAttention(nn.Module):
     """Multi-head self-attention over the second-to-last axis of (batch, seq, dim)."""
 
@@ -168,7 +199,12 @@ class SelfAttention(nn.Module):
         if self.cfg.attention == "fused" and attn_store is None and not cpu_dropout:
             y = F.scaled_dot_product_attention(q, k, v, dropout_p=p, scale=self.scale)
         else:  # textbook attention: materialises the (B, heads, T, T) matrix
-            att = torch.softmax((q @ k.transpose(-2, -1)) * self.scale, dim=-1)
+            if q.device.type == "cpu" and C // self.n_heads < NARROW_HEAD:
+                with torch.autocast("cpu", enabled=False):
+                    att = softmax_rows((q.float() * self.scale) @ k.float().transpose(-2, -1))
+                    v = v.float()
+            else:
+                att = torch.softmax((q * self.scale) @ k.transpose(-2, -1), dim=-1)
             if attn_store is not None:
                 attn_store.append(att.detach())
             y = dropout(att, p, self.training) @ v
@@ -189,9 +225,18 @@ class Block(nn.Module):
                                  nn.Linear(4 * dim, dim), Dropout(cfg.dropout))
         self.drop = Dropout(cfg.dropout)
 
+        self.fp32 = dim < NARROW_BLOCK  # on the CPU: see NARROW_BLOCK
+
     def forward(self, x, attn_store=None):
-        h = self.res(x) + self.drop(self.att(self.ln_att(x), x, attn_store))
-        return h + self.rff(self.ln_rff(h))
+        if self.fp32 and x.device.type == "cpu" and torch.is_autocast_enabled("cpu"):
+            with torch.autocast("cpu", enabled=False):
+                return self._forward(x.float(), attn_store)
+        return self._forward(x, attn_store)
+
+    def _forward(self, x, attn_store):
+        # LayerNorm on fp32 input: CPU autocast would run it in bf16 (its kernel several times slower there)
+        h = self.res(x) + self.drop(self.att(self.ln_att(x.float()), x, attn_store))
+        return h + self.rff(self.ln_rff(h.float()))
 
 
 class ABD(Block):
@@ -266,29 +311,61 @@ class ColumnEmbedding(nn.Module):
         return h  # (n, d, e)
 
 
+class HeadOutputs(dict):
+    """{column: prediction}, as ``ColumnHeads`` gives it, plus ``groups``: the same predictions as few tensors,
+    [(columns, tensor)] with (n, k) values of k numeric columns or (n, k, classes) logits of k categorical
+    columns with as many classes (``entry_losses`` scores a group in one operation)."""
+
+    groups: list
+
+
 class ColumnHeads(nn.Module):
     """Per-column Linear(e -> width_j - 1): class logits for categorical columns, a value for numeric,
-    the patch_dim pixels of a patch column (one Linear shared by all patches)."""
+    the patch_dim pixels of a patch column (one Linear shared by all patches).
+
+    Over all columns (training, validation) the heads of the columns with the same output width (every numeric
+    column; the categorical ones with as many classes) run as one batched product of their stacked weights: a
+    small table's step otherwise spends more time calling d small Linear layers (and their backward) than in
+    them. The same parameters as d separate Linear layers, and the same products."""
 
     def __init__(self, cfg: NPTConfig):
         super().__init__()
         self.cards, self.n_patches = cfg.cards, cfg.n_patches
         self.patch = nn.Linear(cfg.e, cfg.patch_dim) if cfg.n_patches else None
         self.heads = nn.ModuleList(nn.Linear(cfg.e, max(c, 1)) for c in cfg.cards[cfg.n_patches:])
+        by_width = {}
+        for j in range(cfg.n_patches, len(cfg.cards)):
+            by_width.setdefault(cfg.cards[j], []).append(j)
+        self.groups = sorted(by_width.items())  # [(classes or 0, [columns])]
+        for width, cols in self.groups:
+            self.register_buffer(f"cols_{width}", torch.tensor(cols), persistent=False)
 
     def forward(self, h, columns=None):
         # h: (n, d, e) -> {column: (n, classes) logits, (n,) value or (n, patch_dim) pixels}
         P = self.n_patches
-        columns = range(len(self.cards)) if columns is None else columns
-        out = {}
+        out = HeadOutputs()
+        out.groups = []
+        every = columns is None
+        columns = range(len(self.cards)) if every else columns
         patches = [j for j in columns if j < P]
         if patches:
             y = self.patch(h[:, :P])  # (n, P, patch_dim), one matmul for all patches
             out.update((j, y[:, j]) for j in patches)
-        for j in columns:
-            if j >= P:
-                y = self.heads[j - P](h[:, j])
-                out[j] = y if self.cards[j] else y.squeeze(-1)
+        if not every:  # a few columns (prediction): their own Linear layers
+            for j in columns:
+                if j >= P:
+                    y = self.heads[j - P](h[:, j])
+                    out[j] = y if self.cards[j] else y.squeeze(-1)
+            return out
+        for width, cols in self.groups:
+            heads = [self.heads[j - P] for j in cols]
+            w = torch.stack([head.weight for head in heads])  # (k, classes or 1, e)
+            b = torch.stack([head.bias for head in heads])  # (k, classes or 1)
+            y = torch.einsum("nke,kce->nkc", h[:, getattr(self, f"cols_{width}")], w) + b
+            if not width:
+                y = y.squeeze(-1)  # (n, k) values
+            out.groups.append((cols, y))
+            out.update((j, y[:, i]) for i, j in enumerate(cols))
         return out
 
 
@@ -363,20 +440,27 @@ def corrupt(x, missing, candidates, p, cards, generator, p_random=0.1, n_patches
 
 def entry_losses(out, x_true, cards, n_patches=0, patch_dim=0):
     """(n, d) per-entry loss: cross-entropy for categorical, squared error (standardised) numeric,
-    mean squared error over the pixels of a patch."""
-    cols = []
+    mean squared error over the pixels of a patch. Columns the heads gave as groups (``HeadOutputs``) are
+    scored a group at a time, the others one by one."""
+    parts, order = [], []  # (n, k) losses of the columns ``order`` lists, in turn
     if n_patches:
         pred = torch.stack([out[j] for j in range(n_patches)], 1).float()  # (n, P, patch_dim)
         pixels = x_true[:, :n_patches * patch_dim].reshape(len(x_true), n_patches, patch_dim)
-        cols.extend(((pred - pixels) ** 2).mean(-1).unbind(1))
+        parts.append(((pred - pixels) ** 2).mean(-1))
+        order.extend(range(n_patches))
     offset = n_patches * (patch_dim - 1)  # value index of column j >= n_patches is j + offset
-    for j in range(n_patches, len(cards)):
-        if cards[j]:
-            target = x_true[:, j + offset].long().clamp(min=0)  # missing entries (-1 codes) are never scored
-            cols.append(F.cross_entropy(out[j].float(), target, reduction="none"))
+    groups = getattr(out, "groups", None) or [([j], out[j].unsqueeze(1)) for j in range(n_patches, len(cards))]
+    for group, y in groups:  # y: (n, k) values or (n, k, classes) logits of the columns ``group``
+        values = x_true[:, [j + offset for j in group]]
+        if cards[group[0]]:  # missing entries (-1 codes) are never scored
+            parts.append(F.cross_entropy(y.float().transpose(1, 2), values.long().clamp(min=0), reduction="none"))
         else:
-            cols.append((out[j].float() - x_true[:, j + offset]) ** 2)
-    return torch.stack(cols, 1)
+            parts.append((y.float() - values) ** 2)
+        order.extend(group)
+    losses = torch.cat(parts, 1)
+    if order == sorted(order):
+        return losses
+    return losses[:, torch.argsort(torch.tensor(order, device=losses.device))]  # back to table order
 
 
 def masked_mean(losses, scored):
