@@ -66,6 +66,15 @@ hash of its files (ignoring ``__pycache__``) against a399360's tree. Another com
 
     python benchmarks/npt_vs_authors.py --authors PATH [--data DIR] [--threads 2] [--steps 5] [--warmup 2]
     python benchmarks/npt_vs_authors.py --authors PATH --configs breast_cancer --rows 128 --layers 2 --steps 1
+    python benchmarks/npt_vs_authors.py --authors PATH --rungs e8-l2,e16-l4 --threads 1
+
+``--rungs``: the sizes of ``size: "budget"``'s ladder (``tabbench_plugins.npt.cost.LADDER``: embedding, layers,
+heads, row batch) on each config's table in place of the paper's, on both sides (theirs: ``--model_dim_hidden``,
+``--model_num_heads``, ``--model_stacking_depth`` and ``--exp_batch_size`` added to the paper's command line; a
+"auto" batch is the whole table up to 2,048 rows, as the plugin's; theirs gets as many batches as ours, of equal
+size), and ours as a budgeted job runs it: LAMB
+not compiled (``fused_optimizer: false``). With row batches a step is a batch: their epoch's time is divided by
+its batches.
 """
 
 from __future__ import annotations
@@ -75,6 +84,7 @@ import contextlib
 import gc
 import hashlib
 import io
+import math
 import os
 import statistics
 import subprocess
@@ -268,11 +278,12 @@ def authors_table(ds, train, val, test):
 class Authors:
     """The authors' model, optimiser, masking and loss for one config; ``step()`` is one training step."""
 
-    def __init__(self, npt, name, ds, train, val, test, layers):
+    def __init__(self, npt, name, ds, train, val, test, size):
         import torch
 
-        paper = PAPER[name]
-        argv = paper["argv"] + ["--model_stacking_depth", str(layers)]
+        argv = PAPER[name]["argv"] + ["--model_stacking_depth", str(size["n_layers"]),
+                                      "--model_dim_hidden", str(size["e"]), "--model_num_heads", str(size["n_heads"]),
+                                      "--exp_batch_size", str(size["their_batch_rows"] or -1)]
         c = npt.configs.build_parser().parse_args(argv, namespace=AuthorsConfig())
         c.model_augmentation_bert_mask_prob = dict(FEATURE_MASK)  # their run.py evaluates the dict string
         c.exp_device = "cpu"
@@ -293,7 +304,7 @@ class Authors:
             self.scheduler = npt.optim.LRScheduler(c=c, name=c.exp_scheduler, optimizer=self.optimizer)
             self.loss = npt.loss.Loss(c, self.metadata, is_minibatch_sgd=c.exp_minibatch_sgd,
                                       tradeoff_annealer=self.annealer)
-        self.npt, self.torch, self.epoch = npt, torch, 0
+        self.npt, self.torch, self.epoch, self.batches = npt, torch, 0, 0
         self.n_params = npt.train_utils.count_parameters(self.model)
         self.rows, self.cols = self.metadata["N"], self.metadata["D"]
 
@@ -307,7 +318,9 @@ class Authors:
             dataset=self.dataset, batch_size=1, shuffle=False, num_workers=c.data_loader_nprocs,
             collate_fn=self.npt.batch_utils.collate_with_pre_batching, pin_memory=True)
         cast = self.npt.encode_utils.torch_cast_to_dtype
+        self.batches = 0
         for batch in loader:
+            self.batches += 1
             truth = [cast(obj=a, dtype_name=c.data_dtype).to(device="cpu") for a in batch["data_arrs"]]
             masked = [a.to(device="cpu") for a in batch["masked_tensors"]]
             output = self.model(masked)
@@ -325,16 +338,17 @@ class Authors:
         self.loss.reset()
 
 
-def run_ours(name, ds, train, val, test, layers, amp, threads, n_steps, between):
-    """NPT.fit of the paper's config, cut after ``n_steps`` steps; ``between()`` runs after each step.
+def run_ours(name, ds, train, val, test, size, amp, threads, n_steps, between):
+    """NPT.fit of the paper's config at ``size``, cut after ``n_steps`` steps; ``between()`` runs after each step.
     Returns (step seconds, the fitted estimator)."""
     from tabbench_plugins import npt as plugin
     from tabbench_plugins.npt import checkpoints as nt
 
     paper = PAPER[name]
-    est = plugin.NPT(ds.meta, seed=0, e=paper["e"], n_layers=layers, n_heads=8, lr=paper["lr"],
-                     steps=paper["steps"], transductive=True, amp=amp, fused_optimizer=True, clip=1.0,
-                     clip_mode="value", budgets=[], cpus=threads)
+    est = plugin.NPT(ds.meta, seed=0, e=size["e"], n_layers=size["n_layers"], n_heads=size["n_heads"],
+                     batch_size=size["batch_rows"], lr=paper["lr"], steps=paper["steps"], transductive=True,
+                     amp=amp, fused_optimizer=size["fused"], clip=1.0, clip_mode="value", budgets=[],
+                     cpus=threads)
     times, clock = [], [0.0]
 
     class Interleaved(nt.Checkpointer):
@@ -377,11 +391,20 @@ def main(argv=None):
     ap.add_argument("--warmup", type=int, default=2, help="steps per side and variant before timing")
     ap.add_argument("--rows", type=int, default=None, help="development: cap the table's rows")
     ap.add_argument("--layers", type=int, default=8, help="development: fewer layers than the paper's 8")
+    ap.add_argument("--rungs", default=None,
+                    help="sizes of size: budget's ladder (e.g. e8-l2-b512,e8-l2) in place of the paper's sizes")
     args = ap.parse_args(argv)
     names = args.configs.split(",")
     unknown = sorted(set(names) - set(PAPER))
     if unknown:
         ap.error(f"--configs: unknown {', '.join(unknown)}; choose from {', '.join(PAPER)}")
+    from tabbench_plugins.npt.cost import LADDER, n_batches
+
+    ladder = {r.name: r for r in LADDER}
+    rungs = args.rungs.split(",") if args.rungs else [None]
+    unknown = sorted(set(rungs) - set(ladder) - {None})
+    if unknown:
+        ap.error(f"--rungs: unknown {', '.join(unknown)}; choose from {', '.join(ladder)}")
     if not (args.authors / "npt" / "model" / "npt.py").is_file():
         ap.error(f"--authors {args.authors}: no npt/model/npt.py there; give a checkout of "
                  "github.com/OATML/Non-Parametric-Transformers")
@@ -397,6 +420,9 @@ def main(argv=None):
 
     from tabbench.measure import fingerprint, hardware_label, proc_status_kib
 
+    from tabbench.run.isolation import steady_allocator
+
+    steady_allocator()  # as in a job's process (both sides: one process)
     torch.set_num_threads(args.threads)
     npt, shimmed = import_authors(args.authors)
     if shimmed:
@@ -406,11 +432,21 @@ def main(argv=None):
     load_before = os.getloadavg()
     n = args.warmup + args.steps
     results = []
-    for name in names:
+    for name, rung in [(n, r) for n in names for r in rungs]:
         ds, train, val, test = load(name, args.data, args.rows)
-        theirs = Authors(npt, name, ds, train, val, test, args.layers)
-        row = {"name": name, "rows": theirs.rows, "cols": theirs.cols, "e": PAPER[name]["e"],
-               "theirs_params": theirs.n_params}
+        n_rows = len(train) + len(val) + len(test)
+        if rung is None:  # the paper's size, full batch, LAMB compiled as the paper-config runs take it
+            size = dict(e=PAPER[name]["e"], n_layers=args.layers, n_heads=8, batch_rows=None, their_batch_rows=None,
+                        fused=True)
+        else:
+            r = ladder[rung]
+            batches = n_batches(n_rows, r.batch_size)  # theirs gets as many batches, of equal size: the same work
+            size = dict(e=r.e, n_layers=r.n_layers, n_heads=r.n_heads, fused=False,
+                        batch_rows=None if batches == 1 else r.batch_size,
+                        their_batch_rows=None if batches == 1 else math.ceil(n_rows / batches))
+        theirs = Authors(npt, name, ds, train, val, test, size)
+        row = {"name": name if rung is None else f"{name} {rung}", "rows": theirs.rows, "cols": theirs.cols,
+               "e": size["e"], "theirs_params": theirs.n_params}
         their_times = []
         for variant, amp in (("bf16", True), ("fp32", False)):
             if amp and not bf16:
@@ -421,11 +457,11 @@ def main(argv=None):
             def between():
                 t0 = time.perf_counter()
                 theirs.step()
-                phase.append(time.perf_counter() - t0)
+                phase.append((time.perf_counter() - t0) / theirs.batches)  # a step is a batch
                 print(f"    {name} theirs step {len(phase)}: {phase[-1] * 1000:.0f} ms", file=sys.stderr, flush=True)
 
             between()  # theirs goes first: order theirs, ours, theirs, ours, ...
-            ours, est = run_ours(name, ds, train, val, test, args.layers, amp, args.threads, n, between)
+            ours, est = run_ours(name, ds, train, val, test, size, amp, args.threads, n, between)
             their_times += phase[args.warmup:n]
             row[f"ours_{variant}"] = statistics.median(ours[args.warmup:]) * 1000
             row[f"theirs_during_{variant}"] = statistics.median(phase[args.warmup:n]) * 1000
@@ -443,7 +479,9 @@ def main(argv=None):
 
     print()
     print(f"machine: {hardware_label(fingerprint())}")
-    print(f"{args.layers} layers, 8 heads, full batch; median of {args.steps} steps after {args.warmup} warm-up, "
+    sizes = (f"{args.layers} layers, 8 heads, full batch" if not args.rungs
+             else f"the ladder's sizes {args.rungs} (LAMB not compiled)")
+    print(f"{sizes}; {args.threads} threads; median of {args.steps} steps after {args.warmup} warm-up, "
           f"interleaved with the authors' steps; load average (1 min) {load_before[0]:.2f} before, "
           f"{load_after[0]:.2f} after")
     print(f"peak resident memory of this process: {proc_status_kib('VmHWM') / 2**20:.1f} GiB")
