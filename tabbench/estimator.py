@@ -33,6 +33,12 @@ from tabbench.spec import DatasetMeta
 #: predicting the test and validation rows after it. A job over its budget is killed with nothing to show.
 TRAINING_SHARE = 0.8
 
+#: How many times slower than the passes a model timed during training (its validation passes, per row) its
+#: predicting after training may run: the machine may be busier by then. A model that sizes what it keeps for
+#: predicting (``TrainingClock.reserve``) from those passes keeps this many times their time (NPT's
+#: ``training.prediction_reserve``, TabR's ``budget_stop``; each sizes the rows and passes its own way).
+PREDICT_SLOWDOWN = 2.0
+
 
 class TrainingClock:
     """Whether an iterative model has time for one more epoch (or tree) before its training deadline.
@@ -63,8 +69,9 @@ class TrainingClock:
 
     def reserve(self, seconds: float) -> None:
         """Keep ``seconds`` free before the job's end for what follows training (predicting; a model that knows
-        its prediction's cost, say from its timed validation passes, calls this as it learns it): the deadline
-        moves earlier when the training share would leave less, never later than the training share's."""
+        its prediction's cost, say from its timed validation passes, calls this as it learns it, with
+        ``PREDICT_SLOWDOWN`` times that cost): the deadline moves earlier when the training share would leave
+        less, never later than the training share's."""
         if self.end is not None:
             self.deadline = min(self._share_deadline, self.end - float(seconds))
 

@@ -6,7 +6,8 @@ folder (the same dataset fingerprint), a method name the same configuration on a
 (the same parameters: ``npt`` at 300 steps in one folder and at 10,000 in another would otherwise be
 averaged into one row; a model's run params, such as NPT's threads, say how a job ran, not what it
 computed, and may differ: records are compared by their ``key_params``, which hold them at their defaults),
-and a job key present twice keeps its newest record (by ``finished_at``), as one store does with a re-run.
+and a job key present twice keeps its newest record (``tabbench.store.newer``: by ``finished_at``, the later
+folder on a tie), as one store does with a re-run.
 Folders that ran different splits of the same data (NPT's quickstart ran fold 0 of the quickstart's five) are
 compared where all of them ran with ``common_splits`` (``--common-splits``), so that no method is ranked on
 splits it never saw.
@@ -27,7 +28,7 @@ import json
 from pathlib import Path
 
 from tabbench.errors import TabbenchError
-from tabbench.store import Store, key_params, records_frame
+from tabbench.store import Store, key_params, newer, records_frame
 
 
 class PoolingError(TabbenchError, ValueError):
@@ -62,7 +63,7 @@ def pooled_records(folders, across_devices: bool = False):
                     f"{dir_b} (fingerprint {fp_b}); one leaderboard cannot rank both under one name: leave one "
                     f"folder out, or rename the dataset in one of the suites")
             old = records.get(key)
-            if old is None or str(record.get("finished_at") or "") >= str(old.get("finished_at") or ""):
+            if old is None or newer(record, old):
                 records[key] = {**record, "source": str(folder)}
     for (method, dataset), by_folder in configs.items():
         if len(by_folder) > 1 and len({frozenset(params) for params in by_folder.values()}) > 1:

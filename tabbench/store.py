@@ -6,6 +6,12 @@ at most a partial last line without a newline; readers ignore it and the next wr
 before appending. Records are never rewritten: a re-run (``--force``) appends, and readers keep the
 newest record per job key.
 
+Which record of a key is the newest (``newer``; one rule for one folder's files and for folders pooled,
+tabbench/pooling.py): the one that finished last (``finished_at``, UTC ISO 8601, as every record is written);
+where two finished in the same second, or a record has no ``finished_at``, the one read later (below). So a
+batch of re-run records replaces the older ones whichever records file it is added as: a later archive, or an
+earlier one while the old records still sit in the live file.
+
 A published results folder keeps finished batches of records compressed (``tabbench archive DIR``,
 ``Store.archive``): the first as ``records.jsonl.gz``, later ones as ``records-2.jsonl.gz``,
 ``records-3.jsonl.gz``, ... (so each file of a repository stays small). Readers read the archives in that
@@ -157,15 +163,23 @@ class Store:
         return out, mark + len(data)
 
     def latest(self) -> dict[str, dict]:
-        """The newest record per job key."""
+        """The newest record per job key (``newer``)."""
         latest: dict[str, dict] = {}
         for record in self.records():
-            latest[record["key"]] = record
+            old = latest.get(record["key"])
+            if old is None or newer(record, old):
+                latest[record["key"]] = record
         return latest
 
     def frame(self):
         """The newest record per key as a flat pandas DataFrame (metrics as ``test_auroc`` etc.)."""
         return records_frame(self.latest().values())
+
+
+def newer(record: dict, than: dict) -> bool:
+    """Whether ``record``, read after ``than`` (a record of the same job key), replaces it: it finished no
+    earlier (``finished_at``; a record without one counts as the oldest, and ties go to the later read)."""
+    return str(record.get("finished_at") or "") >= str(than.get("finished_at") or "")
 
 
 def records_frame(records):

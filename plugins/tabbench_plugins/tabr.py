@@ -58,6 +58,7 @@ import pandas as pd
 from pydantic import Field
 
 import tabbench
+from tabbench.estimator import PREDICT_SLOWDOWN
 from tabbench.params import Params, param
 from tabbench.spec import ModelSpec
 from tabbench_plugins.torch_training import Device, cuda_available, gpus_for, resolve_device
@@ -69,9 +70,9 @@ INSTALL_HINT = "pip install 'tabbench-harness[modern]'"
 
 
 #: Predicting is timed by the validation passes (the same forward pass over the training rows as candidates, per
-#: row predicted): the margin kept for it is this many times their rate, for a machine busier when it predicts
-PREDICT_MARGIN = 2.0
-#: and at least this many seconds (loading the best checkpoint, building the predict loop)
+#: row predicted): the margin kept for it is ``tabbench.estimator.PREDICT_SLOWDOWN`` times their rate, for a
+#: machine busier when it predicts, and at least this many seconds (loading the best checkpoint, building the
+#: predict loop)
 PREDICT_MARGIN_MIN_S = 1.0
 
 
@@ -86,7 +87,7 @@ def budget_stop(estimator, clock, context):
       keep it) would pass either: an epoch slower than those before (a busy machine), or a first epoch longer
       than the whole budget, no longer runs past the deadline;
     * the prediction margin: the job's test and validation rows (``context.predict_rows``) at the rate the last
-      validation pass (Lightning's sanity check the first) predicted its rows, ``PREDICT_MARGIN`` times and at
+      validation pass (Lightning's sanity check the first) predicted its rows, ``PREDICT_SLOWDOWN`` times and at
       least ``PREDICT_MARGIN_MIN_S``, kept before the job's end (``TrainingClock.reserve``: the deadline moves
       earlier when the training share would leave less).
 
@@ -121,7 +122,7 @@ def budget_stop(estimator, clock, context):
                 rows = rows * min(done, of) / of if of else 0
             if rows and context.predict_rows:
                 row_s = self.validation_s / rows
-                clock.reserve(max(PREDICT_MARGIN * row_s * context.predict_rows, PREDICT_MARGIN_MIN_S))
+                clock.reserve(max(PREDICT_SLOWDOWN * row_s * context.predict_rows, PREDICT_MARGIN_MIN_S))
 
         def on_train_epoch_end(self, trainer, pl_module):
             if not trainer.should_stop and clock.out_of_time():

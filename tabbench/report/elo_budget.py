@@ -10,7 +10,15 @@ budget, gives the final Elo again.
 - A run without a state at a point (its fit had validated none yet, or a model that keeps no states had not
   finished; ``val``/``test`` null) counts as not finished there: as a failed job, the worst rank and an infinite
   error for Elo (TabArena counts an unfinished job as failed). So does a point left unscored for lack of time.
-- A method none of whose records carry budget points (records made before they existed) is left out, and named.
+- A run whose record has no entry for a point (made before the suite asked for points, as a re-run of only a
+  suite's slow jobs leaves its fast ones; or its points failed, ``budget_points_error``) has, at a point at or
+  after its fit's end (``fit_seconds`` <= the point), what a job that finished early records there: its final
+  state, val and test its final metrics. Before its fit's end its state is unknown (a model that keeps states
+  may have had one), so it is neither given its final metrics nor counted as failed: its method is left out
+  of the whole section, named with those runs, until they run again with the points. Of the whole section, not
+  of those points alone, so that every point ranks and rates the same methods. (``fit_seconds`` is the fit's
+  own time; the budget clock starts a fork and the model's construction earlier, so a model that keeps no
+  states and whose fit ended just before a point might, re-run, record no state there yet.)
 - A tuned method's trial is the one selected on the final validation score, at every point.
 - "Reaches its final Elo": the first point from which the method's Elo stays inside its 95% interval at the last
   point. "Still rising": its Elo at the last point lies above the upper end of its interval at the point before.
@@ -40,34 +48,61 @@ def budget_points(selected: pd.DataFrame) -> list[float]:
                    for p in points})
 
 
-def at_point(selected: pd.DataFrame, point_s: float) -> tuple[pd.DataFrame, pd.Series]:
-    """``selected`` with every ``test_*`` metric of a finished run replaced by its metric at ``point_s`` (NaN where
-    it had no state there), and per method the runs without a state there. A failed run stays failed."""
+#: ``state_at``: nothing says which state the run had at the point
+UNKNOWN = "unknown"
+
+
+def state_at(run, point_s: float):
+    """One finished (``ok``) run's state at ``point_s``: its recorded point's test metrics ({} where it had no
+    state there); else, its fit ended by then (``fit_seconds`` <= ``point_s``), None: its final state, its
+    metrics as recorded; else ``UNKNOWN``. ``run``: a record, or a row of ``selected``."""
+    points = run.get("budget_points")
+    point = next((p for p in points if float(p["at_s"]) == point_s), None) if isinstance(points, list) else None
+    if point is not None:
+        return point.get("test") or {}
+    fit_s = run.get("fit_seconds")
+    if fit_s is not None and not pd.isna(fit_s) and float(fit_s) <= point_s:
+        return None
+    return UNKNOWN
+
+
+def at_point(selected: pd.DataFrame, point_s: float) -> tuple[pd.DataFrame, pd.Series, pd.Series]:
+    """``selected`` with every ``test_*`` metric of a finished run replaced by its metric at ``point_s`` (``state_at``:
+    kept where its final state holds there, NaN where it had no state or its state is unknown), and per method the
+    runs without a state there and the runs whose state is unknown. A failed run stays failed."""
     frame = selected.copy()
     test_columns = [c for c in frame.columns if c.startswith("test_")]
-    missing = pd.Series(0, index=sorted(frame["method"].unique()))
+    methods = sorted(frame["method"].unique())
+    missing, unknown = pd.Series(0, index=methods), pd.Series(0, index=methods)
     for index, row in frame.iterrows():
         if row["status"] != "ok":
             continue
-        points = row["budget_points"] if isinstance(row["budget_points"], list) else []
-        point = next((p for p in points if float(p["at_s"]) == point_s), None)
-        test = (point or {}).get("test") or {}
-        if not test:
+        test = state_at(row, point_s)
+        if test is None:
+            continue
+        if test is UNKNOWN:
+            unknown[row["method"]] += 1
+            test = {}
+        elif not test:
             missing[row["method"]] += 1
         for column in test_columns:
             frame.at[index, column] = test.get(column[len("test_"):], np.nan)
-    return frame, missing
+    return frame, missing, unknown
+
+
+TABLE_COLUMNS = ["point_s", "method", "mean_rank", "elo", "elo_low", "elo_high", "no_state", "runs"]
 
 
 @dataclass
 class EloAgainstBudget:
     """``table``: one row per (point_s, method): mean_rank, elo, elo_low, elo_high, no_state (its runs without a
-    state at the point), runs; ``left_out``: methods whose records carry no budget points; ``reason``: why there
-    is no Elo (bencheval missing, or fewer than two methods), else None."""
+    state at the point), runs; ``left_out``: the methods left out because some of their runs' states are unknown at
+    some point (``state_at``), each with (those runs, all its runs); ``reason``: why there is no Elo (bencheval
+    missing, or fewer than two methods), else None."""
 
     table: pd.DataFrame
     points: list
-    left_out: list
+    left_out: dict
     anchor: str | None
     reason: str | None = None
 
@@ -104,12 +139,17 @@ def elo_against_budget(selected: pd.DataFrame, declared=None) -> EloAgainstBudge
     points = budget_points(selected)
     if not points:
         return None
-    carries = selected.groupby("method")["budget_points"].agg(lambda s: s.map(lambda p: isinstance(p, list)).any())
-    left_out = sorted(carries.index[~carries])
-    selected = selected[selected["method"].isin(carries.index[carries])]
+    ok = selected[selected["status"] == "ok"]
+    unknown = ok[np.array([any(state_at(run, p) is UNKNOWN for p in points) for _, run in ok.iterrows()], bool)]
+    runs = selected.groupby("method").size()
+    left_out = {m: (int(n), int(runs[m])) for m, n in unknown.groupby("method").size().items()}
+    selected = selected[~selected["method"].isin(left_out)]
+    if selected.empty:
+        return EloAgainstBudget(pd.DataFrame(columns=TABLE_COLUMNS), points, left_out, None,
+                                "No method has a known state for every run at every point.")
     rows, anchor, reasons = [], None, set()
     for point in points:
-        frame, missing = at_point(selected, point)
+        frame, missing, _ = at_point(selected, point)  # no state unknown: those methods are left out
         tables = summarise(frame, declared)
         mean_rank = pooled_ranks(tables).mean(axis=1)
         agg = arena.aggregates(tables, frame, mean_rank)
@@ -191,9 +231,14 @@ def section(out_dir, selected: pd.DataFrame, show: dict, declared=None) -> list:
              "Per point, the datasets are ranked and rated as in the tables above: mean rank over all datasets and "
              "bencheval's Elo with its 95% bootstrap interval. A run with no state at a point (nothing validated yet, "
              "or a model that keeps no states not finished) counts as failed there: the worst rank, and a loss to "
-             "every method with a result (TabArena counts unfinished jobs as failed). `elo-against-budget.csv` has "
+             "every method with a result (TabArena counts unfinished jobs as failed). A record without budget points "
+             "(made before the suite asked for them) has, at every point at or after its fit's end (`fit_seconds`), "
+             "its final state, as a job that finished early records it; before that its state is unknown, and its "
+             "method is left out (named below) rather than counted as failed. `elo-against-budget.csv` has "
              "the numbers, with the runs that had no state at each point (`no_state`).")
     md = title + [intro, ""]
+    if table.empty:
+        return md + [result.reason, "", *_left_out(result, show)]
     if result.reason:
         md += [result.reason, ""]
     elif len(table["method"].unique()) > 1:
@@ -226,7 +271,14 @@ def section(out_dir, selected: pd.DataFrame, show: dict, declared=None) -> list:
                f"its interval at {_seconds(points[-2])}.", "",
                markdown_table(["method", f"Elo at {_seconds(points[-1])}", "reaches it at",
                                f"change from {_seconds(points[-2])}", "still rising"], rows), ""]
-    if result.left_out:
-        md += [f"Left out, their records carry no budget points: {', '.join(show.get(m, m) for m in result.left_out)}.",
-               ""]
-    return md
+    return md + _left_out(result, show)
+
+
+def _left_out(result: EloAgainstBudget, show: dict) -> list:
+    """The methods left out, each with its runs whose state is unknown at a point."""
+    if not result.left_out:
+        return []
+    named = ", ".join(f"{show.get(m, m)} ({unknown} of its {runs} runs)"
+                      for m, (unknown, runs) in sorted(result.left_out.items()))
+    return [f"Left out, some of their runs' records carry no budget points and their fits ran past a point, so their "
+            f"state there is unknown (running those jobs again with the points fills it in): {named}.", ""]

@@ -32,6 +32,7 @@ import math
 import time
 from dataclasses import dataclass
 
+from tabbench.estimator import PREDICT_SLOWDOWN
 from tabbench_plugins.torch_training import bf16_autocast
 from tabbench_plugins.npt import checkpoints, graphs
 from tabbench_plugins.npt.model import corrupt, entry_losses, masked_mean
@@ -47,19 +48,15 @@ def lr_at(params: dict, step: int, steps: int, whole_table: bool) -> float:
     return params["lr"] * flat_then_anneal(step, steps, flat)
 
 
-#: After training, the job predicts its test and validation rows in the same budget (and scores the weights kept at
-#: each step budget the same way); a busy machine may run that this many times slower than the validation passes
-#: timed during training.
-PREDICT_SAFETY = 2.0
-
-
 def prediction_reserve(val_pass_s: float, table_rows: int, n_val: int, predict_rows: int, kept: int) -> float:
     """Seconds to keep after training for predicting ``predict_rows`` rows (test and validation) with the final
     weights and with each of ``kept`` budget snapshots: a validation pass took ``val_pass_s`` over the table's
     ``table_rows`` rows plus its ``n_val`` validation rows, and each prediction appends its rows to the same
-    table (the test rows in one prediction, the validation rows in another)."""
+    table (the test rows in one prediction, the validation rows in another). After training the job predicts them
+    in the same budget (and scores the weights kept at each step budget the same way), on a machine that may be
+    busier by then: ``PREDICT_SLOWDOWN`` times that (tabbench/estimator.py)."""
     predict_s = val_pass_s * (2 * table_rows + predict_rows) / max(1, table_rows + n_val)
-    return PREDICT_SAFETY * predict_s * (1 + kept)
+    return PREDICT_SLOWDOWN * predict_s * (1 + kept)
 
 
 def measured_slowdown(table, model, torch, rows: int, model_pass_s: float) -> float:
