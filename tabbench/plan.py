@@ -73,7 +73,10 @@ def suite_folders(paths) -> list[Path]:
             out.append(path)
         elif path.is_dir():
             out += sorted(p for p in path.iterdir() if (p / RECORDS_DIR).is_dir())
-    return list(dict.fromkeys(out))
+    once = {}  # a folder named twice (a relative and an absolute path to the same one) counts once
+    for path in out:
+        once.setdefault(path.resolve(), path)
+    return list(once.values())
 
 
 def _basis_frame(folders) -> pd.DataFrame:

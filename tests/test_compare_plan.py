@@ -296,3 +296,14 @@ def test_plan_outside_the_checkout_times_jobs_from_the_suites_checkout(tmp_path,
                  "--cache", str(tmp_path / "cache")]) == 0
     out = capsys.readouterr().out
     assert f"{ROOT / 'results' / 'quickstart'}: same configurations" in out and "no basis" not in out
+
+
+def test_plan_counts_a_basis_folder_named_twice_once(tmp_path, monkeypatch):
+    # the default basis names results/ as given and as the checkout's: relative and absolute paths to one folder
+    from tabbench.plan import suite_folders
+
+    for name in ("a", "b"):
+        (tmp_path / "results" / name / "records").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    folders = suite_folders(["results", tmp_path / "results", "results/a"])
+    assert [p.name for p in folders] == ["a", "b"]
