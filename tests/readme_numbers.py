@@ -190,8 +190,8 @@ class Facts:
         out = {}
         for f in self.facts:
             v = abs(f.value)
-            for d in digits:
-                for text in {f"{v:.{d}f}", f"{v + 1e-9:.{d}f}", f"{v - 1e-9:.{d}f}"}:  # a tie (1.2475) prints either way
+            for d in digits:  # a tie (1.2475) prints either way
+                for text in {f"{v:.{d}f}", f"{v + 1e-9:.{d}f}", f"{v - 1e-9:.{d}f}"}:
                     out.setdefault((d, text), []).append(f)
         return out
 

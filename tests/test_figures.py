@@ -74,7 +74,8 @@ def test_many_datasets_wrap_into_rows_of_four_panels():
     from tabbench.report.budget import budget_figure
 
     table = pd.DataFrame([{"method": "npt", "model": "npt", "dataset": f"d{i:02}", "metric": "rmse", "steps": s,
-                           "mean": 5.0 - s / 1000, "runs": 1, "se": float("nan")} for i in range(9) for s in (100, 300)])
+                           "mean": 5.0 - s / 1000, "runs": 1, "se": float("nan")}
+                          for i in range(9) for s in (100, 300)])
     fig = budget_figure(table)
     drawn = [ax for ax in fig.axes if ax.get_visible()]
     assert len(drawn) == 9 and fig.get_size_inches()[0] <= 4 * 3.6 + 0.01  # three rows of at most four

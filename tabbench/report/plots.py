@@ -37,9 +37,10 @@ def metric_limits(ax, metric: str) -> None:
 
 
 def log_or_linear(ax, values, which: str = "x") -> None:
-    """A log scale where ``values`` (all positive) span at least a factor of ten, ticks at 1, 2 and 5 of each decade (1 and 3 over
-    more than one and a half decades, 1 alone over more than two and a half) labelled as plain numbers; a linear scale otherwise (matplotlib's log axis over less
-    than a decade labels its minor ticks as 1.1 x 10^2, 1.2 x 10^2, ... over one another)."""
+    """A log scale where ``values`` (all positive) span at least a factor of ten, ticks at 1, 2 and 5 of each
+    decade (1 and 3 over more than one and a half decades, 1 alone over more than two and a half) labelled as
+    plain numbers; a linear scale otherwise (matplotlib's log axis over less than a decade labels its minor
+    ticks as 1.1 x 10^2, 1.2 x 10^2, ... over one another)."""
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
     values = pd.Series(values, dtype=float).dropna()

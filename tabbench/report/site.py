@@ -307,10 +307,12 @@ def _folds_block(ctx) -> list:
                 markdown_table(["fold", f"test {metric}", "best validation step",
                                 "budget curve (" + " / ".join(f"{s:,}" for s in budgets) + " steps)", "fit minutes",
                                 "peak RSS GB"], rows), ""]
-    return out + ["The budget curve: the test metric of the weights a run stopped at that step would have used (the best "
-                  "validation loss so far), from the same run. Fit minutes: the record's fit seconds; a fold resumed from a "
-                  "checkpoint (the step named) ran in parts, and an older record counts only the last of them. Peak "
-                  "RSS: the job's host memory, in 10⁹ bytes."]
+    return out + ["The budget curve: the test metric of the weights a run stopped at that step would have used "
+                  "(the best validation loss so far), from the same run. Fit minutes: the record's fit seconds; a fold "
+                  "resumed from a checkpoint (the step named) ran in parts, and an older record counts only the last "
+                  "of them. Peak RSS: the job's host memory, in 10⁹ bytes."]
+
+
 def _tabarena_block(ctx) -> list:
     """The cells beyond 2 SE of TabArena's published numbers (tabbench.report.tabarena.beyond_block)."""
     from tabbench.report.tabarena import beyond_block
