@@ -75,6 +75,8 @@ heads, row batch) on each config's table in place of the paper's, on both sides 
 size), and ours as a budgeted job runs it: LAMB
 not compiled (``fused_optimizer: false``). With row batches a step is a batch: their epoch's time is divided by
 its batches.
+
+The process runs with a job's allocator setting (``tabbench.run.isolation.steady_allocator``), both sides alike.
 """
 
 from __future__ import annotations
