@@ -224,23 +224,39 @@ def answer(contexts: dict) -> list:
     return out + [END]
 
 
+def significance_families(ctx) -> list:
+    """(family, title, ranks, scores) per metric family, then every dataset together ("all", scores None): what
+    the `significance` block and the leaderboard's significance sections test (tabbench.report.significance)."""
+    families = [(t.metric, f"{t.metric.upper() if t.metric != 'accuracy' else 'Accuracy'}", t.ranks[t.datasets],
+                 t.mean.loc[t.ranks.index, t.datasets]) for t in ctx.tables.values()]
+    return families + [("all", "All datasets together", ctx.pooled, None)]
+
+
+def separated_pairs(result) -> list | None:
+    """(ahead, behind) for every pair further apart in mean rank than Nemenyi's critical difference, best first;
+    None where the tests claim no pair (Friedman not run or not rejecting, or no critical difference)."""
+    from tabbench.report.significance import ALPHA
+
+    if result.cd is None or not result.friedman or result.friedman[1] >= ALPHA:
+        return None
+    mean = result.mean_ranks
+    return [(a, b) for a in mean.index for b in mean.index if mean[b] - mean[a] > result.cd]
+
+
 def _significance_block(ctx) -> list:
     """Per metric family and over every dataset: Friedman, Nemenyi's critical difference and the pairs it
     separates (the leaderboard's own tests, tabbench.report.significance), and the cost's Pareto fronts."""
     from tabbench.report import cost
     from tabbench.report.significance import significance
 
-    families = [(t.metric, f"{t.metric.upper() if t.metric != 'accuracy' else 'Accuracy'}", t.ranks[t.datasets],
-                 t.mean.loc[t.ranks.index, t.datasets]) for t in ctx.tables.values()]
-    families.append(("all", "All datasets together", ctx.pooled, None))
     out = []
-    for family, title, ranks, scores in families:
+    for family, title, ranks, scores in significance_families(ctx):
         result = significance(family, ranks, scores)
         text = f"- **{title}** ({_count(result.n_datasets, 'dataset')}, {_count(len(ranks), 'method')}): "
         text += " ".join(result.notes)
-        if result.cd is not None and result.friedman and result.friedman[1] < 0.05:
+        pairs = separated_pairs(result)
+        if pairs is not None:
             mean = result.mean_ranks
-            pairs = [(a, b) for a in mean.index for b in mean.index if mean[b] - mean[a] > result.cd]
             text += (" Separated pairs (mean ranks): " + "; ".join(
                 f"{ctx.show.get(a, a)} ({mean[a]:.2f}) ahead of {ctx.show.get(b, b)} ({mean[b]:.2f})"
                 for a, b in pairs) + "." if pairs else " No pair is further apart than the critical difference.")
@@ -313,6 +329,13 @@ def _folds_block(ctx) -> list:
                   "of them. Peak RSS: the job's host memory, in 10⁹ bytes."]
 
 
+def _npt_at_budget_block(ctx) -> list:
+    """npt beside npt-budget in the leaderboard's own numbers (tabbench.report.npt_at_budget.block)."""
+    from tabbench.report.npt_at_budget import block
+
+    return block(ctx)
+
+
 def _tabarena_block(ctx) -> list:
     """The cells beyond 2 SE of TabArena's published numbers (tabbench.report.tabarena.beyond_block)."""
     from tabbench.report.tabarena import beyond_block
@@ -323,7 +346,7 @@ def _tabarena_block(ctx) -> list:
 #: The blocks a results folder's README may hold between ``<!-- tabbench report: NAME -->`` and
 #: ``<!-- end of tabbench report: NAME -->``: `tabbench report` writes them from the folder's records.
 README_BLOCKS = {"significance": _significance_block, "job-times": _job_times_block, "npt-against-paper": _paper_block,
-                 "npt-folds": _folds_block, "tabarena": _tabarena_block}
+                 "npt-folds": _folds_block, "tabarena": _tabarena_block, "npt-at-budget": _npt_at_budget_block}
 
 
 def fill_blocks(readme: Path, ctx) -> None:
