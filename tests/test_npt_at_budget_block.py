@@ -2,9 +2,9 @@
 results/breadth's real records: ten of its datasets (seven binary, one multi-class, two regression; 30 splits) and
 five of its methods with ``npt``.
 
-breadth has no ``npt-budget`` records yet, so that method is constructed: RealMLP's real records on the same
-splits, relabelled ``npt-budget`` (model npt), each carrying the ``info`` of npt's record on its split (its
-``steps_run``) and a size rung (``info.size_rung``) named in turn from NPT's ladder. Every metric is a real one;
+breadth has no ``npt-budget`` records yet, so that method is constructed: TabM's real records on the same splits,
+relabelled ``npt-budget`` (model npt), each carrying the ``info`` of npt's record on its split (its ``steps_run``)
+and a size rung (``info.size_rung``) named in turn from NPT's ladder. Every metric is a real one;
 only the labels are constructed. The budget points are constructed as tests/test_budget_rerun.py constructs them
 (no state before a job's fit ended, its final metrics from then on).
 
@@ -35,7 +35,7 @@ BREADTH = ROOT / "results" / "breadth"
 DATASETS = ("attrition", "cells", "credit_card", "hmda", "orange_juice", "titanic", "swiss_labor",  # binary
             "hawks",  # multi-class
             "babies", "biomass")  # regression
-METHODS = ("npt", "catboost", "knn", "random_forest", "tabm", "mlp")
+METHODS = ("npt", "catboost", "knn", "random_forest", "mlp", "realmlp")
 RUNGS = ("e8-l2", "e16-l4", "e32-l4")
 
 pytestmark = pytest.mark.skipif(not (BREADTH / "records").is_dir(), reason="results/breadth's records absent")
@@ -51,10 +51,10 @@ def split(record) -> tuple:
 
 
 def as_npt_budget(breadth) -> list:
-    """RealMLP's records relabelled npt-budget, with npt's info on the same split and a size rung in turn."""
+    """TabM's records relabelled npt-budget, with npt's info on the same split and a size rung in turn."""
     npt = {split(r): r for r in breadth if r["method"] == "npt"}
     out = []
-    for i, record in enumerate(sorted((r for r in breadth if r["method"] == "realmlp"), key=split)):
+    for i, record in enumerate(sorted((r for r in breadth if r["method"] == "tabm"), key=split)):
         info = {**npt[split(record)]["info"], "size_rung": RUNGS[i % len(RUNGS)]}
         out.append({**copy.deepcopy(record), "method": "npt-budget", "model": "npt", "key": record["key"] + "-budget",
                     "info": info})
@@ -105,16 +105,22 @@ def test_until_npt_budget_covers_every_split_of_npt_the_block_gives_only_the_cou
     budget = as_npt_budget(breadth)
     kept = [r for r in budget if r["dataset"] not in ("cells", "babies")]  # two datasets not run yet
     npt_splits = {split(r) for r in breadth if r["method"] == "npt"}
-    ctx = folder(tmp_path, [r for r in breadth if r["method"] in METHODS] + kept)
-    lines = block(ctx)
+    short = folder(tmp_path / "two-datasets-short", [r for r in breadth if r["method"] in METHODS] + kept)
+    lines = block(short)
     assert lines == [f"npt-budget: {len({split(r) for r in kept})} of {len(npt_splits)} splits so far; the comparison "
                      "waits for the rest."]
     assert len({split(r) for r in kept}) < len(npt_splits) == 30
+    # one split short is short; a split npt-budget ran where npt has none does not make up for one it lacks
+    ctx = folder(tmp_path / "one-short", [r for r in breadth if r["method"] in METHODS] + budget[1:])
+    assert block(ctx) == ["npt-budget: 29 of 30 splits so far; the comparison waits for the rest."]
+    without = [r for r in breadth if r["method"] in METHODS and not (r["method"] == "npt" and r["dataset"] == "hmda")]
+    ctx = folder(tmp_path / "elsewhere", without + [r for r in budget if r["dataset"] != "cells"])
+    assert block(ctx) == ["npt-budget: 24 of 27 splits so far; the comparison waits for the rest."]
     # as a README's generated block: the same line between the markers, the README's text around it kept
-    readme = ctx.out_dir / "README.md"
+    readme = short.out_dir / "README.md"
     readme.write_text("# x\n\nbefore\n<!-- tabbench report: npt-at-budget -->\nold\n"
                       "<!-- end of tabbench report: npt-at-budget -->\nafter\n")
-    fill_blocks(readme, ctx)
+    fill_blocks(readme, short)
     assert readme.read_text() == ("# x\n\nbefore\n<!-- tabbench report: npt-at-budget -->\n" + lines[0] + "\n"
                                   "<!-- end of tabbench report: npt-at-budget -->\nafter\n")
 
@@ -150,6 +156,7 @@ def test_complete_its_numbers_are_the_leaderboards_and_the_significance_tests(br
         steps = [r["info"]["steps_run"] for r in (budget if method == "npt-budget" else
                                                   [r for r in breadth if r["method"] == "npt"])]
         assert cells[7] == f"{statistics.median(steps):,g}"
+    assert any(row(lines, m)[c] != "none" for m in ("npt", "npt-budget") for c in (5, 6))  # some pair separated
     assert row(lines, "npt")[8] == "–"
     assert row(lines, "npt-budget")[8] == ", ".join(f"{rung} ×10" for rung in sorted(RUNGS))
     gap = abs(mean["npt"] - mean["npt-budget"])
@@ -202,9 +209,9 @@ def test_with_budget_points_the_elo_at_each_point_is_elo_budgets(breadth, tmp_pa
     # npt's fits all ran past 240 s: no state before its last point, its final Elo reached only there
     assert row(lines, "npt", budget=True)[-3] == "450 s"
     # npt's records as breadth holds them, without points: it is left out of Elo against budget, and said so
-    kept = [rerun(r) if r["method"] != "npt" else r for r in [r for r in breadth if r["method"] in METHODS]]
-    ctx = folder(tmp_path / "old-npt", kept + [rerun(r) for r in as_npt_budget(breadth)])
+    old = [r for r in breadth if r["method"] == "npt"]
+    ctx = folder(tmp_path / "old-npt", old + [rerun(r) for r in as_npt_budget(breadth)])
     lines = block(ctx)
     assert lines[-1] == ("npt is left out of Elo against budget: 30 of its 30 runs carry no budget points and their "
                          "fits ran past a point, so their state there is unknown.")
-    assert rows(lines, "npt", budget=True) == [] and len(rows(lines, "npt-budget", budget=True)) == 1
+    assert not [line for line in lines if line.startswith(BUDGET_TABLE)]  # npt-budget alone: nothing to rate it by
