@@ -70,9 +70,9 @@ def folder(tmp_path, records: list):
 
 def block(ctx) -> list:
     """The block's lines as a README holds them (a table's rows each a line)."""
-    from tabbench.report.npt_at_budget import block
+    from tabbench.report.site import README_BLOCKS
 
-    return "\n".join(block(ctx)).split("\n")
+    return "\n".join(README_BLOCKS["npt-at-budget"](ctx)).split("\n")
 
 
 BUDGET_TABLE = "Elo (95% interval) at each budget point"
@@ -180,7 +180,7 @@ def test_the_head_to_head_counts_are_the_records(breadth, complete):
     for title, (better, worse, equal) in counted.items():
         assert row(lines, title)[1:6] == [str(better + worse + equal), str(better), str(worse), str(equal), "0"]
     total = [sum(c[i] for c in counted.values()) for i in range(3)]
-    assert row(lines, "All datasets together")[1:5] == [str(sum(total)), *map(str, total)]
+    assert row(lines, "All families")[1:5] == [str(sum(total)), *map(str, total)]
     # the paired test: the family's Wilcoxon signed-rank p over its datasets, where there are enough of them
     ctx = complete[0]
     n, p, _ = paired_test(ctx.tables["binary"])

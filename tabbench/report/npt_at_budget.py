@@ -27,6 +27,7 @@ from collections import Counter
 
 import pandas as pd
 
+from tabbench.report.format import count
 from tabbench.report.significance import ALPHA
 
 BASE, BUDGET = "npt", "npt-budget"
@@ -46,7 +47,9 @@ def coverage(ctx) -> tuple[int, int]:
 
 def _infos(ctx, method: str) -> pd.Series:
     runs = ctx.selected[ctx.selected["method"] == method]
-    return runs["info"].map(lambda i: i if isinstance(i, dict) else {}) if "info" in runs else pd.Series([], dtype=object)
+    if "info" not in runs:
+        return pd.Series([], dtype=object)
+    return runs["info"].map(lambda i: i if isinstance(i, dict) else {})
 
 
 def steps_trained(ctx, method: str) -> list:
@@ -75,8 +78,7 @@ def _against(pairs, method: str) -> tuple[list, list]:
 
 def _tests(ctx) -> list:
     """(title, Significance, separated pairs or None) per family and over all datasets, as the block above runs them."""
-    from tabbench.report.significance import significance
-    from tabbench.report.site import separated_pairs, significance_families
+    from tabbench.report.significance import separated_pairs, significance, significance_families
 
     out = []
     for family, title, ranks, scores in significance_families(ctx):
@@ -110,18 +112,17 @@ def _method_rows(ctx, tests) -> list:
 
 def _family_lines(ctx, tests) -> list:
     """Per family, the methods its critical difference separates from each NPT method."""
-    from tabbench.report.site import _count
-
     out = []
     for title, result, pairs in tests[:-1]:
         if pairs is None:
-            out.append(f"- {title} ({_count(result.n_datasets, 'dataset')}): no pair separated. "
+            out.append(f"- {title} ({count(result.n_datasets, 'dataset')}): no pair separated. "
                        + " ".join(result.notes))
             continue
         parts = []
         for m in METHODS:
             ahead, behind = _against(pairs, m)
-            parts.append(f"{ctx.show.get(m, m)} behind {_names(ctx, ahead)}, ahead of {_names(ctx, behind)}")
+            parts.append(f"{ctx.show.get(m, m)} significantly behind {_names(ctx, ahead)}, ahead of "
+                         f"{_names(ctx, behind)}")
         out.append(f"- {title} ({result.n_datasets} datasets, critical difference {result.cd:.2f} ranks): "
                    + "; ".join(parts) + ".")
     return out
@@ -165,19 +166,17 @@ def paired_test(t) -> tuple[int, float | None, int | None]:
 
 def _head_to_head_lines(ctx, tests) -> list:
     from tabbench.report.format import markdown_table
-    from tabbench.report.site import _count
-
     per = head_to_head(ctx)
     families = {t.metric: t for t in ctx.tables.values()}
-    titles = {result.family: title for title, result, _ in tests}
+    titles = {result.family: title for title, result, _ in tests} | {"all": "All families"}
     rows = []
     for metric, r in per.iterrows():
         if metric == "all":
             test = "–"
         else:
             n, p, needed = paired_test(families[metric])
-            test = (f"p = {p:.3g} over {_count(n, 'dataset')}" if p is not None else
-                    f"not run: {_count(n, 'dataset')}, at least {needed} needed to reject at α = {ALPHA}")
+            test = (f"p = {p:.3g} over {count(n, 'dataset')}" if p is not None else
+                    f"not run: {count(n, 'dataset')}, at least {needed} needed to reject at α = {ALPHA}")
         rows.append([titles[metric], f"{r['splits']}", f"{r['budget_better']}", f"{r['base_better']}", f"{r['equal']}",
                      f"{r['one_failed']}", test])
     b, a = ctx.show.get(BUDGET, BUDGET), ctx.show.get(BASE, BASE)
@@ -210,7 +209,8 @@ def _budget_lines(ctx) -> list:
         if len(result.points) > 1:  # where it reaches its final Elo: elo_budget's definitions
             reached = result.reached()
             last, before = result.points[-1], result.points[-2]
-            header += ["reaches its final Elo at", f"change from {_seconds(before)}", f"still rising at {_seconds(last)}"]
+            header += ["reaches its final Elo at", f"change from {_seconds(before)}",
+                       f"still rising at {_seconds(last)}"]
             for row, m in zip(rows, present):
                 row += [_seconds(reached.loc[m, "reached_at_s"]), f"{reached.loc[m, 'change']:+.0f}",
                         "yes" if reached.loc[m, "rising"] else "no"]
@@ -228,19 +228,14 @@ def _budget_lines(ctx) -> list:
 
 
 def block(ctx) -> list:
-    """The README block's lines (the module docstring)."""
+    """The README block's lines (the module docstring); ``ctx``'s records hold npt (tabbench.report.site checks)."""
     from tabbench.report.format import markdown_table
-    from tabbench.report.site import SiteError
 
-    methods = set(ctx.selected["method"])
-    if BASE not in methods:
-        raise SiteError(f"{ctx.out_dir / 'README.md'}: the npt-at-budget block compares {BASE} with {BUDGET}, and "
-                        f"this folder's records have no {BASE}; remove the block or run {BASE}")
     covered, total = coverage(ctx)
     if covered < total:
         return [f"{BUDGET}: {covered} of {total} splits so far; the comparison waits for the rest."]
     tests = _tests(ctx)
-    title, overall, pairs = tests[-1]
+    _, overall, pairs = tests[-1]
     mean = overall.mean_ranks
     gap = abs(mean[BASE] - mean[BUDGET])
     between = (f"Nemenyi over all {overall.n_datasets} datasets: mean ranks {mean[BASE]:.2f} ({BASE}) and "
@@ -252,10 +247,10 @@ def block(ctx) -> list:
            markdown_table(["method", "Elo (95% interval)", "place by Elo", "mean rank", "place by mean rank",
                            "significantly ahead of it", "significantly behind it", "median steps trained",
                            "size rung chosen (runs)"], _method_rows(ctx, tests)), "",
-           "Elo: bencheval's, as leaderboard.md's TabArena aggregates; mean rank over all datasets, a failed or missing "
-           "result at the worst rank. Significantly ahead or behind: further apart in mean rank over all datasets than "
-           "Nemenyi's critical difference after Friedman's test rejects (the `significance` block's tests). Steps: "
-           "each run's `info.steps_run`; size rung: `info.size_rung`.", "", between, "",
+           "Elo: bencheval's, as leaderboard.md's TabArena aggregates; mean rank over all datasets, a failed or "
+           "missing result at the worst rank. Significantly ahead or behind: further apart in mean rank over all "
+           "datasets than Nemenyi's critical difference after Friedman's test rejects (the `significance` block's "
+           "tests). Steps: each run's `info.steps_run`; size rung: `info.size_rung`.", "", between, "",
            "Within each metric family (Nemenyi's critical difference over the family's datasets):", "",
            *_family_lines(ctx, tests), "", "Head to head:", "", *_head_to_head_lines(ctx, tests), ""]
     return out + _budget_lines(ctx)
