@@ -92,10 +92,10 @@ def _method_rows(ctx, tests) -> list:
 
     elo = ctx.aggregates.table if ctx.aggregates is not None else None
     mean = ctx.pooled.mean(axis=1)
-    _, _, overall = tests[-1]
+    _, _, pairs = tests[-1]  # over all datasets
     rows = []
     for m in METHODS:
-        ahead, behind = _against(overall, m) if overall is not None else ([], [])
+        ahead, behind = _against(pairs, m) if pairs is not None else ([], [])
         steps = steps_trained(ctx, m)
         rungs = rungs_chosen(ctx, m)
         rows.append([
@@ -103,8 +103,8 @@ def _method_rows(ctx, tests) -> list:
             "–" if elo is None else _elo(*elo.loc[m, ["elo", "elo_low", "elo_high"]]),
             "–" if elo is None else _place(elo["elo"], m, lower_is_better=False),
             f"{mean[m]:.2f}", _place(mean, m, lower_is_better=True),
-            "not tested" if overall is None else _names(ctx, ahead),
-            "not tested" if overall is None else _names(ctx, behind),
+            "not tested" if pairs is None else _names(ctx, ahead),
+            "not tested" if pairs is None else _names(ctx, behind),
             f"{statistics.median(steps):,g}" if steps else "–",
             ", ".join(f"{name} ×{n}" for name, n in sorted(rungs.items(), key=lambda r: (-r[1], r[0]))) or "–"])
     return rows
