@@ -17,6 +17,11 @@ TRANSDUCTIVE_MARK = "†"
 NOT_PUBLISHED_MARK = "‡"
 
 
+def count(n: int, what: str) -> str:
+    """``n`` and the noun, plural unless one: "1 dataset", "38 datasets"."""
+    return f"{n} {what}{'s' if n != 1 else ''}"
+
+
 def _absent(value) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 

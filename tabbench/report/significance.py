@@ -124,3 +124,20 @@ def significance(family: str, ranks: pd.DataFrame, scores: pd.DataFrame | None) 
                      "pairs: methods joined by a bar are not significantly different.")
     out.notes = tuple(notes)
     return out
+
+
+def significance_families(ctx) -> list:
+    """(family, title, ranks, scores) per metric family of a leaderboard's context (tabbench.report.section), then
+    every dataset together ("all", scores None): what the README blocks `significance` and `npt-at-budget` test."""
+    families = [(t.metric, f"{t.metric.upper() if t.metric != 'accuracy' else 'Accuracy'}", t.ranks[t.datasets],
+                 t.mean.loc[t.ranks.index, t.datasets]) for t in ctx.tables.values()]
+    return families + [("all", "All datasets together", ctx.pooled, None)]
+
+
+def separated_pairs(result) -> list | None:
+    """(ahead, behind) for every pair further apart in mean rank than Nemenyi's critical difference, best first;
+    None where the tests claim no pair (Friedman not run or not rejecting, or no critical difference)."""
+    if result.cd is None or not result.friedman or result.friedman[1] >= ALPHA:
+        return None
+    mean = result.mean_ranks
+    return [(a, b) for a in mean.index for b in mean.index if mean[b] - mean[a] > result.cd]
