@@ -1,10 +1,12 @@
 """Jobs run in their own process: time and memory budgets are enforced, a dying job is a record, on Ray and
 in this process's children (--executor local) alike."""
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
-from tabbench.run.isolation import steady_allocator
 from tabbench.run.runner import RunOptions, run_suite
 from tabbench.store import load_records
 from tabbench.suite import parse_suite
@@ -39,36 +41,31 @@ def test_limits_and_crashes_become_records_and_the_run_goes_on(tmp_path, request
     del ballast
 
 
-def _faults_reallocating(steady: bool) -> int:
-    """Minor page faults of a forked child that 20 times allocates and writes ten 2 MiB arrays, then frees them
-    all, with or without the job's allocator setting (what a training step does with its activations)."""
-    import os
-    import resource
+FAULTS = """
+import resource, sys
+import numpy as np
+if sys.argv[1] == "steady":
+    from tabbench.run.isolation import steady_allocator
+    steady_allocator()
+before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+for _ in range(20):
+    step = [np.ones(1 << 18) for _ in range(10)]  # 2 MiB each, written
+    del step
+print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+"""
 
-    read_fd, write_fd = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            if steady:
-                steady_allocator()
-            before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-            for _ in range(20):
-                step = [np.ones(1 << 18) for _ in range(10)]  # 2 MiB each, written
-                del step
-            os.write(write_fd, str(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before).encode())
-        finally:
-            os._exit(0)
-    os.close(write_fd)
-    out = os.read(read_fd, 64)
-    os.waitpid(pid, 0)
-    os.close(read_fd)
-    return int(out)
+
+def _faults_reallocating(steady: bool) -> int:
+    """Minor page faults of a fresh process (glibc's settings as a process starts with them, which a long-lived
+    one's allocations move) that 20 times allocates and writes ten 2 MiB arrays, then frees them all, with or
+    without the job's allocator setting (what a training step does with its activations)."""
+    out = subprocess.run([sys.executable, "-c", FAULTS, "steady" if steady else "default"], capture_output=True,
+                         text=True, check=True)
+    return int(out.stdout.split()[-1])
 
 
 def test_a_jobs_process_reuses_freed_memory_instead_of_faulting_it_in_again():
     # 20 x 20 MiB = 102,400 pages of 4 KiB: glibc's defaults give the freed arrays back and fault them in again
-    if not hasattr(__import__("os"), "fork"):
-        pytest.skip("no fork here")
     steady, default = _faults_reallocating(steady=True), _faults_reallocating(steady=False)
     assert steady < 10_000, steady  # the first step's arrays only (5,120 pages)
     assert default > 50_000, default  # what the setting changes

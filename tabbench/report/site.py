@@ -288,8 +288,8 @@ def _folds_block(ctx) -> list:
         rows = [[str(r["fold"]), f"{r[f'test_{metric}']:.{digits}f}", f"{info[i].get('best_step', '–'):,}"
                  if isinstance(info[i].get("best_step"), int) else "–",
                  " / ".join(f"{curves[i][s]:.{digits - 1}f}" if s in curves[i] else "–" for s in budgets) or "–",
-                 f"{r['fit_seconds'] / 60:.0f}" + (f" (from step {info[i]['resumed_from_step']:,})"
-                                                   if info[i].get("resumed_from_step") else ""),
+                 f"{r['fit_seconds'] / 60:.{1 if r['fit_seconds'] < 600 else 0}f}"
+                 + (f" (from step {info[i]['resumed_from_step']:,})" if info[i].get("resumed_from_step") else ""),
                  f"{r['peak_rss_bytes'] / 1e9:.1f}" if pd.notna(r.get("peak_rss_bytes")) else "–"]
                 for i, r in part.iterrows()]
         values = part[f"test_{metric}"]
