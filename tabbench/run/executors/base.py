@@ -34,6 +34,10 @@ from tabbench.errors import TabbenchError
 
 #: Imported before a job is forked, so the job's child starts with them loaded.
 PRELOAD = ("sklearn.metrics",)
+#: What a library imports only on first use, preloaded with it: torch's optimizers import torch._dynamo when the
+#: first one is built (about 1 CPU-second), which every forked job of a torch model would otherwise pay again,
+#: inside its fit time.
+FIRST_USE = {"torch": ("torch._dynamo",)}
 
 
 class ExecutorError(TabbenchError):
@@ -93,9 +97,12 @@ class Executor(abc.ABC):
 
 def preload(modules=()) -> None:
     """Import ``PRELOAD`` and a model's ``requires`` in the process that forks the jobs, once, so that every
-    forked child starts with them loaded instead of importing them again."""
+    forked child starts with them loaded instead of importing them again (with what they import on first use,
+    ``FIRST_USE``)."""
     for module in (*PRELOAD, *modules):
         importlib.import_module(module)
+        for lazy in FIRST_USE.get(module.split(".")[0], ()):
+            importlib.import_module(lazy)
 
 
 def cuda_in_a_subprocess() -> bool:
