@@ -23,6 +23,7 @@ subclass, and one line in ``EXECUTORS``.
 from __future__ import annotations
 
 import abc
+import functools
 import importlib
 import importlib.util
 import subprocess
@@ -105,11 +106,21 @@ def preload(modules=()) -> None:
             importlib.import_module(lazy)
 
 
+@functools.lru_cache(maxsize=None)
 def cuda_in_a_subprocess() -> bool:
     """Whether torch sees a CUDA device, asked in a child process: CUDA initialised in this process would not
-    survive the fork each job runs in. False where torch is not installed."""
+    survive the fork each job runs in. False where torch is not installed, or is PyTorch's CPU-only build (its
+    version ends in +cpu, as the README's CPU route installs it): no child is needed to know. Asked once per
+    process (a child that imports torch costs about 1.5 CPU-seconds)."""
     if importlib.util.find_spec("torch") is None:
         return False
+    from importlib import metadata
+
+    try:
+        if metadata.version("torch").endswith("+cpu"):
+            return False
+    except metadata.PackageNotFoundError:  # importable without an installed distribution (a source tree): ask
+        pass
     probe = subprocess.run([sys.executable, "-c", "import torch; print(torch.cuda.is_available())"],
                            capture_output=True, text=True)
     return probe.stdout.strip() == "True"
