@@ -219,9 +219,15 @@ def test_class_missing_from_training_keeps_its_column(name, task):
     check_missing_class(MODELS[name].spec, fitted_without_last_class(name), dataset, split)
 
 
+#: The tasks by the size of their table here (wine 178 x 13, concrete 1,030 x 8, breast cancer 569 x 30): the
+#: categorical check runs on the smallest table a model supports, since what it checks does not depend on the
+#: table's size (NPT's fit on wine costs a sixth of its fit on breast cancer).
+SMALLEST_TABLE_FIRST = (MULTICLASS, REGRESSION, BINARY)
+
+
 @pytest.mark.parametrize("name", [model_case(name) for name in sorted(MODELS)])
 def test_categorical_columns_and_missing_values_are_handled(name):
-    task = next(t for t in TASKS if t in MODELS[name].spec.tasks)
+    task = next(t for t in SMALLEST_TABLE_FIRST if t in MODELS[name].spec.tasks)
     dataset, split = task_data(task)
     check_categorical(MODELS[name].spec, dataset, split, quick_params(name))
 

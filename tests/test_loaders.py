@@ -348,10 +348,12 @@ def test_a_flat_mirror_file_that_is_not_the_original_is_refused_by_its_sha256(tm
 
 def test_an_openml_download_failure_says_what_to_do(tmp_path, monkeypatch):
     """Offline, openml raises a bare NameResolutionError; the error says which copy to bring and how.
-    The server's host is one that never resolves (.invalid), so the failure is real on any machine."""
+    The server's host is one that never resolves (.invalid), so the failure is real on any machine; one attempt,
+    not openml's five (its back-off between them sleeps 10 s in all)."""
     import openml
 
     monkeypatch.setattr(openml.config, "server", "https://www.openml.invalid/api/v1/xml")
+    monkeypatch.setattr(openml.config, "connection_n_retries", 1)
     cfg = DatasetConfig(name="kick", source=OpenML(id=41162), split=SplitConfig(protocol="holdout"))
     with pytest.raises(DownloadError) as failure:
         load_dataset(cfg, DataPaths(cache=tmp_path / "cache", mirrors=(), base=tmp_path))

@@ -23,6 +23,7 @@ subclass, and one line in ``EXECUTORS``.
 from __future__ import annotations
 
 import abc
+import functools
 import importlib
 import importlib.util
 import subprocess
@@ -34,6 +35,10 @@ from tabbench.errors import TabbenchError
 
 #: Imported before a job is forked, so the job's child starts with them loaded.
 PRELOAD = ("sklearn.metrics",)
+#: What a library imports only on first use, preloaded with it: torch's optimizers import torch._dynamo when the
+#: first one is built (about 1 CPU-second), which every forked job of a torch model would otherwise pay again,
+#: inside its fit time.
+FIRST_USE = {"torch": ("torch._dynamo",)}
 
 
 class ExecutorError(TabbenchError):
@@ -93,16 +98,29 @@ class Executor(abc.ABC):
 
 def preload(modules=()) -> None:
     """Import ``PRELOAD`` and a model's ``requires`` in the process that forks the jobs, once, so that every
-    forked child starts with them loaded instead of importing them again."""
+    forked child starts with them loaded instead of importing them again (with what they import on first use,
+    ``FIRST_USE``)."""
     for module in (*PRELOAD, *modules):
         importlib.import_module(module)
+        for lazy in FIRST_USE.get(module.split(".")[0], ()):
+            importlib.import_module(lazy)
 
 
+@functools.lru_cache(maxsize=None)
 def cuda_in_a_subprocess() -> bool:
     """Whether torch sees a CUDA device, asked in a child process: CUDA initialised in this process would not
-    survive the fork each job runs in. False where torch is not installed."""
+    survive the fork each job runs in. False where torch is not installed, or is PyTorch's CPU-only build (its
+    version ends in +cpu, as the README's CPU route installs it): no child is needed to know. Asked once per
+    process (a child that imports torch costs about 1.5 CPU-seconds)."""
     if importlib.util.find_spec("torch") is None:
         return False
+    from importlib import metadata
+
+    try:
+        if metadata.version("torch").endswith("+cpu"):
+            return False
+    except metadata.PackageNotFoundError:  # importable without an installed distribution (a source tree): ask
+        pass
     probe = subprocess.run([sys.executable, "-c", "import torch; print(torch.cuda.is_available())"],
                            capture_output=True, text=True)
     return probe.stdout.strip() == "True"
