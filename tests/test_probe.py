@@ -383,7 +383,7 @@ datasets:
 models:
   knn: {}
   npt:
-    params: {e: 16, n_layers: 2, n_heads: 4, steps: 60, lambda_init: 0.5, amp: false, eval_every: 20,
+    params: {e: 16, n_layers: 2, n_heads: 4, steps: 30, lambda_init: 0.5, amp: false, eval_every: 10,
              checkpoint_minutes: 0}
 """
 
