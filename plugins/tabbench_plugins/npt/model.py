@@ -168,8 +168,8 @@ NARROW_BLOCK = 16
 
 
 def softmax_rows(scores):
-    """softmax over the last axis, along the faster axis of the two on the CPU for the number of keys."""
-    if scores.device.type == "cpu" and scores.shape[-1] < SHORT_ROWS:
+    """softmax over the last axis of CPU scores, along the faster axis of the two for the number of keys."""
+    if scores.shape[-1] < SHORT_ROWS:
         return torch.softmax(scores.transpose(-2, -1), dim=-2).transpose(-2, -1)
     return torch.softmax(scores, dim=-1)
 
