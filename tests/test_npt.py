@@ -684,6 +684,70 @@ def test_a_graphed_cuda_fit_replays_the_eager_fit(breast_cancer):
     np.testing.assert_allclose(graphed, eager, atol=1e-5)
 
 
+class TensorsFromHostData:
+    """Records the tensors made from Python data (``aten.lift_fresh``) while it is active: on a GPU each is a copy
+    from the host, which a CUDA graph's capture refuses (the capture fails and the run goes on eagerly, several
+    times slower), so the work a graph captures must make none. Seen on the CPU as well, where no graph is. A
+    number (``m[:, t] = True``) is left out: its 0-d tensor is filled in on the device, not copied."""
+
+    def __enter__(self):
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        made = self.made = []
+
+        class Mode(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                if func is torch.ops.aten.lift_fresh.default and args[0].dim():
+                    made.append(tuple(args[0].shape))
+                return func(*args, **(kwargs or {}))
+
+        self.mode = Mode()
+        self.mode.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self.mode.__exit__(*exc)
+
+
+def test_the_work_a_cuda_graph_captures_makes_no_tensor_from_host_data(breast_cancer, monkeypatch):
+    """What ``graphs.Replayed`` captures on a GPU (the whole-table step and the validation) makes no tensor from
+    Python data, checked on the CPU: the validations of a fit through the estimator on Breast Cancer (a fit gives
+    them to Replayed on every device; here each runs under the recorder), and a training step on real Poker Hand
+    rows, whose categorical columns of 4 and 13 classes alternate (the heads' groups then are out of table order,
+    and their losses are put back in it). Without dropout: the CPU's dropout mask comes from numpy (on a GPU the
+    step calls ``F.dropout``)."""
+    from tabbench_plugins.npt import graphs
+    from tabbench_plugins.npt.training import TrainStep
+
+    made = []
+
+    def recorded(replayed):
+        with TensorsFromHostData() as rec:
+            out = replayed.fn()
+        made.extend(rec.made)
+        return out
+
+    monkeypatch.setattr(graphs.Replayed, "__call__", recorded)
+    ds, sp = breast_cancer
+    NPT(ds.meta, 0, **SMALL, steps=4, eval_every=2, budgets=[], device="cpu").fit(
+        ds.X.iloc[sp.train], ds.y[sp.train], ds.X.iloc[sp.val], ds.y[sp.val])
+    assert made == []
+
+    if not POKER.exists():
+        pytest.skip(f"{POKER} is absent (the real datasets belong in ../shared/datasets beside the checkout)")
+    rows = torch.tensor(np.loadtxt(POKER, delimiter=",", max_rows=200), dtype=torch.float32)
+    rows[:, :10] -= 1  # suits 1-4, ranks 1-13 -> class indices
+    cards = (4, 13) * 5 + (10,)
+    model = nm.NPT(nm.NPTConfig(cards=cards, dropout=0.0, att_dropout=0.0, **SMALL))
+    opt = no.Lookahead(no.Lamb(model.parameters(), lr=1e-3))
+    m = torch.zeros_like(rows, dtype=torch.bool)
+    step = TrainStep(model, opt, rows, m, torch.tensor([0.15] * 10 + [1.0]), cards, torch.Generator())
+    with TensorsFromHostData() as rec:
+        loss = step._step(step.lr_t.fill_(1e-3), step.w_target_t.fill_(0.5), step.w_feature_t.fill_(0.5),
+                          step.x, step.m, step.cand)
+    assert rec.made == [] and torch.isfinite(loss)
+
+
 def test_deterministic_algorithms_hold_for_a_cuda_fit_only_and_are_restored_after(monkeypatch):
     """``deterministic: true`` (the default): torch's deterministic algorithms and cuBLAS's fixed workspace
     while a CUDA fit runs, the caller's setting back afterwards, even after an error; on the CPU, or with

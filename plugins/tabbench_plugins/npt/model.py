@@ -313,10 +313,15 @@ class ColumnEmbedding(nn.Module):
 
 class HeadOutputs(dict):
     """{column: prediction}, as ``ColumnHeads`` gives it, plus ``groups``: the same predictions as few tensors,
-    [(columns, tensor)] with (n, k) values of k numeric columns or (n, k, classes) logits of k categorical
-    columns with as many classes (``entry_losses`` scores a group in one operation)."""
+    [(columns, tensor, values)] with (n, k) values of k numeric columns or (n, k, classes) logits of k categorical
+    columns with as many classes, and ``values``, where those columns' values lie in the table (a device tensor),
+    so that ``entry_losses`` scores a group in one operation; ``unsort``: the permutation that puts losses in the
+    groups' order back in the table's (a device tensor), None when they are in it already. Both are made once,
+    with the model: an index made from Python data during a step is a copy from the host, which a CUDA graph's
+    capture refuses."""
 
     groups: list
+    unsort: object = None
 
 
 class ColumnHeads(nn.Module):
@@ -337,14 +342,19 @@ class ColumnHeads(nn.Module):
         for j in range(cfg.n_patches, len(cfg.cards)):
             by_width.setdefault(cfg.cards[j], []).append(j)
         self.groups = sorted(by_width.items())  # [(classes or 0, [columns])]
+        offset = cfg.n_patches * (cfg.patch_dim - 1)  # column j >= n_patches holds the table's value j + offset
         for width, cols in self.groups:
             self.register_buffer(f"cols_{width}", torch.tensor(cols), persistent=False)
+            self.register_buffer(f"values_{width}", torch.tensor(cols) + offset, persistent=False)
+        order = list(range(cfg.n_patches)) + [j for _, cols in self.groups for j in cols]
+        self.in_order = order == sorted(order)
+        self.register_buffer("unsort", torch.argsort(torch.tensor(order)), persistent=False)
 
     def forward(self, h, columns=None):
         # h: (n, d, e) -> {column: (n, classes) logits, (n,) value or (n, patch_dim) pixels}
         P = self.n_patches
         out = HeadOutputs()
-        out.groups = []
+        out.groups, out.unsort = [], None if self.in_order else self.unsort
         every = columns is None
         columns = range(len(self.cards)) if every else columns
         patches = [j for j in columns if j < P]
@@ -364,7 +374,7 @@ class ColumnHeads(nn.Module):
             y = torch.einsum("nke,kce->nkc", h[:, getattr(self, f"cols_{width}")], w) + b
             if not width:
                 y = y.squeeze(-1)  # (n, k) values
-            out.groups.append((cols, y))
+            out.groups.append((cols, y, getattr(self, f"values_{width}")))
             out.update((j, y[:, i]) for i, j in enumerate(cols))
         return out
 
@@ -442,25 +452,23 @@ def entry_losses(out, x_true, cards, n_patches=0, patch_dim=0):
     """(n, d) per-entry loss: cross-entropy for categorical, squared error (standardised) numeric,
     mean squared error over the pixels of a patch. Columns the heads gave as groups (``HeadOutputs``) are
     scored a group at a time, the others one by one."""
-    parts, order = [], []  # (n, k) losses of the columns ``order`` lists, in turn
+    parts = []  # (n, k) losses of the patches, then of each group's columns
     if n_patches:
         pred = torch.stack([out[j] for j in range(n_patches)], 1).float()  # (n, P, patch_dim)
         pixels = x_true[:, :n_patches * patch_dim].reshape(len(x_true), n_patches, patch_dim)
         parts.append(((pred - pixels) ** 2).mean(-1))
-        order.extend(range(n_patches))
     offset = n_patches * (patch_dim - 1)  # value index of column j >= n_patches is j + offset
-    groups = getattr(out, "groups", None) or [([j], out[j].unsqueeze(1)) for j in range(n_patches, len(cards))]
-    for group, y in groups:  # y: (n, k) values or (n, k, classes) logits of the columns ``group``
-        values = x_true[:, [j + offset for j in group]]
+    groups = getattr(out, "groups", None) or [  # one column at a time, in table order
+        ([j], out[j].unsqueeze(1), slice(j + offset, j + offset + 1)) for j in range(n_patches, len(cards))]
+    for group, y, where in groups:  # y: (n, k) values or (n, k, classes) logits of the columns ``group``
+        values = x_true[:, where]
         if cards[group[0]]:  # missing entries (-1 codes) are never scored
             parts.append(F.cross_entropy(y.float().transpose(1, 2), values.long().clamp(min=0), reduction="none"))
         else:
             parts.append((y.float() - values) ** 2)
-        order.extend(group)
     losses = torch.cat(parts, 1)
-    if order == sorted(order):
-        return losses
-    return losses[:, torch.argsort(torch.tensor(order, device=losses.device))]  # back to table order
+    unsort = getattr(out, "unsort", None)
+    return losses if unsort is None else losses.index_select(1, unsort)  # back to table order
 
 
 def masked_mean(losses, scored):
