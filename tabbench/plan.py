@@ -184,6 +184,7 @@ def _model_estimate(row: PlanRow, pending: list, basis: pd.DataFrame, spec, meta
 def make_plan(prepared, results_dir: Path, published_dir: Path | None, basis_dirs=(), gpus: int = 0) -> Plan:
     """The plan of a ``PreparedSuite``'s selected jobs (tabbench/run/runner.py), its unloaded datasets and its
     models' refusals listed beside them."""
+    prepared = prepared.on_gpus(gpus > 0)  # a GPU's jobs are checked as a GPU runs them, whatever this machine has
     suite, registry, loaded = prepared.suite, prepared.registry, prepared.loaded
     jobs = prepared.jobs(gpu_available=gpus > 0)
     done = set(Store(results_dir).latest())

@@ -287,6 +287,15 @@ def test_plan_totals_leave_out_the_refused_jobs_and_nothing_planned_exits_non_ze
     assert main(args + ["--models", "npt"]) == 1
     assert "Nothing planned: no job of the selection can run" in capsys.readouterr().out
 
+    # device auto: refused in a plan for a machine without a GPU (as this suite's CPU jobs), planned for one with
+    auto = {**PARTLY_RUNNABLE, "name": "partly-auto",
+            "models": {"npt": {"params": {**PARTLY_RUNNABLE["models"]["npt"]["params"], "device": "auto"}}}}
+    args[1] = str(_write(tmp_path, auto, "partly-auto.yaml"))
+    assert main(args) == 1 and "Refused: 3 jobs" in capsys.readouterr().out
+    assert main(args + ["--gpus", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "3 jobs planned" in out and "Refused" not in out and "npt: 0 CPU h" in out
+
 
 def test_plan_outside_the_checkout_times_jobs_from_the_suites_checkout(tmp_path, monkeypatch, capsys):
     """Run from another folder (no runs/ or results/ there), plan still finds the published records beside

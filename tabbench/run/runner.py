@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tabbench.data.cache import DataPaths
@@ -107,10 +107,12 @@ class Refusal:
         return self.message
 
 
-def model_refusals(suite: Suite, registry: dict, loaded: dict, methods=()) -> list[Refusal]:
+def model_refusals(suite: Suite, registry: dict, loaded: dict, methods=(), gpu_available: bool | None = None,
+                   ) -> list[Refusal]:
     """Each model's pre-run check (``ModelSpec.check``) on every dataset and configuration it would run
     (restricted to ``methods`` when given), before anything starts: one ``Refusal`` per message, naming the
-    suite file, the method and the dataset, then the model's message (what it would cost, what to set)."""
+    suite file, the method and the dataset, then the model's message (what it would cost, what to set).
+    ``gpu_available`` resolves a ``device: auto`` (None: the model asks this machine)."""
     from tabbench.spec import SplitSizes
 
     out = []
@@ -121,7 +123,7 @@ def model_refusals(suite: Suite, registry: dict, loaded: dict, methods=()) -> li
             if spec.check is None or dataset.meta.task not in spec.tasks or (methods and entry.label not in methods):
                 continue
             messages = [spec.problem(dataset.meta, sizes, params, suite.budget.time_s)
-                        for _, _, params in method_params(entry, spec, cfg)]
+                        for _, _, params in method_params(entry, spec, cfg, gpu_available)]
             out += [Refusal(entry.label, name, f"{suite.path}: models.{entry.label} on dataset {name!r}: {message}")
                     for message in dict.fromkeys(m for m in messages if m)]
     return out
@@ -168,6 +170,12 @@ class PreparedSuite:
         """The selected jobs that can run (the refused ones left out), expanded as every command expands them
         (same keys); ``gpu_available`` resolves a ``device: auto``."""
         return [job for job in self._expanded(gpu_available) if not self._refused(job)]
+
+    def on_gpus(self, gpu_available: bool) -> "PreparedSuite":
+        """The same suite with its refusals checked for a machine that has a GPU, or has none
+        (``device: auto`` resolved so): what a plan for another machine (``tabbench plan --gpus``) starts from."""
+        return replace(self, refusals=model_refusals(self.suite, self.registry, self.loaded, self.selection.models,
+                                                     gpu_available))
 
     def refused_jobs(self, gpu_available: bool) -> list:
         """The selected jobs a model's pre-run check refused (``refusals``): never run, never planned."""
