@@ -9,11 +9,13 @@ step count a suite sets. Declare it for the README that states it, with the reas
 from __future__ import annotations
 
 from functools import cached_property
+import re
 from pathlib import Path
 
 import pandas as pd
 
-RESULTS = Path(__file__).resolve().parents[1] / "results"
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "results"
 
 
 class Folder:
@@ -122,8 +124,11 @@ INPUTS: dict[str, list] = {
                            "(5 million parameters) and the rows steps auto timed in the code that ran it"),
     ],
     "uci-higgs-npt-gpu": [
-        ("64 8 300 500,000 7,500 3,750 6", "the suite: NPT's Higgs configuration, its steps, the subset's rows and "
-                                           "the validation interval (suites/uci-higgs-npt-gpu.yaml)"),
+        ("64 8 300 500,000 7,500 3,750 4,096 6 875", "the suite: NPT's Higgs configuration, its steps, the subset's "
+                                                     "rows, its minibatches, the batch size, the validation interval "
+                                                     "and validation rows (suites/uci-higgs-npt-gpu.yaml)"),
+        ("19.18 24 2080 5 22 4 11 1.3", "the paper's Higgs run (../shared/docs/npt-reference.md): its peak GPU memory, "
+                                        "GPUs, days and hours, CPUs, and its table's millions of rows and of validation rows"),
     ],
     "uci-small-npt-tuned": [
         ("320 16 10,000 20,000 32 10 8", "the suite: its jobs, the two folds' jobs, the variants' steps and e"),
@@ -233,7 +238,31 @@ def _npt_by_steps(folder: Folder):
 MODERN = "realmlp modernnca tabr tabm"  # the models after NPT
 PAPER = "npt catboost gradient_boosting xgboost lightgbm mlp random_forest tabnet knn"  # the paper's nine
 
+def _higgs_gpu_plan() -> tuple:
+    """`tabbench plan suites/uci.yaml --gpus 1 --models npt --datasets higgs` from the committed records: NPT's
+    GPU-hours for the paper's Higgs protocol and the factor its Higgs record scales the cost model by."""
+    import pytest
+
+    from tabbench.data.cache import DataPaths
+    from tabbench.plan import plan_suite
+    from tabbench.run.expand import Selection
+    from tabbench.suite import load_suite
+    from tests.conftest import SHARED
+
+    if not SHARED.is_dir():
+        pytest.skip(f"{SHARED} is absent (the real datasets belong in ../shared/datasets beside the checkout)")
+    plan = plan_suite(load_suite(ROOT / "suites" / "uci.yaml"), DataPaths.from_env(mirrors=(SHARED,)),
+                      ROOT / "runs" / "uci", None, [RESULTS], gpus=1,
+                      selection=Selection(models=("npt",), datasets=("higgs",)))
+    (row,) = plan.rows
+    return row.gpu_hours, float(re.search(r"scaled x([\d.]+)", row.basis)[1])
+
+
 CLAIMS: dict[str, list] = {
+    "uci-higgs-npt-gpu": [
+        (r"It plans the 500,000 steps at ([\d.]+) GPU-hours \(its cost model scaled x([\d.]+) by this record\)",
+         lambda f: _higgs_gpu_plan()),
+    ],
     "npt-budget-meta": [
         (r"the selected `MIN_STEPS` is ([\d,]*\d)", lambda f: (_min_steps(),)),
         (r"The result \(all ([\d,]+) jobs ok\)", lambda f: (f.jobs(" ".join(set(f.records["method"])), "ok"),)),
