@@ -6,6 +6,8 @@
 # The device image has torch (CUDA), numpy, pandas, scikit-learn, scipy, pluggy, pyyaml, psutil, pyarrow,
 # hypothesis, pytest, matplotlib and tqdm; not Ray (79 MB, too large to carry), the boosters or pytorch-tabnet,
 # so the steps run jobs in-process (`tabbench run --no-ray`) and the tests that need those skip.
+# Run it with the project's environment's python3 first on PATH (its pip freeze names the versions to fetch, and
+# its setuptools builds the project's wheel): e.g. PATH=$PWD/.venv/bin:$PATH bash benchmarks/gpu/prepare.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 SHARED=${1:-../shared/datasets}
@@ -22,4 +24,5 @@ python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 -
 python3 -m pip wheel -q --no-deps -w .whl $(python3 -m pip freeze | grep -i -E "^($SDIST_ONLY)==")
 # every offline dataset but the images (18 MB: the image tests skip there), so the tests that read them run too
 cp -r "$SHARED/uci" "$SHARED/openml-cache" "$SHARED/SOURCES.md" .gpu-data/
+rm -rf build  # the wheel's build folder
 du -sh .whl .gpu-data

@@ -18,7 +18,9 @@
 # string its own command line holds.
 # TESTS is split on spaces: name node ids, not a `-k` expression. A machine goes back 30 s after a call: have the
 # next command ready. Suggested next lease (results/uci-small-npt-paper-gpu/README.md): `small` with
-# DATASETS=concrete PROCS=1 FOLDS="6 7 8 9" LIMIT=545 (a fold takes ~123 s), then at once `probe`.
+# DATASETS=concrete PROCS=1 FOLDS="7 8 9" LIMIT=420 (a graphed fold takes ~123 s, an eager one 400: check that the
+# first record's info.cuda_graph is "replayed"), `higgs` alone after it (~40 s), then `probe`. Steps that run side
+# by side give each its own OUT (each tars and removes "$OUT/results").
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-out}; mkdir -p "$OUT"
