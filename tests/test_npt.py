@@ -225,6 +225,30 @@ def test_transductive_predict_of_rows_the_table_lacks_appends_them_and_says_so(d
     assert seen[1][2][n_table:, -1].all()  # the new rows' targets are masked though the table has them
 
 
+@pytest.mark.real_data(POKER)
+def test_the_heads_grouped_by_width_score_every_entry_as_one_head_a_column_does():
+    """Over every column (training) the heads of one output width run as one product, and their losses are put
+    back in table order; a prediction of some columns runs each column's own head. Both give the same per-entry
+    losses and gradients, on real Poker Hand rows (categorical columns of 4 and 13 classes alternating, so the
+    groups are out of table order) and on Breast Cancer's (numeric, then the class)."""
+    raw = torch.tensor(np.loadtxt(POKER, delimiter=",", max_rows=64), dtype=torch.float32)
+    raw[:, :10] -= 1  # suits 1-4, ranks 1-13 -> class indices
+    for x, cards in ((raw, (4, 13) * 5 + (10,)), bc_tensors(64)):
+        torch.manual_seed(0)
+        model = nm.NPT(nm.NPTConfig(cards=cards, dropout=0.0, att_dropout=0.0, **SMALL))
+        m = torch.zeros_like(x, dtype=torch.bool)
+        m[::3] = True  # some entries masked, every column among them
+        losses, grads = [], []
+        for columns in (None, range(len(cards))):
+            model.zero_grad()
+            loss = nm.entry_losses(model(torch.where(m, 0.0, x), m, columns=columns), x, cards)
+            (loss * m).sum().backward()
+            losses.append(loss.detach())
+            grads.append(torch.cat([p.grad.flatten() for p in model.parameters() if p.grad is not None]))
+        torch.testing.assert_close(losses[0], losses[1], atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(grads[0], grads[1], atol=1e-5, rtol=1e-4)
+
+
 @pytest.mark.parametrize("flags", [{}, {"ln_kv": True, "temperature": "head", "residual": "identity"}])
 def test_fused_and_explicit_attention_agree(flags):
     torch.manual_seed(0)

@@ -354,7 +354,7 @@ class ColumnHeads(nn.Module):
         # h: (n, d, e) -> {column: (n, classes) logits, (n,) value or (n, patch_dim) pixels}
         P = self.n_patches
         out = HeadOutputs()
-        out.groups, out.unsort = [], None if self.in_order else self.unsort
+        out.groups = []
         every = columns is None
         columns = range(len(self.cards)) if every else columns
         patches = [j for j in columns if j < P]
@@ -376,6 +376,7 @@ class ColumnHeads(nn.Module):
                 y = y.squeeze(-1)  # (n, k) values
             out.groups.append((cols, y, getattr(self, f"values_{width}")))
             out.update((j, y[:, i]) for i, j in enumerate(cols))
+        out.unsort = None if self.in_order else self.unsort
         return out
 
 
