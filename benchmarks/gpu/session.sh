@@ -10,6 +10,10 @@
 #   small  the paper's base NPT config on DATASETS (comma-separated), FOLDS, in-process (--no-ray), cuda
 #   probe  the corruption probe of the paper's base NPT config on DATASETS, FOLDS (comma-separated; default 0)
 #   higgs  300 minibatch steps of the real Higgs subset at the paper's batch size and e 64 (uci-higgs-npt-gpu.yaml)
+#   breadth  NPT on breadth's splits at its 450 s budget a job, on the GPU (issue 45, step 4): PROCS processes
+#          (default 12, a CPU core each) share the GPU and the jobs (claims: each job runs once); MODELS (default
+#          npt-budget,npt), DATASETS (default breadth's holdout datasets, the largest tables), LIMIT (a job still
+#          running then is lost: size it to whole jobs, 450 s and the start). Records: results/breadth-npt-gpu
 # Learned on the lent machines (an H100, then H200s; benchmarks/README.md has their figures): a machine starts
 # in ~35-90 s and stays warm only 30 s after a call; at most 8 files come back from $OUT (the steps write 2-3);
 # a lease is 15 device-minutes, starts included, so one command of ~8 minutes is the most a lease holds; the
@@ -28,11 +32,11 @@ OUT=${OUT:-out}; mkdir -p "$OUT"
 [ -e "${SITE:=/tmp/site}/.installed" ] ||
     { python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" .whl/*.whl \
       && touch "$SITE/.installed"; }
-export PYTHONPATH=$SITE PYTHONUNBUFFERED=1 TABBENCH_MIRROR=$PWD/.gpu-data
+export PYTHONPATH=$SITE:$PWD/.gpu-data/python PYTHONUNBUFFERED=1 TABBENCH_MIRROR=$PWD/.gpu-data  # python: breadth's
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}   # else every test worker and job process runs 16 torch threads
 python3 -c "from tabbench.measure import fingerprint; import json, torch; torch.cuda.is_available() and torch.cuda.init(); print(json.dumps(fingerprint()))" \
     | tee "$OUT/machine.json"
-case "${1:?say which step: install, tests, step, small, probe or higgs}" in
+case "${1:?say which step: install, tests, step, small, probe, higgs or breadth}" in
   install) ;;
   tests) mkdir -p ../shared && ln -sfn "$PWD/.gpu-data" ../shared/datasets
          # xdist workers (in the device image), a per-test limit, and a SIGINT at LIMIT seconds so pytest
@@ -67,5 +71,16 @@ case "${1:?say which step: install, tests, step, small, probe or higgs}" in
          python3 -m tabbench.cli run suites/uci-higgs-npt-gpu.yaml --no-ray --no-progress --tables-only \
              --results "$OUT/results" 2>&1 | tail -20 | tee "$OUT/higgs.log"
          tar -C "$OUT" -czf "$OUT/higgs-records.tgz" results && rm -rf "$OUT/results" ;;
+  breadth) holdout=$(python3 -c "import yaml; print(','.join(d['name'] for d in yaml.safe_load(open(
+             'suites/breadth.yaml'))['datasets'] if d['split']['protocol'] == 'holdout'))")
+         logs=$(mktemp -d)
+         for ((i = 0; i < ${PROCS:-12}; i++)); do
+           timeout "${LIMIT:-500}" python3 -m tabbench.cli run suites/breadth.yaml --no-ray --no-progress --tables-only \
+               --results "$OUT/results" --models "${MODELS:-npt-budget,npt}" --datasets "${DATASETS:-$holdout}" \
+               > "$logs/process-$i.log" 2>&1 &
+         done
+         wait
+         tail -n 4 "$logs"/*.log > "$OUT/breadth.log"; cat "$OUT/breadth.log"
+         tar -C "$OUT" -czf "$OUT/breadth-records.tgz" results && rm -rf "$OUT/results" ;;
   *) echo "unknown step $1" >&2; exit 2 ;;
 esac
