@@ -241,17 +241,13 @@ PAPER = "npt catboost gradient_boosting xgboost lightgbm mlp random_forest tabne
 def _higgs_gpu_plan() -> tuple:
     """`tabbench plan suites/uci.yaml --gpus 1 --models npt --datasets higgs` from the committed records: NPT's
     GPU-hours for the paper's Higgs protocol and the factor its Higgs record scales the cost model by."""
-    import pytest
-
     from tabbench.data.cache import DataPaths
     from tabbench.plan import plan_suite
     from tabbench.run.expand import Selection
     from tabbench.suite import load_suite
-    from tests.conftest import SHARED
+    from tests.conftest import require_shared
 
-    if not SHARED.is_dir():
-        pytest.skip(f"{SHARED} is absent (the real datasets belong in ../shared/datasets beside the checkout)")
-    plan = plan_suite(load_suite(ROOT / "suites" / "uci.yaml"), DataPaths.from_env(mirrors=(SHARED,)),
+    plan = plan_suite(load_suite(ROOT / "suites" / "uci.yaml"), DataPaths.from_env(mirrors=(require_shared(),)),
                       ROOT / "runs" / "uci", None, [RESULTS], gpus=1,
                       selection=Selection(models=("npt",), datasets=("higgs",)))
     (row,) = plan.rows

@@ -757,9 +757,9 @@ def test_the_work_a_cuda_graph_captures_makes_no_tensor_from_host_data(breast_ca
         ds.X.iloc[sp.train], ds.y[sp.train], ds.X.iloc[sp.val], ds.y[sp.val])
     assert made == []
 
-    if not POKER.exists():
-        pytest.skip(f"{POKER} is absent (the real datasets belong in ../shared/datasets beside the checkout)")
-    rows = torch.tensor(np.loadtxt(POKER, delimiter=",", max_rows=200), dtype=torch.float32)
+    from tests.conftest import require_shared
+
+    rows = torch.tensor(np.loadtxt(require_shared("uci/poker/poker-hand-training-true.data"), delimiter=",", max_rows=200), dtype=torch.float32)
     rows[:, :10] -= 1  # suits 1-4, ranks 1-13 -> class indices
     cards = (4, 13) * 5 + (10,)
     model = nm.NPT(nm.NPTConfig(cards=cards, dropout=0.0, att_dropout=0.0, **SMALL))
