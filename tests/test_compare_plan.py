@@ -245,6 +245,8 @@ def test_plan_estimates_a_method_without_records_by_its_models_cost_model(tmp_pa
     assert on_gpu.gpu_hours == pytest.approx(sum(spec.estimate(dataset.meta, z, gpu_params) for z in sizes) / 3600)
     # npt-short's own record ran on the CPU: no basis for its jobs on a GPU, which the cost model estimates
     assert short_on_gpu.basis_records == 0 and "cost model" in short_on_gpu.basis
+    # steps "auto" on a GPU: the fit times its own steps there and trains for the budget's share, 80% of 60 s a job
+    assert gpu_rows["npt-auto"].gpu_hours == pytest.approx(len(sizes) * 0.8 * 60 / 3600)
 
     # a record of the model on a GPU (npt-short's, as a GPU run would store it) calibrates the GPU estimate
     from tabbench.store import Store

@@ -154,9 +154,12 @@ def test_auto_steps_are_the_most_the_cost_model_fits_in_the_budget(cover):
 def test_auto_steps_need_a_budget_and_one_step_that_fits_it(tmp_path, shared):
     message = refusal(tmp_path, own_table_suite(tmp_path, shared, npt="{params: {steps: auto}}"))
     assert 'steps "auto"' in message and "budget.time_s" in message and "give steps a number" in message
-    message = refusal(tmp_path, own_table_suite(tmp_path, shared, npt="{params: {steps: auto}}",
+    message = refusal(tmp_path, own_table_suite(tmp_path, shared, npt="{params: {steps: auto, device: cpu}}",
                                                 budget="budget: {time_s: 5}"))
     assert "not one training step fits" in message
+    # on a GPU the fit times its own steps: the reference CPU's rates refuse nothing there
+    suite = own_table_suite(tmp_path, shared, npt="{params: {steps: auto, device: cuda}}", budget="budget: {time_s: 5}")
+    assert model_refusals(suite, load_models(()), load_data(suite, DataPaths(cache=tmp_path / "cache"))) == []
     suite = own_table_suite(tmp_path, shared, npt="{params: {steps: auto}}", budget="budget: {time_s: 3600}")
     loaded = load_data(suite, DataPaths(cache=tmp_path / "cache"))
     assert model_refusals(suite, load_models(()), loaded) == []
