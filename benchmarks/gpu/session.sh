@@ -23,10 +23,15 @@
 # keeps the GPU busy (sharing it adds little); a command that waits on its own steps must not `pgrep -f` a
 # string its own command line holds.
 # TESTS is split on spaces: name node ids, not a `-k` expression. A machine goes back 30 s after a call: have the
-# next command ready. Suggested next lease (results/uci-small-npt-paper-gpu/README.md): `small` with
-# DATASETS=concrete PROCS=1 FOLDS="7 8 9" LIMIT=420 (a graphed fold takes ~123 s, an eager one 400: check that the
-# first record's info.cuda_graph is "replayed"), `higgs` alone after it (~40 s), then `probe`. Steps that run side
-# by side give each its own OUT (each tars and removes "$OUT/results").
+# next command ready. Steps that run side by side give each its own OUT (each tars and removes "$OUT/results").
+# Suggested next lease, one command (~520 s): the capture fix's GPU tests beside Concrete's last folds, then Higgs
+# alone (a graphed Concrete fold takes ~123 s, an eager one 400: the first record's info.cuda_graph must say
+# "replayed"):
+#   bash benchmarks/gpu/session.sh install; mkdir -p $OUT/t $OUT/h
+#   (OUT=$OUT/t TESTS="tests/test_npt.py" WORKERS=4 LIMIT=300 bash benchmarks/gpu/session.sh tests >/dev/null 2>&1 &)
+#   DATASETS=concrete PROCS=1 FOLDS="7 8 9" LIMIT=420 bash benchmarks/gpu/session.sh small >/dev/null 2>&1
+#   OUT=$OUT/h bash benchmarks/gpu/session.sh higgs >/dev/null 2>&1; wait
+# then, in the leases after: `probe` (DATASETS=breast_cancer,boston,yacht,concrete), `breadth`, `images`.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-out}; mkdir -p "$OUT"
