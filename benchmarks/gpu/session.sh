@@ -28,7 +28,7 @@
 # alone (a graphed Concrete fold takes ~123 s, an eager one 400: the first record's info.cuda_graph must say
 # "replayed"):
 #   bash benchmarks/gpu/session.sh install; mkdir -p $OUT/t $OUT/h
-#   (OUT=$OUT/t TESTS="tests/test_npt.py" WORKERS=4 LIMIT=300 bash benchmarks/gpu/session.sh tests >/dev/null 2>&1 &)
+#   OUT=$OUT/t TESTS="tests/test_npt.py" WORKERS=4 LIMIT=300 bash benchmarks/gpu/session.sh tests >/dev/null 2>&1 &
 #   DATASETS=concrete PROCS=1 FOLDS="7 8 9" LIMIT=420 bash benchmarks/gpu/session.sh small >/dev/null 2>&1
 #   OUT=$OUT/h bash benchmarks/gpu/session.sh higgs >/dev/null 2>&1; wait
 # then, in the leases after: `probe` (DATASETS=breast_cancer,boston,yacht,concrete), `breadth`, `images`.
