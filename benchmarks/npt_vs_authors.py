@@ -106,28 +106,21 @@ PINNED_TREE = "29fcd1773f3711e8e0c741557cc58b48f422525b"  # git rev-parse a39936
 
 # The paper's settings per dataset: the options of scripts/uci_class_reg.sh's "Default" line that bear
 # on the model, optimiser, masking and loss (the rest are logging, evaluation and data-split options).
+def _paper(data_set: str, e: int, lr: str, steps: int) -> dict:
+    """A dataset's settings, and its line's options as the authors' script passes them."""
+    return dict(e=e, lr=float(lr), steps=steps, argv=[
+        "--data_set", data_set, "--exp_optimizer", "lookahead_lamb", "--model_num_heads", "8",
+        "--model_stacking_depth", "8", "--exp_lr", lr, "--exp_scheduler", "flat_and_anneal",
+        "--exp_num_total_steps", str(steps), "--exp_optimizer_warmup_proportion", "0.5",
+        "--exp_gradient_clipping", "1", "--exp_batch_size", "-1", "--model_dim_hidden", str(e),
+        "--exp_tradeoff", "1", "--exp_tradeoff_annealing", "cosine"])
+
+
 PAPER = {
-    "boston": dict(
-        e=128, lr=1e-3, steps=2000,
-        argv=["--data_set", "boston-housing", "--exp_optimizer", "lookahead_lamb", "--model_num_heads", "8",
-              "--model_stacking_depth", "8", "--exp_lr", "1e-3", "--exp_scheduler", "flat_and_anneal",
-              "--exp_num_total_steps", "2000", "--exp_optimizer_warmup_proportion", "0.5",
-              "--exp_gradient_clipping", "1", "--exp_batch_size", "-1", "--model_dim_hidden", "128",
-              "--exp_tradeoff", "1", "--exp_tradeoff_annealing", "cosine"]),
-    "breast_cancer": dict(
-        e=32, lr=5e-4, steps=2000,
-        argv=["--data_set", "breast-cancer", "--exp_optimizer", "lookahead_lamb", "--model_num_heads", "8",
-              "--model_stacking_depth", "8", "--exp_lr", "5e-4", "--exp_scheduler", "flat_and_anneal",
-              "--exp_num_total_steps", "2000", "--exp_optimizer_warmup_proportion", "0.5",
-              "--exp_gradient_clipping", "1", "--exp_batch_size", "-1", "--model_dim_hidden", "32",
-              "--exp_tradeoff", "1", "--exp_tradeoff_annealing", "cosine"]),
-    "concrete": dict(  # its table (1,030 rows) is the one that splits into row batches at the ladder's 512
-        e=128, lr=1e-3, steps=10000,
-        argv=["--data_set", "concrete", "--exp_optimizer", "lookahead_lamb", "--model_num_heads", "8",
-              "--model_stacking_depth", "8", "--exp_lr", "1e-3", "--exp_scheduler", "flat_and_anneal",
-              "--exp_num_total_steps", "10000", "--exp_optimizer_warmup_proportion", "0.5",
-              "--exp_gradient_clipping", "1", "--exp_batch_size", "-1", "--model_dim_hidden", "128",
-              "--exp_tradeoff", "1", "--exp_tradeoff_annealing", "cosine"]),
+    "boston": _paper("boston-housing", 128, "1e-3", 2000),
+    "breast_cancer": _paper("breast-cancer", 32, "5e-4", 2000),
+    # Concrete's table (1,030 rows) is the one that splits into row batches at the ladder's 512
+    "concrete": _paper("concrete", 128, "1e-3", 10000),
 }
 FEATURE_MASK = dict(train=0.15, val=0, test=0)  # --model_augmentation_bert_mask_prob in both lines
 
