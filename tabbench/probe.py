@@ -38,7 +38,6 @@ docs/probe.md says how to read them.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import time
 from dataclasses import dataclass
@@ -267,13 +266,10 @@ def save(out: Path, table: pd.DataFrame, suite_name: str, published) -> None:
     """Merge ``table`` into ``out``'s corruption.csv as it is now and rewrite the tables, under an exclusive
     ``flock`` on the folder: two probes of one suite (say, disjoint ``--folds`` on two cores) each keep the
     other's rows, where merging into the rows read at the start would drop those stored since."""
-    out.mkdir(parents=True, exist_ok=True)
-    fd = os.open(out, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+    from tabbench.report import folder_locked
+
+    with folder_locked(out):
         write_tables(out, merge(read_stored(out / "corruption.csv"), table), suite_name, published)
-    finally:
-        os.close(fd)  # closing the descriptor releases the lock
 
 
 def write_tables(out: Path, merged: pd.DataFrame, suite_name: str, published) -> None:

@@ -303,3 +303,23 @@ def test_one_method_from_folders_made_on_different_devices_pools_only_when_asked
     assert 'A mean marked "(GPU)" rests on records made on a GPU' in md
     # a folder of one device labels nothing
     assert "(GPU)" not in write_leaderboard(tmp_path / "gpu").read_text()
+
+
+def test_a_regeneration_of_a_folder_waits_while_another_regenerates_it(tmp_path):
+    """Two runs of one suite that end together each regenerate the folder's tables and figures; the second
+    must not read a figure the first is half-way through writing (it once read an SVG without its <svg>)."""
+    import threading
+
+    from tabbench.report import folder_locked
+
+    store = Store(tmp_path)
+    for fold in (0, 1):
+        store.append(record("knn", "d1", fold, 0.8))
+        store.append(record("rf", "d1", fold, 0.9))
+    with folder_locked(tmp_path):  # another process regenerating this folder
+        second = threading.Thread(target=write_leaderboard, args=(tmp_path,))
+        second.start()
+        second.join(timeout=2)
+        assert second.is_alive() and not (tmp_path / "leaderboard.md").exists()
+    second.join(timeout=60)
+    assert not second.is_alive() and "knn" in (tmp_path / "leaderboard.md").read_text()

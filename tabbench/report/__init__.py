@@ -10,6 +10,26 @@ The statistics come from scipy.stats, scikit-posthocs and bencheval, the figures
 ``report`` extra); they are imported only inside the functions that use them, so the core stays light.
 """
 
+from contextlib import contextmanager
+
+
+@contextmanager
+def folder_locked(folder):
+    """An exclusive ``flock`` on ``folder`` (made if absent) while the block runs: the one way two processes
+    that regenerate the same folder's tables and figures (two runs of one suite ending together, two probes on
+    two cores) take turns, so that neither reads a file the other is half-way through writing."""
+    import fcntl
+    import os
+    from pathlib import Path
+
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
+
 
 def report_installed() -> bool:
     """Whether the ``report`` extra (the tests' and figures' libraries) is installed."""

@@ -148,8 +148,17 @@ def write_leaderboard(suite_dir: str | Path, published_path: str | Path | None =
 def write(suite_dir, published_path=None, sources=None, report=False, first_complete=(), splits=None,
           across_devices=False, common_splits=False) -> Context | None:
     """write_leaderboard's work; returns the Context its sections read (None where there are no records), for
-    the report site (tabbench.report.site) to summarise."""
-    suite_dir = Path(suite_dir)
+    the report site (tabbench.report.site) to summarise. Two processes regenerating one folder (two runs of a
+    suite ending together) take turns (folder_locked)."""
+    from tabbench.report import folder_locked
+
+    with folder_locked(suite_dir):
+        return _write(Path(suite_dir), published_path, sources, report, first_complete, splits, across_devices,
+                      common_splits)
+
+
+def _write(suite_dir, published_path, sources, report, first_complete, splits, across_devices,
+           common_splits) -> Context | None:
     sources = [Path(s) for s in sources] if sources else [suite_dir]
     published, compared = load_all(published_path)
     md_path = suite_dir / "leaderboard.md"
@@ -158,7 +167,6 @@ def write(suite_dir, published_path=None, sources=None, report=False, first_comp
     restricted = ""
     if common_splits and not records.empty:
         records, restricted = only_common_splits(records)
-    suite_dir.mkdir(parents=True, exist_ok=True)
     if records.empty:
         md_path.write_text(f"# Leaderboard: {suite_dir.name}\n\nNo records yet.\n")
         return None
