@@ -178,7 +178,7 @@ INPUTS: dict[str, list] = {
     ],
     "breadth": [
         ("707 5,000", "mlc_churn's table: its positives and rows (the data, an input of the SE formula)"),
-        ("38 14 10 13 80 1,040", "the suite: its datasets, per family, its models, splits and jobs (suites/breadth.yaml)"),
+        ("38 14 10 13 80 1,040 1,120", "the suite: its datasets, per family, its models (14 methods), splits and jobs (suites/breadth.yaml)"),
         ("536 53,940 5 86 1,236 6", "the datasets' rows and columns (docs/datasets.md)"),
         ("2,500 20% 12.5% 0-2 3", "the suite's split rule: 5-fold CV with folds 0-2 below 2,500 rows, else a holdout"),
         ("450 80%", "the time budget of a job and the training's share of it (suites/breadth.yaml)"),
@@ -324,7 +324,7 @@ CLAIMS: dict[str, list] = {
         (r"there: (-?[\d.]+), p = ([\d.]+) over the 14 binary", lambda f: _npt_steps(f, "auroc")[1:]),
         (r"(-?[\d.]+), p = ([\d.]+) over the 10 multi-class", lambda f: _npt_steps(f, "accuracy")[1:]),
         (r"(-?[\d.]+), p = ([\d.]+) over the 14 regression\)", lambda f: _npt_steps(f, "rmse")[1:]),
-        (r"On the (\d+) datasets where it trained 500 steps or more its mean rank is ([\d.]+) of 13",
+        (r"On the (\d+) datasets where it trained 500 steps or more its mean rank is ([\d.]+) of 14",
          lambda f: _npt_by_steps(f)[:2]),
         (r"on the (\d+) where it trained fewer than 300 it is ([\d.]+)", lambda f: _npt_by_steps(f)[2:]),
     ],

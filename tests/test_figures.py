@@ -4,6 +4,7 @@ No figure where there is nothing to compare (one method), no axis beyond what it
 critical difference's bar clear of the rank axis's labels, and the cost scatter's labels clear of one another and
 of the frame (measured on the rendered figure). The rest is checked by eye at the size each is written."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -124,3 +125,22 @@ def test_the_cost_scatters_labels_overlap_neither_one_another_nor_the_frame(quic
             assert not any(a.overlaps(b) for b in placed[i + 1:]), labels[i].get_text()
         ticks = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
         assert len(ticks) <= 9 and all("times" not in t and "^" not in t for t in ticks)  # plain, not 1.1×10²
+
+
+def test_a_figure_inlined_in_a_page_keeps_its_labels_and_loses_only_precision_it_cannot_show(tmp_path):
+    """html.svg slims what the page inlines: coordinates (six decimals from matplotlib) to 0.1 px and the fallback
+    font list to one family; a label's digits and a shading's opacity stay as drawn."""
+    from tabbench.report.html import svg
+    from tabbench.report.plots import _pyplot, save
+
+    plt = _pyplot()
+    fig, ax = plt.subplots()
+    ax.plot([0.123456, 0.987654], [0.5, 0.25])
+    ax.axhspan(0.2, 0.3, color="k", alpha=0.08)
+    ax.set_title("catboost (4.03125)")
+    svg_file = save(fig, tmp_path / "f")[0]
+    inline = svg(svg_file)
+    assert len(inline) < 0.8 * len(svg_file.read_text())
+    assert "catboost (4.03125)" in inline and "opacity: 0.08" in inline
+    assert not re.search(r"<[^>]*\.\d{5,}", inline)  # no coordinate beyond 0.1 px
+    assert inline.count("font-family: 'DejaVu Sans', sans-serif") == inline.count("font-family")

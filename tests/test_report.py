@@ -124,8 +124,11 @@ def test_methods_of_one_model_are_told_apart_by_the_parameters_they_differ_in(tm
                           "params": {"steps": 300, "e": 32, "lr": 1e-3, "cpus": 1},
                           "key_params": {"steps": 300, "e": 32, "lr": 1e-3, "cpus": 1}})
         store.append({**record("knn", "d1", fold, 3.0, "regression"), "params": {"k": 5}})
+        store.append({**record("npt-default", "d1", fold, 2.5, "regression"), "model": "npt",
+                      "params": {"e": 32, "lr": 1e-3, "cpus": 1}, "key_params": {"e": 32, "lr": 1e-3, "cpus": 1}})
     md = write_leaderboard(tmp_path).read_text()
     section = md[md.index("## Methods of one model"):md.index("## RMSE")]
+    assert "| npt-default | npt | steps at its default |" in section  # a param its key params leave out
     # e and lr are the same in both, cpus a run param, knn one method of its model: none is listed
     assert "| npt-long | npt | steps 2000 (d1), 10000 (d2) |" in section
     assert "| npt | npt | steps 300 |" in section

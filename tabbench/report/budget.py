@@ -85,7 +85,7 @@ def budget_figure(table: pd.DataFrame, published=None):
         part = table[table["dataset"] == dataset]
         for method, curve in part.groupby("method"):
             curve, runs = curve.sort_values("steps"), int(curve["runs"].max())
-            ax.errorbar(curve["steps"], curve["mean"], yerr=curve["se"].fillna(0), marker="o", ms=3, capsize=2,
+            ax.errorbar(curve["steps"], curve["mean"], yerr=curve["se"].fillna(0), marker="o", ms=3, capsize=0,
                         color=colour[method], label=f"{method} ({runs} run{'s' if runs != 1 else ''})", clip_on=False)
         for model in sorted(part["model"].unique()) if "model" in part else ():
             paper = _paper(published, dataset, model)

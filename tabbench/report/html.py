@@ -75,11 +75,16 @@ def _inline(text: str) -> str:
 
 
 def svg(path: Path) -> str:
-    """A figure's SVG file as inline markup (no XML prolog or doctype); '' where the file is absent."""
+    """A figure's SVG file as inline markup (no XML prolog or doctype); '' where the file is absent. Slimmed for
+    the page, which holds every figure: no indentation between tags, coordinates (matplotlib writes six
+    decimals) to 0.1 px, which a page shows no finer, and one font family where matplotlib names its whole
+    fallback list in every text's style."""
     if not path.exists():
         return ""
     text = path.read_text()
-    return text[text.index("<svg"):]
+    text = re.sub(r">\s+<", "><", text[text.index("<svg"):])
+    text = re.sub(r"<[^>]+>", lambda tag: re.sub(r"(\.\d)\d{4,}", r"\1", tag[0]), text)  # not a label's digits
+    return re.sub(r"font-family: [^;\"]*", "font-family: 'DejaVu Sans', sans-serif", text)
 
 
 def table(header: list, rows: list, sortable: bool = True) -> str:

@@ -277,7 +277,9 @@ class Variants(Section):
                     groups = {}
                     for dataset, value in sorted(per_dataset.items()):
                         groups.setdefault(json.dumps(value), []).append(dataset)
-                    if len(groups) == 1:
+                    if not groups:  # not among this method's key params: the model's default
+                        cells.append(f"{name} at its default")
+                    elif len(groups) == 1:
                         cells.append(f"{name} {next(iter(groups))}")
                     else:
                         cells.append(f"{name} " + ", ".join(f"{v} ({', '.join(ds)})" for v, ds in groups.items()))
