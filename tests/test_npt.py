@@ -500,6 +500,7 @@ def test_a_killed_fit_resumes_from_its_checkpoint_to_the_same_result(breast_canc
         other.fit(*fit_args, context=JobContext(checkpoint_dir=folder))
     assert other.info_["resumed_from_step"] is None
     assert "made by another run" in other.info_["checkpoint_ignored"]
+    assert str(folder) not in other.info_["checkpoint_ignored"]  # a record names no folder of this machine
 
 
 def test_budget_snapshots_are_the_best_weights_up_to_each_budget(breast_cancer):

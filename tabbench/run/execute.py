@@ -4,6 +4,9 @@ in a forked child with the job's limits enforced."""
 
 from __future__ import annotations
 
+import os
+import re
+import sys
 import time
 import traceback
 from datetime import datetime, timezone
@@ -45,6 +48,23 @@ def _status_of(exc: BaseException) -> str:
     if isinstance(exc, MemoryError):
         return OOM
     return ERROR
+
+
+def portable_traceback() -> str:
+    """The exception being handled's traceback with each frame's file named from its import root (the
+    ``sys.path`` entry it was found under: ``tabbench/run/execute.py``, ``torch/nn/modules/module.py``) or, for a
+    plugin file loaded by path, from the working folder, so a committed record names no folder of the machine it
+    ran on."""
+    roots = sorted({str(Path(p).resolve()) for p in [*sys.path, os.getcwd()] if p}, key=len, reverse=True)
+
+    def relative(match: re.Match) -> str:
+        path = match.group(1)
+        for root in roots:
+            if path.startswith(root + os.sep):
+                return f'File "{path[len(root) + 1:]}"'
+        return match.group(0)
+
+    return re.sub(r'File "([^"]+)"', relative, traceback.format_exc())
 
 
 def fit_context(job: Job, checkpoint_dir=None, started: float | None = None, split=None) -> JobContext:
@@ -159,7 +179,7 @@ def execute(job: Job, factory, meta, X, y, split, checkpoint_dir=None, started: 
         record["status"] = _status_of(exc)
         record["error_type"] = f"{type(exc).__module__}.{type(exc).__qualname__}"
         record["error_message"] = str(exc)[:2000]
-        record["traceback"] = traceback.format_exc()[-20000:]
+        record["traceback"] = portable_traceback()[-20000:]
     record.update(memory.record() if hasattr(memory, "peak_bytes") else {})
     info = optional(estimator, "info_")
     if isinstance(info, dict):

@@ -158,18 +158,19 @@ class Checkpointer:
         try:
             state = torch.load(self.path, map_location=run.params[0].device, weights_only=False)
         except Exception as exc:  # noqa: BLE001 - a damaged checkpoint is not worth a failed job: start over
-            return self._ignore(f"{self.path} is unreadable ({type(exc).__name__}: {exc}); starting over")
+            return self._ignore(f"it is unreadable ({type(exc).__name__}); starting over")
         if state.get("fingerprint") != self.fingerprint:
-            return self._ignore(f"{self.path} (step {state.get('run', {}).get('step')}) was made by another run: "
-                                "its training table, params or model layout differ (another version of the code?); "
-                                "starting over")
+            return self._ignore(f"it (step {state.get('run', {}).get('step')}) was made by another run: its training "
+                                "table, params or model layout differ (another version of the code, or, at "
+                                "steps: auto or size: budget, another measured rate that chose other steps or "
+                                "size); starting over")
         run.load_state_dict(state["run"])
         self.resumed_from = run.step
         return True
 
     def _ignore(self, why: str) -> bool:
-        self.ignored = why
-        warnings.warn(f"npt checkpoint not resumed: {why}", stacklevel=3)
+        self.ignored = why  # recorded: no path, which would name this machine's folders
+        warnings.warn(f"npt checkpoint {self.path} not resumed: {why}", stacklevel=3)
         return False
 
     def maybe_save(self, run: Run, force: bool = False):
