@@ -104,6 +104,20 @@ def test_the_critical_difference_bar_and_its_label_clear_the_rank_axis_labels(qu
     assert all(box.y1 < title.y0 for box in boxes(fig, cd_text + cd_bar))
 
 
+def test_fourteen_methods_of_a_critical_difference_diagram_have_fourteen_colours():
+    """breadth's fourteen methods: matplotlib's ten-colour cycle gave npt-budget TabR's red and npt CatBoost's blue."""
+    import numpy as np
+    import pandas as pd
+
+    from tabbench.report.plots import cd_diagram
+
+    names = [f"method {i:02}" for i in range(14)]
+    ranks = pd.Series(np.linspace(2.0, 12.0, 14), index=names)
+    fig = cd_diagram(ranks, pd.DataFrame(0.01, index=names, columns=names), "fourteen methods")
+    colours = {t.get_text(): t.get_color() for t in fig.axes[0].texts}
+    assert len(colours) == 14 and len(set(colours.values())) == 14
+
+
 def test_the_cost_scatters_labels_overlap_neither_one_another_nor_the_frame(quickstart):
     """On the quickstart, where k-NN and Gradient Boosting share a rank and nearly a memory (their labels ran into
     'knngradient_boosting')."""

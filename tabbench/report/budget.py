@@ -69,13 +69,11 @@ def budget_figure(table: pd.DataFrame, published=None):
     """One panel per dataset, four to a row: mean ± SE test metric against steps (log axis where the steps span
     a factor of ten), the published number of each drawn method's model as a dashed line, the metric's axis
     within the range it can take."""
-    from tabbench.report.plots import _pyplot, log_or_linear, metric_limits
+    from tabbench.report.plots import _pyplot, log_or_linear, method_colours, metric_limits
 
     plt = _pyplot()
     datasets = sorted(table["dataset"].unique())
-    cycle = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    # one colour per method in every panel, whichever methods a panel has
-    colour = {m: cycle[i % len(cycle)] for i, m in enumerate(sorted(table["method"].unique()))}
+    colour = method_colours(table["method"])
     columns = min(len(datasets), 4)
     rows = math.ceil(len(datasets) / columns)
     fig, axes = plt.subplots(rows, columns, figsize=(3.6 * columns, 4.0 * rows), squeeze=False)

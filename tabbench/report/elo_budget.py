@@ -181,14 +181,14 @@ def _elo(elo: float, low: float, high: float) -> str:
 def figure(result: EloAgainstBudget, show: dict):
     """Elo against the budget point (log axis), one line per method with its 95% interval; the methods are
     set slightly apart along the axis (a few percent), so that their intervals do not hide each other."""
-    from tabbench.report.plots import _pyplot
+    from tabbench.report.plots import METHOD_COLOURS, _pyplot, method_colours
 
     plt = _pyplot()
     elo, low, high = result.at("elo"), result.at("elo_low"), result.at("elo_high")
     order = elo[result.points[-1]].sort_values(ascending=False).index
     fig, ax = plt.subplots(figsize=(7.5, 4.2))
-    cycle = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    styles = ["-", "--", ":", "-."]
+    colour = method_colours(order)
+    styles = {m: ["-", "--", ":", "-."][(i // len(METHOD_COLOURS)) % 4] for i, m in enumerate(sorted(order))}
     n = len(order)
     for i, method in enumerate(order):
         shift = 1.025 ** (i - (n - 1) / 2)
@@ -197,7 +197,7 @@ def figure(result: EloAgainstBudget, show: dict):
         below = y - low.loc[method].to_numpy(dtype=float)
         above = high.loc[method].to_numpy(dtype=float) - y
         ax.errorbar(x, y, yerr=np.nan_to_num(np.vstack([below, above])), marker="o", ms=3, capsize=2, lw=1.2,
-                    ls=styles[(i // len(cycle)) % len(styles)], color=cycle[i % len(cycle)],
+                    ls=styles[method], color=colour[method],
                     label=show.get(method, method))
     ax.set_xscale("log")
     ax.set_xticks(result.points)

@@ -24,6 +24,20 @@ def _pyplot():
     return plt
 
 
+#: Twenty distinct colours dark enough for text on white: matplotlib's tab10, then the darkest shades of tab20b
+#: and tab20c. A figure's methods, in name order, take them in turn, so the fourteen of breadth never share one.
+METHOD_COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
+                  "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd", "#e6550d", "#31a354",
+                  "#756bb1", "#636363"]
+
+
+def method_colours(methods) -> dict:
+    """One colour per method, the same in every panel of a figure whichever methods a panel has: in name order
+    from ``METHOD_COLOURS`` (a method past the twentieth repeats a colour; a figure that may have that many
+    also varies its line style)."""
+    return {m: METHOD_COLOURS[i % len(METHOD_COLOURS)] for i, m in enumerate(sorted(set(methods)))}
+
+
 #: The range each metric can take: an axis showing it stops there (an AUROC axis never runs past 1).
 METRIC_RANGE = {"auroc": (0.0, 1.0), "accuracy": (0.0, 1.0), "rmse": (0.0, None), "log_loss": (0.0, None)}
 
@@ -133,7 +147,8 @@ def cd_diagram(mean_ranks: pd.Series, pvalues: pd.DataFrame, title: str, cd: flo
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 0.3 * len(mean_ranks) + 1.2))
     drawn = sp.critical_difference_diagram(mean_ranks, pvalues, ax=ax, label_fmt_left="{label} ({rank:.2f})",
-                                           label_fmt_right="({rank:.2f}) {label}")
+                                           label_fmt_right="({rank:.2f}) {label}",
+                                           color_palette=method_colours(mean_ranks.index))
     for line in (line for lines in drawn["crossbars"] for line in lines):  # a bar's points come in set order:
         x, y = line.get_data()  # sort them so that the files do not change between runs
         line.set_data(sorted(x), y)
