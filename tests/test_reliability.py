@@ -19,10 +19,11 @@ from tests.conftest import require_ray
 from tests.plugins_for_tests import PLUGIN_FILE
 
 
-def _suite(tmp_path, n_methods=3) -> str:
+def _suite(tmp_path, n_methods=3, seconds=0.5) -> str:
+    """10 folds of iris, each method's job sleeping about ``seconds``."""
     suite = {"name": "slow", "plugins": [PLUGIN_FILE],
              "datasets": [{"name": "iris", "source": "sklearn", "id": "iris", "split": {"protocol": "kfold", "k": 10}}],
-             "models": {f"slow{i}": {"model": "slow", "params": {"seconds": 0.5 + i / 100}} for i in range(n_methods)}}
+             "models": {f"slow{i}": {"model": "slow", "params": {"seconds": seconds + i / 100}} for i in range(n_methods)}}
     path = tmp_path / "slow.yaml"
     path.write_text(yaml.safe_dump(suite))
     return str(path)
@@ -51,7 +52,8 @@ def _rerun(suite, results, *options) -> str:
 
 def test_driver_killed_with_sigkill_leaves_a_sound_store_and_rerun_completes_only_the_missing_jobs(tmp_path):
     require_ray()
-    suite, results = _suite(tmp_path), tmp_path / "results"
+    # jobs of 0.2 s: the driver is killed within a poll (0.2 s) of its 4th record, 26 jobs short of the end
+    suite, results = _suite(tmp_path, seconds=0.2), tmp_path / "results"
     store = Store(results / "slow")
     proc = _start(suite, results)
     _wait_for_records(store, 4, proc)
