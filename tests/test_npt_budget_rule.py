@@ -82,13 +82,17 @@ def test_size_budget_needs_auto_steps():
         check(NPT.Params, {"size": "budget", "steps": 100}, "npt")
 
 
-def test_a_fit_at_size_budget_trains_the_rung_the_rule_takes_on_this_machine():
+def test_a_fit_at_size_budget_trains_the_rung_the_rule_takes_on_this_machine_and_a_later_attempt_continues_it(
+        tmp_path):
     """Each rung asked is built and timed here (``rungs_tried``), from the largest down; the one taken is the
-    largest whose steps reach MIN_STEPS (else the smallest), and it is what trains."""
+    largest whose steps reach MIN_STEPS (else the smallest), and it is what trains. A later attempt of the job
+    (its checkpoint folder kept, as the harness keeps it for a job that did not finish) takes the same rung and
+    steps without timing the machine again, so it continues the checkpoint instead of starting over."""
     ds, sp = _sklearn_split("breast_cancer")
-    model = NPT(ds.meta, 0, size="budget", steps="auto", device="cpu", budgets=[])
-    model.fit(ds.X.iloc[sp.train], ds.y[sp.train], ds.X.iloc[sp.val], ds.y[sp.val],
-              context=JobContext(time_budget_s=20, started=time.monotonic()))
+    fit_args = (ds.X.iloc[sp.train], ds.y[sp.train], ds.X.iloc[sp.val], ds.y[sp.val])
+    params = dict(size="budget", steps="auto", device="cpu", budgets=[], checkpoint_minutes=0)
+    model = NPT(ds.meta, 0, **params)
+    model.fit(*fit_args, context=JobContext(time_budget_s=20, started=time.monotonic(), checkpoint_dir=tmp_path))
     info, names = model.info_, [r.name for r in LADDER]
     tried, taken = info["rungs_tried"], names.index(info["size_rung"])
     assert list(tried) == names[::-1][:len(tried)] and list(tried)[-1] == info["size_rung"]
@@ -100,6 +104,25 @@ def test_a_fit_at_size_budget_trains_the_rung_the_rule_takes_on_this_machine():
         rung.e, rung.n_layers, rung.n_heads)
     assert model.params["e"] == 32  # the given params are left as given
     assert model.predict_proba(ds.X.iloc[sp.test]).shape == (len(sp.test), 2)
+
+    again = NPT(ds.meta, 0, **params)
+    again.fit(*fit_args, context=JobContext(time_budget_s=20, started=time.monotonic(), checkpoint_dir=tmp_path))
+    assert info["resolution_resumed"] is False and again.info_["resolution_resumed"] is True
+    assert [again.info_[k] for k in ("size_rung", "rungs_tried", "steps", "slowdown_vs_cost_model")] == [
+        info[k] for k in ("size_rung", "rungs_tried", "steps", "slowdown_vs_cost_model")]
+    assert again.info_["resumed_from_step"] == info["steps_run"] and again.info_["checkpoint_ignored"] is None
+
+
+def test_a_resolution_is_taken_only_by_the_job_it_was_saved_for(tmp_path):
+    from tabbench_plugins.npt.checkpoints import RESOLUTION_FILE, save_resolution, saved_resolution
+
+    job = {"e": 32, "seed": 0, "budget_s": 450.0, "shape": [398, 30]}
+    save_resolution(tmp_path, job, {"steps": 812, "slowdown": 1.3, "rung": "e16-l4", "rungs_tried": None})
+    assert saved_resolution(tmp_path, job)["steps"] == 812
+    assert saved_resolution(tmp_path, {**job, "budget_s": 240.0}) is None  # another budget: time the machine
+    assert saved_resolution(tmp_path / "elsewhere", job) is None and saved_resolution(None, job) is None
+    (tmp_path / RESOLUTION_FILE).write_text('{"identity": ')  # cut short by a kill: timed again, not an error
+    assert saved_resolution(tmp_path, job) is None
 
 
 def _declared(suite: str) -> list[dict]:

@@ -32,8 +32,6 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from tabbench.metrics import PRIMARY
-
 
 def has_points(selected: pd.DataFrame) -> bool:
     return "budget_points" in selected and selected["budget_points"].map(

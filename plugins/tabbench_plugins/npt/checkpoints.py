@@ -23,6 +23,7 @@ loaded; the run then starts over and says why (``Checkpointer.ignored``, the rec
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import time
 import warnings
@@ -42,6 +43,34 @@ def step_budgets(params) -> tuple:
 
 
 CHECKPOINT_FILE = "npt-checkpoint.pt"
+#: What a job at ``steps: "auto"`` or ``size: "budget"`` resolved before training (its steps, its rung, the measured
+#: slowdown), kept beside its checkpoint: an attempt that resumes the job takes it instead of timing the machine
+#: again, whose answer would differ and make the checkpoint another run's.
+RESOLUTION_FILE = "npt-resolution.json"
+
+
+def saved_resolution(folder, identity: dict) -> dict | None:
+    """The resolution an earlier attempt of this job saved in ``folder`` (``save_resolution``), if it was saved
+    under the same ``identity`` (the job's params, seed, budget and table shape); else None."""
+    path = Path(folder) / RESOLUTION_FILE if folder else None
+    if path is None or not path.exists():
+        return None
+    try:
+        saved = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None  # a damaged file: the job times the machine again
+    return saved["resolution"] if saved.get("identity") == json.loads(json.dumps(identity)) else None
+
+
+def save_resolution(folder, identity: dict, resolution: dict) -> None:
+    """Keep ``resolution`` in ``folder`` for a later attempt of the job (written atomically)."""
+    if not folder:
+        return
+    path = Path(folder) / RESOLUTION_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    tmp.write_text(json.dumps({"identity": identity, "resolution": resolution}))
+    os.replace(tmp, path)
 
 
 def fingerprint(*arrays, params: dict, model=None) -> str:

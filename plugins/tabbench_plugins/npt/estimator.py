@@ -220,14 +220,9 @@ class NPT(Estimator):
         self.fit_params_ = dict(self.params)
         self.predict_rows_ = context.predict_rows
         self.n_points_ = len(context.budget_points_s)
-        n_unlabelled = len(X_unlabelled) if X_unlabelled is not None else 0
         budget = context.time_budget_s
         with deterministic_algorithms(self.device_.type, bool(self._param("deterministic"))):
-            if self._param("size") == "budget":
-                self._size_for_budget(X, y, X_val, y_val, X_unlabelled, torch, budget)
-            else:
-                self._build(X, y, X_val, y_val, X_unlabelled, torch)
-                self.steps_ = self._resolve_steps(n_unlabelled, torch, budget)
+            self._resolve(X, y, X_val, y_val, X_unlabelled, torch, budget, context.checkpoint_dir)
             points = context.time_points()
             trained = training.train(self.table_, self.model_, self.opt_, self.fit_params_, torch, steps=self.steps_,
                                      seed=self.seed, clock=self.clock_, identity=self.job_identity(),
@@ -245,6 +240,45 @@ class NPT(Estimator):
         self.table_ = self._table(X, y, X_val, y_val, X_unlabelled)
         torch.manual_seed(self.seed)  # the same initial weights however many rungs were built before
         self._build_model_and_optimiser(torch)
+
+    def _resolve(self, X, y, X_val, y_val, X_unlabelled, torch, budget: float | None, folder):
+        """Build the table, the model and the optimiser, and resolve the steps (and at ``size: "budget"`` the rung).
+        What a job at ``steps: "auto"`` or ``size: "budget"`` resolved is kept in its checkpoint folder
+        (``checkpoints.save_resolution``): an attempt that continues the job takes it again instead of timing the
+        machine, whose new answer would make the checkpoint another run's and start the job over."""
+        from tabbench_plugins.npt import checkpoints
+        from tabbench_plugins.npt.cost import LADDER
+
+        n_unlabelled = len(X_unlabelled) if X_unlabelled is not None else 0
+        by_budget = self.params["size"] == "budget"
+        self.resolution_resumed_ = None
+        if not (by_budget or self.params["steps"] == "auto"):
+            self._build(X, y, X_val, y_val, X_unlabelled, torch)
+            self.steps_ = self._resolve_steps(n_unlabelled, torch, budget)
+            return
+        identity = {**SPEC.key_params(self.params), "seed": self.seed, "budget_s": budget, "shape": list(X.shape),
+                    "val_rows": 0 if X_val is None else len(X_val), "unlabelled_rows": n_unlabelled}
+        saved = checkpoints.saved_resolution(folder, identity)
+        self.resolution_resumed_ = saved is not None
+        if saved is None:
+            if by_budget:
+                self._size_for_budget(X, y, X_val, y_val, X_unlabelled, torch, budget)
+            else:
+                self._build(X, y, X_val, y_val, X_unlabelled, torch)
+                self.steps_ = self._resolve_steps(n_unlabelled, torch, budget)
+            checkpoints.save_resolution(folder, identity, {
+                "steps": self.steps_, "slowdown": getattr(self, "slowdown_", None),
+                "rung": getattr(self, "rung_", None), "rungs_tried": getattr(self, "rungs_tried_", None)})
+            return
+        if by_budget:
+            self.rung_, self.rungs_tried_ = saved["rung"], saved["rungs_tried"]
+            self.fit_params_ = {**self.params, **next(r for r in LADDER if r.name == self.rung_).params}
+        self._build(X, y, X_val, y_val, X_unlabelled, torch)
+        self.steps_ = saved["steps"]
+        if saved["slowdown"] is not None:
+            self.slowdown_ = saved["slowdown"]
+            if self.predict_rows_:
+                self._reserve_for_prediction(self._cost_model(n_unlabelled), self.steps_)
 
     def _size_for_budget(self, X, y, X_val, y_val, X_unlabelled, torch, budget: float | None):
         """``size: "budget"``: the rung ``cost.choose_rung`` takes, each rung asked built and timed as ``steps:
@@ -305,14 +339,14 @@ class NPT(Estimator):
         if steps != "auto":
             return int(steps)
         from tabbench.spec import SplitSizes
-        from tabbench_plugins.npt import checkpoints, training
+        from tabbench_plugins.npt import training
 
         if not budget:
             raise ValueError('npt: steps "auto" needs the job\'s time budget (the suite\'s budget.time_s, given '
                              "to fit as context.time_budget_s); none was given: set budget.time_s, or give "
                              "steps a number")
         sizes = SplitSizes(self.table_.n_labelled, self.table_.n_val, n_unlabelled)
-        model = estimate_cpu_seconds(self.meta, sizes, {**self.fit_params_, "steps": 0})
+        model = self._cost_model(n_unlabelled)
         cpus = max(1.0, float(self._param("cpus")))
         def slowdown(rows):  # one timed pass over ``rows`` rows, against the cost model's seconds for it
             return training.measured_slowdown(self.table_, self.model_, torch, rows,
@@ -331,15 +365,30 @@ class NPT(Estimator):
                 break
         steps = auto_steps(self.meta, sizes, self.fit_params_, budget, self.slowdown_, self.clock_.remaining())
         if self.predict_rows_:  # keep time for predicting after training, then fit the steps in what is left
-            timed_pass_s = self.slowdown_ * model["pass_s"] / cpus  # forward and backward over a batch, here, now
-            val_pass_s = timed_pass_s / 3 * (len(self.table_) + self.table_.n_val) / model["rows"]  # forward only
-            kept = sum(b < steps for b in checkpoints.step_budgets(self.fit_params_)) + self.n_points_
-            self.clock_.reserve(training.prediction_reserve(val_pass_s, len(self.table_), self.table_.n_val,
-                                                            self.predict_rows_, kept))
+            self._reserve_for_prediction(model, steps)
             steps = auto_steps(self.meta, sizes, self.fit_params_, budget, self.slowdown_, self.clock_.remaining())
         if steps < 1 and required:
             raise ValueError(f'npt: steps "auto": not one training step fits in the time budget of {budget:g} s')
         return steps
+
+    def _cost_model(self, n_unlabelled: int) -> dict:
+        """The cost model's figures (``cost.estimate_cpu_seconds``) for this fit's table at its params."""
+        from tabbench.spec import SplitSizes
+
+        sizes = SplitSizes(self.table_.n_labelled, self.table_.n_val, n_unlabelled)
+        return estimate_cpu_seconds(self.meta, sizes, {**self.fit_params_, "steps": 0})
+
+    def _reserve_for_prediction(self, model: dict, steps: int):
+        """Keep time on the job's clock for predicting after training (``predict_rows_``), sized from the timed
+        pass (``slowdown_`` times the cost model's) and the states the fit keeps besides the best."""
+        from tabbench_plugins.npt import checkpoints, training
+
+        cpus = max(1.0, float(self._param("cpus")))
+        timed_pass_s = self.slowdown_ * model["pass_s"] / cpus  # forward and backward over a batch, here, now
+        val_pass_s = timed_pass_s / 3 * (len(self.table_) + self.table_.n_val) / model["rows"]  # forward only
+        kept = sum(b < steps for b in checkpoints.step_budgets(self.fit_params_)) + self.n_points_
+        self.clock_.reserve(training.prediction_reserve(val_pass_s, len(self.table_), self.table_.n_val,
+                                                        self.predict_rows_, kept))
 
     def _build_model_and_optimiser(self, torch):
         from tabbench_plugins.npt.model import NPT as Model
@@ -385,6 +434,8 @@ class NPT(Estimator):
         if self._param("steps") == "auto":  # the steps planned (above) came from this budget at this speed
             self.info_["steps_from_budget_s"] = budget
             self.info_["slowdown_vs_cost_model"] = self.slowdown_
+        if self.resolution_resumed_ is not None:  # taken from an earlier attempt of the job, or timed by this one
+            self.info_["resolution_resumed"] = self.resolution_resumed_
 
     # --- step budgets: what a shorter run would have predicted ---------------------------------------
 
