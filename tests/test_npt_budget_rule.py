@@ -105,8 +105,8 @@ def test_a_fit_at_size_budget_trains_the_rung_the_rule_takes_on_this_machine_and
     assert model.params["e"] == 32  # the given params are left as given
     assert model.predict_proba(ds.X.iloc[sp.test]).shape == (len(sp.test), 2)
 
-    again = NPT(ds.meta, 0, **params)
-    again.fit(*fit_args, context=JobContext(time_budget_s=20, started=time.monotonic(), checkpoint_dir=tmp_path))
+    again = NPT(ds.meta, 0, **params)  # with 1 s of its 20 left, so that it checks what it resumed and ends
+    again.fit(*fit_args, context=JobContext(time_budget_s=20, started=time.monotonic() - 19, checkpoint_dir=tmp_path))
     assert info["resolution_resumed"] is False and again.info_["resolution_resumed"] is True
     assert [again.info_[k] for k in ("size_rung", "rungs_tried", "steps", "slowdown_vs_cost_model")] == [
         info[k] for k in ("size_rung", "rungs_tried", "steps", "slowdown_vs_cost_model")]
