@@ -251,21 +251,19 @@ class NPT(Estimator):
 
         n_unlabelled = len(X_unlabelled) if X_unlabelled is not None else 0
         by_budget = self.params["size"] == "budget"
-        self.resolution_resumed_ = None
-        if not (by_budget or self.params["steps"] == "auto"):
-            self._build(X, y, X_val, y_val, X_unlabelled, torch)
-            self.steps_ = self._resolve_steps(n_unlabelled, torch, budget)
-            return
+        resolved = by_budget or self.params["steps"] == "auto"  # from the budget and the machine's speed
         identity = {**SPEC.key_params(self.params), "seed": self.seed, "budget_s": budget, "shape": list(X.shape),
                     "val_rows": 0 if X_val is None else len(X_val), "unlabelled_rows": n_unlabelled}
-        saved = checkpoints.saved_resolution(folder, identity)
-        self.resolution_resumed_ = saved is not None
+        saved = checkpoints.saved_resolution(folder, identity) if resolved else None
+        self.resolution_resumed_ = (saved is not None) if resolved else None
         if saved is None:
             if by_budget:
                 self._size_for_budget(X, y, X_val, y_val, X_unlabelled, torch, budget)
             else:
                 self._build(X, y, X_val, y_val, X_unlabelled, torch)
                 self.steps_ = self._resolve_steps(n_unlabelled, torch, budget)
+            if not resolved:
+                return
             checkpoints.save_resolution(folder, identity, {
                 "steps": self.steps_, "slowdown": getattr(self, "slowdown_", None),
                 "rung": getattr(self, "rung_", None), "rungs_tried": getattr(self, "rungs_tried_", None)})
