@@ -48,13 +48,13 @@ def _parse(raw):
         assert str(err).startswith("s.yaml: ")
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(documents)
 def test_arbitrary_documents_load_or_raise_suite_error(raw):
     _parse(raw)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(st.sampled_from(ALL_PATHS), documents)
 def test_a_valid_suite_with_any_one_field_replaced_loads_or_raises_suite_error(path, value):
     raw = copy.deepcopy(VALID)
