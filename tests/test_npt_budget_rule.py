@@ -168,7 +168,7 @@ def test_npt_at_auto_steps_ends_on_its_own_clock_beside_a_cpu_hog(tmp_path, cpu_
     from tabbench.store import load_records
     from tabbench.suite import load_suite
 
-    budget = 30
+    budget = 20
     suite = {"name": "hog", "seeds": [0], "budget": {"time_s": budget},
              "datasets": [{"name": "breast_cancer", "source": "sklearn", "id": "breast_cancer",
                            "split": {"protocol": "holdout"}}],
