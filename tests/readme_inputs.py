@@ -8,8 +8,8 @@ step count a suite sets. Declare it for the README that states it, with the reas
 
 from __future__ import annotations
 
-from functools import cached_property
 import re
+from functools import cache, cached_property
 from pathlib import Path
 
 import pandas as pd
@@ -35,7 +35,7 @@ class Folder:
         return pooled_records([self.path])
 
     def other(self, name: str) -> "Folder":
-        return Folder(name)
+        return folder(name)
 
     def jobs(self, methods, status: str | None = None) -> int:
         runs = self.records[self.records["method"].isin(methods.split())]
@@ -43,7 +43,7 @@ class Folder:
 
     def carried_from(self, name: str) -> int:
         """How many of the records have a job key of another folder's records (carried over from it)."""
-        return int(self.records["key"].isin(set(Folder(name).records["key"])).sum())
+        return int(self.records["key"].isin(set(folder(name).records["key"])).sum())
 
     @cached_property
     def selected(self) -> pd.DataFrame:
@@ -193,6 +193,12 @@ CITED: dict[str, dict] = {
     "results": {"benchmarks/README.md": "1.3 4.54 5.9 5.01 92.4 5.04 135.9 3.62 59.8 0.1 1.1"},
     "uci-small-npt-paper-gpu": {"benchmarks/README.md": "2.5 4.2 34 13 40 10 26 11 1.8 100% 15-26%"},
 }
+
+
+@cache
+def folder(name: str) -> Folder:
+    """The one Folder of a name: each folder's records are read once for every claim of every README."""
+    return Folder(name)
 
 
 #: Per README: {where it comes from, as the README names it: "numbers"} measured outside tabbench, with no record

@@ -24,7 +24,7 @@ def name_of(readme: Path) -> str:
 def claimed(name: str, text: str) -> tuple[list, set]:
     """(the claims of CLAIMS whose numbers differ from what the records give, the numbers the claims checked)."""
     wrong, checked = [], set()
-    folder = readme_inputs.Folder(name)
+    folder = readme_inputs.folder(name)
     for pattern, compute in readme_inputs.CLAIMS.get(name, []):
         found = re.search(pattern, text)
         if found is None:
