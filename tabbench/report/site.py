@@ -405,8 +405,10 @@ THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"
 
 @contextmanager
 def one_thread_each():
-    """Processes started within start their numerical libraries with one thread: as many workers as cores, each
-    with a thread a core, spin in one another's way (measured: `tabbench report` 4x slower beside a busy core)."""
+    """Processes started within start their numerical libraries with one thread: a library's threads wait for one
+    another by spinning, and with the cores already taken by the other workers they spin against them (measured on
+    a 2-core Xeon: `tabbench report` in one process with OpenBLAS's two threads beside a busy core, 183 s; with one
+    thread, 43 s)."""
     import os
 
     before = {name: os.environ.get(name) for name in THREAD_VARIABLES}
