@@ -124,3 +124,22 @@ def test_an_unknown_generated_block_is_an_error_naming_the_readme(tmp_path):
     readme.write_text("# x\n<!-- tabbench report: sigificance -->\n<!-- end of tabbench report: sigificance -->\n")
     with pytest.raises(SiteError, match=rf"{readme}: unknown generated block 'sigificance'; known: significance"):
         fill_blocks(readme, None)
+
+
+def test_the_site_workers_start_with_one_numerical_thread_and_the_caller_keeps_its_own(monkeypatch):
+    """`tabbench report`'s worker processes are started inside one_thread_each: one BLAS/OpenMP thread each (two a
+    core spin against one another); the caller's own settings come back afterwards, unset ones unset."""
+    import os
+    import subprocess
+    import sys
+
+    from tabbench.report.site import one_thread_each
+    from tabbench.run.isolation import THREAD_VARIABLES
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    with one_thread_each():
+        child = subprocess.run([sys.executable, "-c", "import os; print([os.environ.get(v) for v in "
+                                f"{THREAD_VARIABLES!r}])"], capture_output=True, text=True, check=True)
+    assert child.stdout.strip() == str(["1"] * len(THREAD_VARIABLES))
+    assert os.environ["OMP_NUM_THREADS"] == "3" and "OPENBLAS_NUM_THREADS" not in os.environ

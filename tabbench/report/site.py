@@ -399,10 +399,6 @@ def _regenerate(folder: Path):
     return write(**given), given["report"]
 
 
-#: The thread pools of the numerical libraries (OpenBLAS, OpenMP, MKL), read when a process loads them.
-THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
-
-
 @contextmanager
 def one_thread_each():
     """Processes started within start their numerical libraries with one thread: a library's threads wait for one
@@ -410,6 +406,8 @@ def one_thread_each():
     a 2-core Xeon: `tabbench report` in one process with OpenBLAS's two threads beside a busy core, 183 s; with one
     thread, 43 s)."""
     import os
+
+    from tabbench.run.isolation import THREAD_VARIABLES
 
     before = {name: os.environ.get(name) for name in THREAD_VARIABLES}
     os.environ.update(dict.fromkeys(THREAD_VARIABLES, "1"))

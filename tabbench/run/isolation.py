@@ -49,9 +49,13 @@ def steady_allocator() -> None:
     mallopt(M_TRIM_THRESHOLD, 2**31 - 1)
 
 
+#: The thread pools of the numerical libraries (OpenMP, MKL, OpenBLAS), read when a process loads them.
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
 def _limit_threads(n: int) -> None:
     """Run the job's native thread pools (BLAS, OpenMP, torch) on the CPUs Ray gave it, not every core."""
-    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    for var in THREAD_VARIABLES:
         os.environ[var] = str(n)  # for libraries the job imports itself
     torch = sys.modules.get("torch")
     if torch is not None:
