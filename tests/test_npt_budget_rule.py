@@ -113,11 +113,13 @@ def test_a_fit_at_size_budget_trains_the_rung_the_rule_takes_on_this_machine_and
     assert again.info_["resumed_from_step"] == info["steps_run"] and again.info_["checkpoint_ignored"] is None
 
 
-def test_a_resolution_is_taken_only_by_the_job_it_was_saved_for(tmp_path):
-    from tabbench_plugins.npt.checkpoints import RESOLUTION_FILE, save_resolution, saved_resolution
+def test_a_resolution_is_taken_only_by_the_job_it_was_saved_for_and_only_with_a_checkpoint_to_continue(tmp_path):
+    from tabbench_plugins.npt.checkpoints import CHECKPOINT_FILE, RESOLUTION_FILE, save_resolution, saved_resolution
 
     job = {"e": 32, "seed": 0, "budget_s": 450.0, "shape": [398, 30]}
     save_resolution(tmp_path, job, {"steps": 812, "slowdown": 1.3, "rung": "e16-l4", "rungs_tried": None})
+    assert saved_resolution(tmp_path, job) is None  # stopped before its first checkpoint: nothing to continue
+    (tmp_path / CHECKPOINT_FILE).write_bytes(b"")
     assert saved_resolution(tmp_path, job)["steps"] == 812
     assert saved_resolution(tmp_path, {**job, "budget_s": 240.0}) is None  # another budget: time the machine
     assert saved_resolution(tmp_path / "elsewhere", job) is None and saved_resolution(None, job) is None

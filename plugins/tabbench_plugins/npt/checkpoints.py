@@ -51,9 +51,12 @@ RESOLUTION_FILE = "npt-resolution.json"
 
 def saved_resolution(folder, identity: dict) -> dict | None:
     """The resolution an earlier attempt of this job saved in ``folder`` (``save_resolution``), if it was saved
-    under the same ``identity`` (the job's params, seed, budget and table shape); else None."""
+    under the same ``identity`` (the job's params, seed, budget and table shape) and left a checkpoint to continue;
+    else None. Without a checkpoint (an attempt stopped before its first) there is nothing to keep consistent with,
+    and the job times the machine again: a resolution timed beside other load would otherwise cost it steps (seen:
+    breadth's babies fold 0 trained 277 steps from an interrupted attempt's timing, its other folds about 690)."""
     path = Path(folder) / RESOLUTION_FILE if folder else None
-    if path is None or not path.exists():
+    if path is None or not path.exists() or not (path.parent / CHECKPOINT_FILE).exists():
         return None
     try:
         saved = json.loads(path.read_text())
