@@ -85,9 +85,11 @@ class Folder:
         return rows.set_index("dataset")["rank"]
 
     def median_info(self, method: str, key: str) -> pd.Series:
-        """dataset -> the median over the method's jobs of ``info[key]`` (NPT's steps_run)."""
+        """dataset -> the median over the method's jobs of ``info[key]`` (NPT's steps_run); a failed job, which
+        records no info, has none (NaN where no job of the dataset has one)."""
         runs = self.records[self.records["method"] == method]
-        return runs.groupby("dataset")["info"].apply(lambda s: pd.Series([i.get(key) for i in s]).median())
+        return runs.groupby("dataset")["info"].apply(
+            lambda s: pd.Series([i.get(key) if isinstance(i, dict) else None for i in s], dtype=float).median())
 
 #: Inputs every README may state.
 EVERYWHERE = [
@@ -229,12 +231,18 @@ def _npt_steps(folder: Folder, family: str):
     ranks = folder.ranks("npt")
     family_datasets = folder.board.loc[folder.board["table"] == f"test_{family}", "dataset"].unique()
     ranks = ranks[ranks.index.isin(family_datasets)]
-    rho, p = spearmanr(ranks, folder.median_info("npt", "steps_run")[ranks.index])
+    rho, p = spearmanr(ranks, _npt_median_steps(folder)[ranks.index])
     return len(ranks), rho, p
 
 
+def _npt_median_steps(folder: Folder) -> pd.Series:
+    """dataset -> NPT's median steps there; a job that failed before its first step (breadth's caravan: "not one
+    training step fits") trained none."""
+    return folder.median_info("npt", "steps_run").fillna(0)
+
+
 def _npt_by_steps(folder: Folder):
-    steps, ranks = folder.median_info("npt", "steps_run"), folder.ranks("npt")
+    steps, ranks = _npt_median_steps(folder), folder.ranks("npt")
     many, few = steps[steps >= 500].index, steps[steps < 300].index
     return len(many), ranks[many].mean(), len(few), ranks[few].mean()
 
