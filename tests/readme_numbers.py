@@ -402,6 +402,11 @@ def folder_facts(name: str) -> Facts:
                         _durations(facts, value, r["method"], r["dataset"])
                     elif column not in ("method", "dataset", "model", "metric", "note"):
                         facts.add(value, r["method"], r["dataset"], role={"mean": "mean", "se": "se"}.get(column))
+    budget_elo = folder / "elo-against-budget.csv"  # each method's Elo and mean rank at each budget point
+    if budget_elo.exists():
+        for _, r in pd.read_csv(budget_elo).iterrows():
+            for column, role in (("elo", "elo"), ("elo_low", None), ("elo_high", None), ("mean_rank", "rank")):
+                facts.add(r[column], r["method"], None, role=role)
     if board.exists():
         _derived_facts(facts, pd.read_csv(board))
     win = folder / "win-rate.csv"
