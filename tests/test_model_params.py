@@ -127,7 +127,7 @@ def test_every_committed_record_keeps_its_job_key_under_todays_resolution_of_its
     with the record's data and split fingerprints, fold and seed, is the record's key; and the params it ran
     with are values its model's params class accepts."""
     writing = _suites_writing_to()
-    # one suite, or several sharing a folder (image-reduced's two); a staging folder (breadth-reruns) holds the
+    # one suite, or several sharing a folder (image-reduced's two); a folder of another name holds the
     # records of the suite they name
     suites = writing.get(folder.name) or [s for name in sorted({r["suite"] for r in _records(folder)})
                                           for s in writing[name]]

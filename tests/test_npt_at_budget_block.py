@@ -2,11 +2,11 @@
 results/breadth's real records: ten of its datasets (seven binary, one multi-class, two regression; 30 splits) and
 five of its methods with ``npt``.
 
-breadth has no ``npt-budget`` records yet, so that method is constructed: TabM's real records on the same splits,
-relabelled ``npt-budget`` (model npt), each carrying the ``info`` of npt's record on its split (its ``steps_run``)
-and a size rung (``info.size_rung``) named in turn from NPT's ladder. Every metric is a real one;
-only the labels are constructed. The budget points are constructed as tests/test_budget_rerun.py constructs them
-(no state before a job's fit ended, its final metrics from then on).
+The ``npt-budget`` records are constructed, so that each test decides which splits they cover: TabM's real records
+on the same splits, their budget points taken off, relabelled ``npt-budget`` (model npt), each carrying the ``info``
+of npt's record on its split (its ``steps_run``) and a size rung (``info.size_rung``) named in turn from NPT's
+ladder. Every metric is a real one; only the labels are constructed. The budget points are constructed as
+tests/test_budget_rerun.py constructs them (no state before a job's fit ended, its final metrics from then on).
 
 * until npt-budget covers every split npt has, the block gives the counts and nothing else;
 * complete, its numbers are the leaderboard's (leaderboard.csv's Elo and mean ranks) and the significance tests'
@@ -28,6 +28,7 @@ from tabbench.metrics import PRIMARY
 from tabbench.report.leaderboard import write
 from tabbench.store import Store
 from tests.conftest import ROOT
+from tests.test_budget_rerun import without_points
 
 pytest.importorskip("bencheval")
 
@@ -56,8 +57,8 @@ def as_npt_budget(breadth) -> list:
     out = []
     for i, record in enumerate(sorted((r for r in breadth if r["method"] == "tabm"), key=split)):
         info = {**npt[split(record)]["info"], "size_rung": RUNGS[i % len(RUNGS)]}
-        out.append({**copy.deepcopy(record), "method": "npt-budget", "model": "npt", "key": record["key"] + "-budget",
-                    "info": info})
+        out.append({**copy.deepcopy(without_points(record)), "method": "npt-budget", "model": "npt",
+                    "key": record["key"] + "-budget", "info": info})
     return out
 
 
@@ -90,11 +91,6 @@ def row(lines: list, first: str, budget: bool = False) -> list:
     found = rows(lines, first, budget)
     assert len(found) == 1, (first, found)
     return found[0]
-
-
-def without_points(record: dict) -> dict:
-    """A record as it was before the suite asked for budget points (breadth's re-runs added them to some)."""
-    return {k: v for k, v in record.items() if k not in ("budget_points", "budget_points_s")}
 
 
 @pytest.fixture(scope="module")
