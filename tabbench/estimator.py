@@ -25,6 +25,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, ClassVar, Mapping
 
+from tabbench.clock import WALL, reader
 from tabbench.params import Params, check, merged
 from tabbench.spec import DatasetMeta
 
@@ -43,9 +44,9 @@ PREDICT_SLOWDOWN = 2.0
 class TrainingClock:
     """Whether an iterative model has time for one more epoch (or tree) before its training deadline.
 
-    The deadline is ``TRAINING_SHARE`` of ``budget_s`` after ``started`` (a ``time.monotonic()`` reading: the
-    job's start, as the harness counts its budget, so that what the job did before ``fit`` is spent from the
-    same budget; None: when the clock is made, at the start of ``fit``). ``budget_s`` None means no limit: the
+    The deadline is ``TRAINING_SHARE`` of ``budget_s`` after ``started`` (a reading of ``now``, the job's clock,
+    tabbench/clock.py: the job's start, as the harness counts its budget, so that what the job did before ``fit``
+    is spent from the same budget; None: when the clock is made, at the start of ``fit``). ``budget_s`` None means no limit: the
     clock then never stops a fit. Call ``out_of_time()`` after each epoch, where another would otherwise follow:
     it is True when one more epoch as long as the longest so far (the first one counted from the clock's
     creation, setup included) would end past the deadline, and from then on ``stopped`` is True (recorded as
@@ -53,8 +54,10 @@ class TrainingClock:
     epoch, or the trees up to its best iteration.
     """
 
-    def __init__(self, budget_s: float | None, share: float = TRAINING_SHARE, started: float | None = None):
-        self._last = time.monotonic()
+    def __init__(self, budget_s: float | None, share: float = TRAINING_SHARE, started: float | None = None,
+                 now=time.monotonic):
+        self.now = now
+        self._last = now()
         start = self._last if started is None else started
         self.deadline = None if budget_s is None else start + share * float(budget_s)
         self.end = None if budget_s is None else start + float(budget_s)  # the job's end: killed there
@@ -65,7 +68,7 @@ class TrainingClock:
     def begin(self) -> None:
         """Training starts now: the first epoch counts from here, not from the clock's creation (for a model
         whose setup, such as timing its own passes, is long and says nothing of an epoch's length)."""
-        self._last = time.monotonic()
+        self._last = self.now()
 
     def reserve(self, seconds: float) -> None:
         """Keep ``seconds`` free before the job's end for what follows training (predicting; a model that knows
@@ -77,11 +80,11 @@ class TrainingClock:
 
     def remaining(self) -> float | None:
         """Seconds left before the deadline (never below 0), or None without a budget."""
-        return None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
+        return None if self.deadline is None else max(0.0, self.deadline - self.now())
 
     def out_of_time(self) -> bool:
         """Count the epoch that just ended; True when another as long as the longest would pass the deadline."""
-        now = time.monotonic()
+        now = self.now()
         self.longest = max(self.longest, now - self._last)
         self._last = now
         if self.deadline is not None and now + self.longest > self.deadline:
@@ -90,8 +93,8 @@ class TrainingClock:
 
 
 class TimePoints:
-    """The job's budget points (``JobContext.budget_points_s``: seconds of elapsed time, counted from the job's
-    start, ``started``, the clock the time budget counts on) as a training loop keeps states for them.
+    """The job's budget points (``JobContext.budget_points_s``: seconds on the job's clock, ``now``, counted from the
+    job's start, ``started``, as the time budget counts) as a training loop keeps states for them.
 
     A loop that validates after each epoch (or tree) calls ``keep(state_s, state, now)`` there, before the epoch
     it just validated can become the best (dated ``now`` too, the one ``elapsed()`` reading of that moment): ``state`` is the state validation had selected until then (the best
@@ -102,15 +105,16 @@ class TimePoints:
     point -> (state_s, state); points never passed (after training) are not in it: the final state is theirs.
     """
 
-    def __init__(self, points_s=(), started: float | None = None):
+    def __init__(self, points_s=(), started: float | None = None, now=time.monotonic):
+        self.now = now
         self.points = tuple(sorted(float(p) for p in points_s))
-        self.started = time.monotonic() if started is None else started
+        self.started = now() if started is None else started
         self.kept: dict = {}
         self._next = 0  # the first point not passed yet
 
     def elapsed(self) -> float:
-        """Seconds since the job's start."""
-        return time.monotonic() - self.started
+        """Seconds since the job's start, on the job's clock."""
+        return self.now() - self.started
 
     def passed(self, now: float | None = None) -> bool:
         """Whether a point has passed since the last ``keep`` (by ``now``, an ``elapsed()`` reading; default: now)."""
@@ -154,8 +158,9 @@ class JobContext:
     ``time_budget_s``: the suite's ``budget.time_s`` for the whole job (loading, fit, predicting), or None. A model
     that sizes its training to it reads it (NPT's ``steps: "auto"``); a model that trains iteratively stops in
     time through ``training_clock()`` instead.
-    ``started``: the ``time.monotonic()`` reading the budget counts from (the job's start, before its data was
-    loaded), or None: the clock's creation, at the start of ``fit``.
+    ``clock``: what the budget and the points count (tabbench/clock.py: ``cpu``, the job's own CPU seconds, or
+    ``wall``); ``now()`` reads it. ``started``: its reading the budget counts from (the job's start, before its
+    data was loaded), or None: the clock's creation, at the start of ``fit``.
     ``checkpoint_dir``: a folder the model may keep its training state in and continue from when the same job
     runs again (kept across re-runs of the job, removed once its record is ``ok``), or None: no resuming.
     ``cpus`` and ``gpus``: what the scheduler reserved for the job (``ModelSpec.resources``; threads are
@@ -174,15 +179,20 @@ class JobContext:
     gpus: float | None = None
     budget_points_s: tuple = ()
     predict_rows: int | None = None
+    clock: str = WALL
+
+    def now(self) -> float:
+        """The current reading of the job's clock (seconds; compare it with ``started``)."""
+        return reader(self.clock)()
 
     def time_points(self) -> TimePoints:
         """This fit's budget points, counted from the job's start (none without ``budget_points_s``)."""
-        return TimePoints(self.budget_points_s, self.started)
+        return TimePoints(self.budget_points_s, self.started, reader(self.clock))
 
     def training_clock(self, share: float = TRAINING_SHARE) -> TrainingClock:
         """A clock for this fit's training loop: ``share`` of the job's time budget, counted from the job's start
         (no limit without a budget)."""
-        return TrainingClock(self.time_budget_s, share, started=self.started)
+        return TrainingClock(self.time_budget_s, share, started=self.started, now=reader(self.clock))
 
 
 class Estimator:

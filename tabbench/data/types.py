@@ -36,7 +36,7 @@ class SplitConfig:
     k: int = 5
     seed: int = 42
     folds: tuple | None = None  # which folds to run (None = all)
-    repeats: tuple | None = None  # openml_task: which repeats (None = all)
+    repeats: tuple | None = None  # openml_task: which repeats (None = all); holdout: which to draw (None = 0 only)
     val_fraction: float = 0.125  # share of each fold's training part held out for validation
     test_fraction: float = 0.2  # holdout only
     test_rows: int | None = None  # fixed: the last N rows are the test set (else the source's test file)

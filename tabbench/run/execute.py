@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tabbench.clock import reader
 from tabbench.estimator import JobContext, optional
 from tabbench.run.jobs import ERROR, GPU_OOM, INVALID, OK, OOM, Job
 from tabbench.measure import PeakMemory, environment
@@ -75,7 +76,7 @@ def fit_context(job: Job, checkpoint_dir=None, started: float | None = None, spl
                       checkpoint_dir=None if checkpoint_dir is None else Path(checkpoint_dir),
                       cpus=job.resources.get("num_cpus"), gpus=job.resources.get("num_gpus"),
                       budget_points_s=tuple(job.budget_points_s),
-                      predict_rows=None if split is None else len(split.test) + len(split.val))
+                      predict_rows=None if split is None else len(split.test) + len(split.val), clock=job.clock)
 
 
 def _fit(estimator, job: Job, X, y, split, context: JobContext):
@@ -127,7 +128,7 @@ def _budget_points(estimator, job: Job, meta, X, y, split, final: dict, fit_end_
         point = {"at_s": at_s, "state_s": state_s, "finished": False, "val": None, "test": None}
         if state_s is not None and state_s not in scored:
             # room for twice what the final predictions took, and a margin, before the job's budget
-            if deadline is not None and time.monotonic() + 2 * point_cost_s + 0.02 * job.time_budget_s > deadline:
+            if deadline is not None and reader(job.clock)() + 2 * point_cost_s + 0.02 * job.time_budget_s > deadline:
                 point["unscored"] = "the job's time budget"
                 points.append(point)
                 continue
@@ -139,28 +140,29 @@ def _budget_points(estimator, job: Job, meta, X, y, split, final: dict, fit_end_
 def execute(job: Job, factory, meta, X, y, split, checkpoint_dir=None, started: float | None = None) -> dict:
     """Fit and evaluate one job; never raises for a model's own failure (it is recorded instead).
     ``checkpoint_dir``: a folder the model may keep its training state in (``JobContext``).
-    ``started``: the ``time.monotonic()`` reading the job's time budget counts from (default: now)."""
-    started = time.monotonic() if started is None else started
+    ``started``: the reading of the job's clock (``job.clock``) its time budget counts from (default: now)."""
+    now = reader(job.clock)
+    started = now() if started is None else started
     record = job.record()
     record["started_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
     estimator = None
-    t_start = time.perf_counter()
+    t_start, cpu_start = time.perf_counter(), time.process_time()
     memory = PeakMemory()
     try:
         with memory:
             estimator = factory(meta, job.seed, **job.params)
             t0 = time.perf_counter()
             _fit(estimator, job, X, y, split, fit_context(job, checkpoint_dir, started, split))
-            fit_end_s = time.monotonic() - started  # on the budget's clock: where budget points after it are final
+            fit_end_s = now() - started  # on the budget's clock: where budget points after it are final
             earlier = optional(estimator, "resumed_fit_seconds_")  # of a fit resumed from a checkpoint
             record["fit_seconds"] = time.perf_counter() - t0 + earlier
             if earlier:
                 record["fit_seconds_before_resume"] = earlier
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), now()
             test = _evaluate(estimator, meta, X.iloc[split.test], y[split.test])
             record["predict_seconds"] = time.perf_counter() - t0
             val = _evaluate(estimator, meta, X.iloc[split.val], y[split.val])
-            point_cost_s = time.perf_counter() - t0  # test and validation predictions: what scoring a state costs
+            point_cost_s = now() - c0  # test and validation predictions: what scoring a state costs, on its clock
             curve = _budget_curve(estimator, meta, X, y, split)
             points = []
             if job.budget_points_s:
@@ -186,6 +188,7 @@ def execute(job: Job, factory, meta, X, y, split, checkpoint_dir=None, started: 
         record["info"] = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in info.items()}
     # the whole job's, as fit_seconds: a job resumed from a checkpoint adds its earlier attempts' fit time
     record["wall_seconds"] = time.perf_counter() - t_start + record.get("fit_seconds_before_resume", 0.0)
+    record["cpu_seconds"] = time.process_time() - cpu_start  # this attempt's, every thread of the job's process
     record["environment"] = environment()
     record["finished_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
     return record

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tabbench.clock import job_clock
 from tabbench.run.jobs import Job, job_key
 from tabbench.suite.trials import method_params
 
@@ -25,14 +26,16 @@ def expand(suite, registry, loaded, gpu_available=False) -> list[Job]:
             for split in splits:
                 for seed in suite.seeds:
                     for trial, config, params, key_params in trials:
+                        resources = spec.resources(params)
                         key = job_key(entry.label, entry.model, key_params, dataset.fingerprint,
                                       split.fingerprint, split.fold, split.repeat, seed)
                         jobs.append(Job(key, suite.name, entry.label, entry.model, params, trial, name,
                                         dataset.meta.task, split.fold, split.repeat, seed, dataset.fingerprint,
-                                        split.fingerprint, dataset.subset, spec.resources(params),
+                                        split.fingerprint, dataset.subset, resources,
                                         suite.budget.time_s, suite.budget.memory_mb,
                                         spec.is_transductive(params), key_params, spec.deterministic, config,
-                                        n_trials=len(trials), budget_points_s=suite.budget.points_s))
+                                        n_trials=len(trials), budget_points_s=suite.budget.points_s,
+                                        clock=job_clock(suite.budget.clock, resources.get("num_gpus"))))
     return jobs
 
 

@@ -11,6 +11,7 @@ import signal
 import sys
 import time
 
+from tabbench.clock import CPU, process_cpu_seconds, reader, wall_ceiling
 from tabbench.run.execute import execute
 from tabbench.run.jobs import CRASH, OOM, TIMEOUT, Job, failure_record
 from tabbench.measure import private_kib, proc_status_kib
@@ -87,7 +88,8 @@ def execute_isolated(job: Job, factory, meta, X, y, split, poll_s: float = 0.05,
     """Run ``execute`` in a forked child so that the job's limits can be enforced from outside.
 
     The child inherits the data copy-on-write (nothing is serialised). The parent enforces the
-    job's time budget (kill -> ``timeout``) and host memory budget (the child's own resident memory
+    job's time budget on the job's clock (``job.clock``, tabbench/clock.py: its own CPU seconds, read from outside,
+    with a wall-clock ceiling; or wall seconds) (kill -> ``timeout``) and host memory budget (the child's own resident memory
     polled, kill -> ``oom``: pages it still shares copy-on-write with its parent are not the job's, so a
     large driver, as under ``--no-ray``, does not eat the budget), and turns a child that dies without a record (segfault, os._exit, killed) into
     ``crash``. Where fork is unavailable the job runs in-process without enforced limits.
@@ -95,7 +97,7 @@ def execute_isolated(job: Job, factory, meta, X, y, split, poll_s: float = 0.05,
     if not hasattr(os, "fork"):
         return execute(job, factory, meta, X, y, split, checkpoint_dir)
     read_fd, write_fd = os.pipe()
-    started = time.monotonic()  # the time budget counts from here, in the child's training clock as below
+    started = time.monotonic()  # wall time: the time budget counts from here (cpu clock: from the child's start)
     pid = os.fork()
     if pid == 0:  # the child: run, send the record, leave without running the parent's exit handlers
         code = 0
@@ -104,7 +106,9 @@ def execute_isolated(job: Job, factory, meta, X, y, split, poll_s: float = 0.05,
             _die_with_parent()
             steady_allocator()
             _limit_threads(max(1, int(job.resources.get("num_cpus") or 1)))
-            payload = pickle.dumps(execute(job, factory, meta, X, y, split, checkpoint_dir, started))
+            # the child's CPU time starts at its fork: its own budget's reading at start is taken here
+            began = reader(job.clock)() if job.clock == CPU else started
+            payload = pickle.dumps(execute(job, factory, meta, X, y, split, checkpoint_dir, began))
             view = memoryview(payload)
             while view:
                 view = view[os.write(write_fd, view):]
@@ -115,6 +119,10 @@ def execute_isolated(job: Job, factory, meta, X, y, split, poll_s: float = 0.05,
     os.close(write_fd)
     chunks, status = [], None
     memory = _MemoryWatch(pid, job.memory_budget_mb) if job.memory_budget_mb is not None else None
+    budget = job.time_budget_s
+    on_cpu = job.clock == CPU and budget is not None
+    ceiling = wall_ceiling(budget) if on_cpu else budget
+    used_cpu = 0.0
     try:
         while True:
             ready, _, _ = select.select([read_fd], [], [], poll_s)
@@ -125,7 +133,9 @@ def execute_isolated(job: Job, factory, meta, X, y, split, poll_s: float = 0.05,
                 chunks.append(chunk)
                 continue
             now = time.monotonic()
-            if job.time_budget_s is not None and now - started > job.time_budget_s:
+            if on_cpu:
+                used_cpu = process_cpu_seconds(pid) or used_cpu
+            if budget is not None and (now - started > ceiling or (on_cpu and used_cpu > budget)):
                 status = TIMEOUT
             elif memory is not None and memory.over(now):
                 status = OOM
@@ -139,6 +149,13 @@ def execute_isolated(job: Job, factory, meta, X, y, split, poll_s: float = 0.05,
         os.close(read_fd)
         _, wait_status = os.waitpid(pid, 0)
     elapsed = time.monotonic() - started
+    if status == TIMEOUT and on_cpu and used_cpu > budget:
+        return failure_record(job, TIMEOUT, f"killed after {used_cpu:.1f} CPU-s ({elapsed:.1f} s elapsed): the "
+                              f"job's time budget is {budget:g} CPU-s (suite budget.time_s, clock cpu)")
+    if status == TIMEOUT and on_cpu:
+        return failure_record(job, TIMEOUT, f"killed after {elapsed:.1f} s elapsed with {used_cpu:.1f} CPU-s used: "
+                              f"past the wall-clock ceiling of a {budget:g} CPU-s budget ({ceiling:g} s: a job "
+                              "that hangs or is starved of CPU; tabbench/clock.py)")
     if status == TIMEOUT:
         return failure_record(job, TIMEOUT, f"killed after {elapsed:.1f} s: the job's time budget is "
                               f"{job.time_budget_s:g} s (suite budget.time_s)")

@@ -45,6 +45,7 @@ class Job:
     config: str | None = None  # the named configuration (tuning: configs) this trial runs
     n_trials: int | None = None  # the method's trials on this dataset (expand sets it; None: not known)
     budget_points_s: tuple = ()  # the suite's budget.points_s: elapsed seconds the record scores (budget_points)
+    clock: str = "wall"  # what time_budget_s and budget_points_s count (tabbench/clock.py); not in the key
 
     def record(self) -> dict:
         out = asdict(self)

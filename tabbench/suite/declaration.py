@@ -58,7 +58,8 @@ class Split(_Section):
     folds: Optional[Annotated[list[Index], Field(min_length=1)]] = Field(None, description=(
         "run only these folds (default: all)"))
     repeats: Optional[Annotated[list[Index], Field(min_length=1)]] = Field(None, description=(
-        "openml_task: run only these repeats (default: all)"))
+        "openml_task: run only these repeats (default: all); holdout: draw one split per repeat r listed, with "
+        "seed + r (default: [0], the split of seed)"))
     val_fraction: Fraction = Field(_default(SplitConfig, "val_fraction"), description=(
         "share of each fold's training part held out for validation (the paper: 2/9 for 10-fold)"))
     test_fraction: Fraction = Field(_default(SplitConfig, "test_fraction"), description=(
@@ -193,7 +194,11 @@ class Model(_Section):
 class BudgetSection(_Section):
     """Limits per job, and the points of elapsed time its record scores."""
 
-    time_s: Optional[Positive] = Field(None, description="wall-clock limit per job, in seconds")
+    time_s: Optional[Positive] = Field(None, description="limit per job, in seconds of its clock (clock)")
+    clock: Optional[Literal["cpu", "wall"]] = Field(None, description=(
+        "what time_s and points_s count: cpu, the job's own CPU seconds (all its threads), which another process "
+        "on the machine does not move (a job is still killed after 4 x time_s + 60 wall seconds); wall, elapsed "
+        "seconds (default: cpu, wall for a job that asks for a GPU; tabbench/clock.py; every record names its clock)"))
     memory_mb: Optional[Positive] = Field(None, description="host memory limit per job, in MiB")
     points_s: Optional[Annotated[list[Positive], Field(min_length=1)]] = Field(None, description=(
         "budget points: seconds of each job's elapsed time (from its start, as time_s counts) at which the job "

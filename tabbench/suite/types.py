@@ -58,7 +58,8 @@ class ModelEntry:
 
 @dataclass(frozen=True)
 class Budget:
-    time_s: float | None = None  # wall-clock limit per job
+    time_s: float | None = None  # limit per job, in seconds of ``clock``
+    clock: str | None = None  # cpu | wall; None: cpu, wall for a job that asks for a GPU (tabbench/clock.py)
     memory_mb: float | None = None  # host memory limit per job
     points_s: tuple = ()  # budget points: seconds of a job's elapsed time its record scores (budget_points)
 

@@ -20,10 +20,10 @@ No torch here: the check runs before any job, in the process that plans the run.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Optional, Union
 
-from tabbench.estimator import TRAINING_SHARE
+from tabbench.estimator import PREDICT_SLOWDOWN, TRAINING_SHARE
 
 #: ``batch_size: "auto"``: the whole table up to this many rows (the paper trains on whole tables up to
 #: Concrete's 1,030 rows), above it class-stratified minibatches of at most this many rows, as equal as
@@ -118,13 +118,15 @@ def pass_seconds_at(est: dict, params, rows: int) -> float:
 AUTO_BUDGET_SHARE = TRAINING_SHARE
 
 
-def auto_steps(meta, sizes, params, budget_s: float, slowdown: float = 1.0, available_s: float | None = None) -> int:
+def auto_steps(meta, sizes, params, budget_s: float, slowdown: float = 1.0, available_s: float | None = None,
+               cores: float | None = None) -> int:
     """``steps: "auto"`` resolved: the most steps whose estimated CPU time (``estimate_cpu_seconds``, the
-    evaluations included) fits in the training time: ``available_s`` wall seconds (default AUTO_BUDGET_SHARE of a
-    job budget of ``budget_s``) on ``cpus`` cores, on a machine ``slowdown`` times slower than the cost model
-    (a fit measures it: ``training.measured_slowdown``; ``tabbench plan`` assumes 1); 0 when not one step fits."""
+    evaluations included) fits in the training time: ``available_s`` seconds of the job's clock (default
+    AUTO_BUDGET_SHARE of a job budget of ``budget_s``) spanning ``cores`` cores (default the ``cpus`` param: wall
+    seconds on that many; 1 for CPU seconds), on a machine ``slowdown`` times slower than the cost model (the
+    machine's calibration: ``speed.py``; the reference CPU: 1); 0 when not one step fits."""
     available = AUTO_BUDGET_SHARE * budget_s if available_s is None else available_s
-    limit = available * max(1.0, float(params["cpus"])) / slowdown
+    limit = available * max(1.0, float(params["cpus"] if cores is None else cores)) / slowdown
 
     def seconds(steps):
         return estimate_cpu_seconds(meta, sizes, {**params, "steps": steps})["seconds"]
@@ -183,13 +185,118 @@ def choose_rung(steps_of: Callable[[Rung], Optional[int]]) -> tuple[Rung, dict]:
     return LADDER[0], tried
 
 
-def budget_sized(meta, sizes, params, budget_s: float) -> dict:
-    """``params`` with ``size: "budget"`` resolved at the reference CPU's speed (``tabbench plan`` and the pre-run
-    check; a fit times the rungs on its own machine instead: ``NPT.fit``); other params unchanged."""
+def prediction_reserve(val_pass_s: float, table_rows: int, n_val: int, predict_rows: int, kept: int) -> float:
+    """Seconds to keep after training for predicting ``predict_rows`` rows (test and validation) with the final
+    weights and with each of ``kept`` budget snapshots: a validation pass took ``val_pass_s`` over the table's
+    ``table_rows`` rows plus its ``n_val`` validation rows, and each prediction appends its rows to the same
+    table (the test rows in one prediction, the validation rows in another). After training the job predicts them
+    in the same budget (and scores the weights kept at each step budget the same way), on a machine that may be
+    busier by then: ``PREDICT_SLOWDOWN`` times that (tabbench/estimator.py)."""
+    predict_s = val_pass_s * (2 * table_rows + predict_rows) / max(1, table_rows + n_val)
+    return PREDICT_SLOWDOWN * predict_s * (1 + kept)
+
+
+@dataclass(frozen=True)
+class Sizing:
+    """What ``steps: "auto"`` and ``size: "budget"`` resolved for one job: one value, made by ``sizing`` alone, for
+    ``tabbench plan``, the pre-run check and the fit (``NPT.fit`` keeps it as ``sizing_``).
+
+    ``params``: the fit's params (at ``size: "budget"`` the method's with the rung's size); ``steps``: the steps
+    they train; ``slowdown``: the speed they were sized at, times the cost model's seconds (the machine's stored
+    calibration, speed.py; 1: the reference CPU's), and ``speed`` where it came from; ``reserve_s``: the seconds kept after training for predicting
+    (``TrainingClock.reserve``); ``rung`` and ``rungs_tried`` (rung -> the steps it could train; None: out of
+    reach, not asked its speed): at ``size: "budget"``."""
+
+    params: dict
+    steps: int
+    slowdown: Optional[float]  # None: steps given, not sized
+    reserve_s: float = 0.0
+    rung: Optional[str] = None
+    rungs_tried: Optional[dict] = field(default=None)
+    speed: Optional[str] = None  # where slowdown came from: "stored", "measured", "reference", "resumed"
+
+    def saved(self) -> dict:
+        """What a checkpoint folder keeps of it (``checkpoints.save_resolution``)."""
+        return {"steps": self.steps, "slowdown": self.slowdown, "reserve_s": self.reserve_s, "rung": self.rung,
+                "rungs_tried": self.rungs_tried}
+
+    @classmethod
+    def from_saved(cls, params: dict, saved: dict) -> "Sizing":
+        """The sizing an earlier attempt saved (``saved``), for the method's ``params``."""
+        rung = next((r for r in LADDER if r.name == saved.get("rung")), None)
+        return cls({**params, **(rung.params if rung else {})}, saved["steps"], saved.get("slowdown") or 1.0,
+                   saved.get("reserve_s") or 0.0, saved.get("rung"), saved.get("rungs_tried"), "resumed")
+
+
+def sizing(meta, sizes, params, budget_s: float, slowdown_of: Callable[[dict], tuple], *, spent_s=0.0,
+           predict_rows: int | None = None, n_points: int = 0, cores: float | None = None) -> Sizing:
+    """The one rule that resolves ``steps: "auto"`` (and ``size: "budget"``'s rung) for a job of ``budget_s``
+    seconds on the job's clock, ``spent_s`` of them already spent (the fit's setup, a function read after each
+    speed is known; 0 for a plan).
+
+    ``slowdown_of(params)``: (how many times the cost model's seconds a training pass at those params takes on
+    the machine, where that came from) (``speed.py``'s calibration, measured once per machine and shape and kept; ``tabbench plan`` reads
+    the stored one, else 1: the reference CPU). Each rung asked (from the largest down, ``choose_rung``) is first
+    checked at twice the reference speed: one that cannot reach MIN_STEPS even so is passed over without asking
+    its speed. ``predict_rows`` (the job's test and validation rows) and ``n_points`` (its budget points): the
+    seconds kept after training for predicting them (``prediction_reserve``) come off the training time first.
+    ``cores``: the cores ``budget_s`` spans (``auto_steps``)."""
+    from tabbench_plugins.npt.checkpoints import step_budgets
+
+    def share() -> float:  # of the training share, what is left
+        return AUTO_BUDGET_SHARE * budget_s - (spent_s() if callable(spent_s) else spent_s)
+
+    def resolve(p) -> Sizing:
+        slowdown, speed = slowdown_of(p)
+        left = share()
+        steps = auto_steps(meta, sizes, p, budget_s, slowdown, left, cores)
+        reserve = 0.0
+        if predict_rows:  # keep time for predicting after training, then fit the steps in what is left
+            est = estimate_cpu_seconds(meta, sizes, {**p, "steps": 0})
+            per_core = max(1.0, float(p["cpus"] if cores is None else cores))
+            val_pass_s = slowdown * est["pass_s"] / per_core / 3 * (est["table"] + sizes.val) / est["rows"]
+            kept = sum(b < steps for b in step_budgets(p)) + n_points
+            reserve = prediction_reserve(val_pass_s, est["table"], sizes.val, predict_rows, kept)
+            left = min(left, left + (1 - AUTO_BUDGET_SHARE) * budget_s - reserve)  # the job's end, less it
+            steps = auto_steps(meta, sizes, p, budget_s, slowdown, left, cores)
+        return Sizing(p, steps, slowdown, reserve, speed=speed)
+
     if params.get("size") != "budget":
+        return resolve(params)
+    asked = {}
+
+    def steps_of(rung):
+        p = {**params, **rung.params}
+        if auto_steps(meta, sizes, p, budget_s, 0.5, share(), cores) < MIN_STEPS:
+            return None  # out of reach even at twice the reference speed
+        asked[rung.name] = resolve(p)
+        return asked[rung.name].steps
+
+    rung, tried = choose_rung(steps_of)
+    if rung.name not in asked:  # the smallest, taken when none qualified, was out of reach unasked
+        asked[rung.name] = resolve({**params, **rung.params})
+        tried[rung.name] = asked[rung.name].steps
+    taken = asked[rung.name]
+    return Sizing(taken.params, taken.steps, taken.slowdown, taken.reserve_s, rung.name, tried, taken.speed)
+
+
+def planned_speed(meta, sizes, params) -> tuple:
+    """``tabbench plan``'s speed for a training pass at ``params``: this machine's stored calibration where a fit
+    has made one (speed.py), else the reference CPU's (1)."""
+    from tabbench_plugins.npt.speed import SpeedBook
+
+    stored = SpeedBook().lookup(meta, sizes, params)
+    return (1.0, "reference") if stored is None else (stored, "stored")
+
+
+def budget_sized(meta, sizes, params, budget_s: float) -> dict:
+    """``params`` with ``steps: "auto"`` and ``size: "budget"`` resolved by ``sizing`` as a plan sees the job
+    (``planned_speed``, the test and validation rows predicted after training); other params unchanged."""
+    if params.get("steps") != "auto":
         return params
-    rung, _ = choose_rung(lambda r: auto_steps(meta, sizes, {**params, **r.params}, budget_s))
-    return {**params, **rung.params}
+    sized = sizing(meta, sizes, params, budget_s, lambda p: planned_speed(meta, sizes, p),
+                   predict_rows=sizes.val + sizes.test)
+    return {**sized.params, "steps": sized.steps}
 
 
 #: ``tabbench plan --gpus``: the rate a GPU runs NPT's operations at and a fixed cost per pass (kernel launches,
@@ -209,8 +316,7 @@ def estimate_seconds(meta, sizes, params, budget_s=None) -> float:
     if params["steps"] == "auto" and params["device"] == "cuda" and budget_s:
         return AUTO_BUDGET_SHARE * budget_s
     if params["steps"] == "auto":
-        params = budget_sized(meta, sizes, params, budget_s) if budget_s else params
-        params = {**params, "steps": auto_steps(meta, sizes, params, budget_s) if budget_s else 0}
+        params = budget_sized(meta, sizes, params, budget_s) if budget_s else {**params, "steps": 0}
     est = estimate_cpu_seconds(meta, sizes, params)
     if params["device"] != "cuda":
         return est["seconds"]
@@ -240,12 +346,10 @@ def check_cost(meta, sizes, params, budget_s=None) -> str | None:
         if _on_gpu(params):  # a GPU fit times its own steps (estimate_seconds); the CPU's rates do not bound it
             return None
         params = budget_sized(meta, sizes, params, budget_s)
-        steps = auto_steps(meta, sizes, params, budget_s)
-        if steps < 1:
+        if params["steps"] < 1:
             return (f'npt: steps "auto": not one training step fits in {AUTO_BUDGET_SHARE:.0%} of the suite\'s '
                     f"budget.time_s of {budget_s:,.0f} s with cpus {params['cpus']:g} (estimated, one core of this "
                     f"project's reference CPU); raise budget.time_s or cpus, or shrink the model (e, n_layers)")
-        params = {**params, "steps": steps}
     est = estimate_cpu_seconds(meta, sizes, params)
     cpus = max(1.0, float(params["cpus"]))
     cpu_limit = budget_s * cpus if budget_s else MAX_CPU_HOURS * 3600  # CPU-seconds: the budget is wall time

@@ -28,13 +28,7 @@ from tabbench.params import Params, param
 from tabbench.spec import CATEGORICAL, ModelSpec
 from tabbench_plugins.torch_training import Device, deterministic_algorithms, native_bf16, resolve_device
 
-from tabbench_plugins.npt.cost import auto_steps, check_cost, estimate_cpu_seconds, estimate_seconds, pass_seconds_at
-
-#: ``steps: "auto"`` times one training pass over PROBE_ROWS rows, then over a whole batch, or else TIMED_ROWS rows,
-#: where the probe says two such passes cost at most TIMING_SHARE of the time left (each timing scaled by the cost
-#: model to a whole batch): a whole batch of a large model takes tens of seconds on a busy core, out of the same
-#: budget.
-PROBE_ROWS, TIMED_ROWS, TIMING_SHARE = 64, 512, 0.1
+from tabbench_plugins.npt.cost import AUTO_BUDGET_SHARE, check_cost, estimate_seconds
 
 #: Below this size the fused optimiser's one-off compilation costs more than it saves. CPU only: on a GPU
 #: one compiled call per parameter is bound by its dispatch (measured on an H100, Boston e 128: 165 ms a
@@ -175,11 +169,12 @@ class NPT(Estimator):
                                      "image: e.g. 49 for 28x28 (4x4 patches), 64 for 32x32")
             return self
 
-    # --- params -------------------------------------------------------------------------------------
+    # --- params ----------------------------------------------------------------------------------------
 
     def _param(self, name):
-        """A param as this fit uses it: as given, but for the size ``size: "budget"`` chose (``fit_params_``)."""
-        return getattr(self, "fit_params_", self.params)[name]
+        """A param as this fit uses it: as given, but for the size ``size: "budget"`` chose (``sizing_``)."""
+        sizing = getattr(self, "sizing_", None)
+        return (self.params if sizing is None else sizing.params)[name]
 
     def _patch_order(self):
         """(n_patches, patch_dim) feature-column indices of each patch, patches in row-major grid order (the
@@ -199,8 +194,8 @@ class NPT(Estimator):
         """The params and seed a checkpoint must have been made with to be resumed (besides the table
         and the model layout): the job key's params (``SPEC.key_params``) and the seed."""
         return {**SPEC.key_params(self.params), "seed": self.seed,
-                **({"steps": self.steps_} if self.params["steps"] == "auto" else {}),
-                **({"rung": self.rung_} if self.params["size"] == "budget" else {})}
+                **({"steps": self.sizing_.steps} if self.params["steps"] == "auto" else {}),
+                **({"rung": self.sizing_.rung} if self.params["size"] == "budget" else {})}
 
     def fit(self, X, y, X_val=None, y_val=None, X_unlabelled=None, *, context: JobContext = JobContext()):
         """Train on (X, y); (X_val, y_val) choose the best step. Transductive (``transductive=True``):
@@ -210,6 +205,7 @@ class NPT(Estimator):
 
         from tabbench_plugins.npt import training
 
+        self.sizing_ = None
         if self._param("n_patches"):
             self.patch_order_ = self._patch_order()
         self.clock_ = context.training_clock()  # the job's time budget, if any, counted from the job's start
@@ -217,14 +213,11 @@ class NPT(Estimator):
         self.amp_ = bool(self._param("amp")) and native_bf16(self.device_.type)
         torch.manual_seed(self.seed)  # initialisation and dropout (the CUDA generators too)
 
-        self.fit_params_ = dict(self.params)
-        self.predict_rows_ = context.predict_rows
-        self.n_points_ = len(context.budget_points_s)
-        budget = context.time_budget_s
         with deterministic_algorithms(self.device_.type, bool(self._param("deterministic"))):
-            self._resolve(X, y, X_val, y_val, X_unlabelled, torch, budget, context.checkpoint_dir)
+            self._resolve(X, y, X_val, y_val, X_unlabelled, torch, context)
             points = context.time_points()
-            trained = training.train(self.table_, self.model_, self.opt_, self.fit_params_, torch, steps=self.steps_,
+            trained = training.train(self.table_, self.model_, self.opt_, self.sizing_.params, torch,
+                                     steps=self.sizing_.steps,
                                      seed=self.seed, clock=self.clock_, identity=self.job_identity(),
                                      checkpoint_dir=context.checkpoint_dir, predict_rows=context.predict_rows,
                                      points=points)
@@ -235,165 +228,98 @@ class NPT(Estimator):
         self._fill_info(trained, torch, context.time_budget_s)
         return self
 
-    def _build(self, X, y, X_val, y_val, X_unlabelled, torch):
-        """The table, the model (initialised from the job's seed) and the optimiser at this fit's params."""
-        self.table_ = self._table(X, y, X_val, y_val, X_unlabelled)
+    def _build(self, params, X, y, X_val, y_val, X_unlabelled, torch):
+        """The table, the model (initialised from the job's seed) and the optimiser at ``params``."""
+        self.table_ = self._table(params, X, y, X_val, y_val, X_unlabelled)
         torch.manual_seed(self.seed)  # the same initial weights however many rungs were built before
-        self._build_model_and_optimiser(torch)
+        self._build_model_and_optimiser(params, torch)
 
-    def _resolve(self, X, y, X_val, y_val, X_unlabelled, torch, budget: float | None, folder):
-        """Build the table, the model and the optimiser, and resolve the steps (and at ``size: "budget"`` the rung).
-        What a job at ``steps: "auto"`` or ``size: "budget"`` resolved is kept in its checkpoint folder
-        (``checkpoints.save_resolution``): an attempt that continues the job takes it again instead of timing the
-        machine, whose new answer would make the checkpoint another run's and start the job over."""
-        from tabbench_plugins.npt import checkpoints
-        from tabbench_plugins.npt.cost import LADDER
+    def _resolve(self, X, y, X_val, y_val, X_unlabelled, torch, context: JobContext):
+        """``sizing_`` (cost.Sizing: the fit's params and steps), and the table, the model and the optimiser at them.
 
-        n_unlabelled = len(X_unlabelled) if X_unlabelled is not None else 0
-        by_budget = self.params["size"] == "budget"
-        resolved = by_budget or self.params["steps"] == "auto"  # from the budget and the machine's speed
-        identity = {**SPEC.key_params(self.params), "seed": self.seed, "budget_s": budget, "shape": list(X.shape),
-                    "val_rows": 0 if X_val is None else len(X_val), "unlabelled_rows": n_unlabelled}
-        saved = checkpoints.saved_resolution(folder, identity) if resolved else None
-        self.resolution_resumed_ = (saved is not None) if resolved else None
-        if saved is None:
-            if by_budget:
-                self._size_for_budget(X, y, X_val, y_val, X_unlabelled, torch, budget)
-            else:
-                self._build(X, y, X_val, y_val, X_unlabelled, torch)
-                self.steps_ = self._resolve_steps(n_unlabelled, torch, budget)
-            if not resolved:
-                return
-            checkpoints.save_resolution(folder, identity, {
-                "steps": self.steps_, "slowdown": getattr(self, "slowdown_", None),
-                "rung": getattr(self, "rung_", None), "rungs_tried": getattr(self, "rungs_tried_", None)})
-            return
-        if by_budget:
-            self.rung_, self.rungs_tried_ = saved["rung"], saved["rungs_tried"]
-            self.fit_params_ = {**self.params, **next(r for r in LADDER if r.name == self.rung_).params}
-        self._build(X, y, X_val, y_val, X_unlabelled, torch)
-        self.steps_ = saved["steps"]
-        if saved["slowdown"] is not None:
-            self.slowdown_ = saved["slowdown"]
-            if self.predict_rows_:
-                self._reserve_for_prediction(self._cost_model(n_unlabelled), self.steps_)
-
-    def _size_for_budget(self, X, y, X_val, y_val, X_unlabelled, torch, budget: float | None):
-        """``size: "budget"``: the rung ``cost.choose_rung`` takes, each rung asked built and timed as ``steps:
-        "auto"`` times a model (``_resolve_steps``), from the largest down; a rung that the cost model says cannot
-        reach MIN_STEPS even at twice the reference CPU's speed is passed over untimed. Its timing pass comes out
-        of the job's budget like the rest of fit."""
+        ``steps: "auto"`` and ``size: "budget"`` are resolved by ``cost.sizing``, the rule ``tabbench plan`` uses too,
+        at this machine's calibrated speed (speed.py: stored once per machine and shape, or measured here in CPU
+        seconds and stored). What a job resolved is kept in its checkpoint folder
+        (``checkpoints.save_resolution``): an attempt that continues the job takes it again, so that its checkpoint
+        stays this run's."""
+        from tabbench.clock import CPU
         from tabbench.spec import SplitSizes
 
-        from tabbench_plugins.npt.cost import MIN_STEPS, choose_rung
+        from tabbench_plugins.npt import checkpoints
+        from tabbench_plugins.npt.cost import Sizing, sizing
+        from tabbench_plugins.npt.speed import SpeedBook, calibrated_slowdown
 
+        budget, folder = context.time_budget_s, context.checkpoint_dir
+        if self.params["steps"] != "auto":
+            self.resolution_resumed_ = None
+            self.sizing_ = Sizing(dict(self.params), int(self.params["steps"]), None)
+            self._build(self.params, X, y, X_val, y_val, X_unlabelled, torch)
+            return
+        by_budget = self.params["size"] == "budget"
         if not budget:
             raise ValueError('npt: size "budget" needs the job\'s time budget (the suite\'s budget.time_s); none '
-                             'was given: set budget.time_s, or give the size (size "given")')
+                             'was given: set budget.time_s, or give the size (size "given")' if by_budget else
+                             'npt: steps "auto" needs the job\'s time budget (the suite\'s budget.time_s, given '
+                             "to fit as context.time_budget_s); none was given: set budget.time_s, or give "
+                             "steps a number")
         n_unlabelled = len(X_unlabelled) if X_unlabelled is not None else 0
-        sizes = SplitSizes(len(X), 0 if X_val is None else len(X_val), n_unlabelled)
-        built = []
+        identity = {**SPEC.key_params(self.params), "seed": self.seed, "budget_s": budget, "shape": list(X.shape),
+                    "val_rows": 0 if X_val is None else len(X_val), "unlabelled_rows": n_unlabelled}
+        saved = checkpoints.saved_resolution(folder, identity)
+        self.resolution_resumed_ = saved is not None
+        if saved is not None:
+            self.sizing_ = Sizing.from_saved(self.params, saved)
+            self._build(self.sizing_.params, X, y, X_val, y_val, X_unlabelled, torch)
+        else:
+            sizes = SplitSizes(len(X), 0 if X_val is None else len(X_val), n_unlabelled)
+            book, built = SpeedBook(), [None]
 
-        def steps_of(rung):
-            params = {**self.params, **rung.params}
-            if auto_steps(self.meta, sizes, params, budget, 0.5, self.clock_.remaining()) < MIN_STEPS:
-                return None  # out of reach: not timed
-            self.fit_params_ = params
-            self._build(X, y, X_val, y_val, X_unlabelled, torch)
-            built.append(rung.name)
-            return self._resolve_steps(n_unlabelled, torch, budget, required=False)
+            def slowdown_of(params):
+                stored = book.lookup(self.meta, sizes, params)
+                if stored is not None:
+                    return stored, "stored"
+                self._build(params, X, y, X_val, y_val, X_unlabelled, torch)
+                built[0] = params
+                return calibrated_slowdown(book, self.table_, self.model_, torch, self.meta, sizes, params,
+                                           self.clock_.remaining())
 
-        rung, self.rungs_tried_ = choose_rung(steps_of)
-        if built[-1:] != [rung.name]:  # the smallest, taken when none qualified, was out of reach untimed
-            self.fit_params_ = {**self.params, **rung.params}
-            self._build(X, y, X_val, y_val, X_unlabelled, torch)
-            self.rungs_tried_[rung.name] = self._resolve_steps(n_unlabelled, torch, budget, required=False)
-        self.rung_, self.steps_ = rung.name, self.rungs_tried_[rung.name] or 0
-        if self.steps_ < 1:
-            raise ValueError(f'npt: size "budget": not one training step of the smallest rung ({rung.name}) fits '
-                             f"in the time budget of {budget:g} s")
+            def spent_s():  # of the training share, before training: the table, the model, the timing
+                left = self.clock_.remaining()
+                return 0.0 if left is None else AUTO_BUDGET_SHARE * budget - left
 
-    def _table(self, X, y, X_val, y_val, X_unlabelled):
-        """This fit's table (``table.Table``) under the params: which rows join it, how it is batched, which
+            on_cpu_clock = context.clock == CPU and self.device_.type == "cpu"
+            self.sizing_ = sizing(self.meta, sizes, self.params, budget, slowdown_of, spent_s=spent_s,
+                                  predict_rows=context.predict_rows, n_points=len(context.budget_points_s),
+                                  cores=1.0 if on_cpu_clock else None)  # cpu clock: CPU seconds, every thread's
+            if built[0] != self.sizing_.params:
+                self._build(self.sizing_.params, X, y, X_val, y_val, X_unlabelled, torch)
+            checkpoints.save_resolution(folder, identity, self.sizing_.saved())
+        if context.predict_rows and self.sizing_.reserve_s:
+            self.clock_.reserve(self.sizing_.reserve_s)
+        if self.sizing_.steps < 1:
+            what = f'size "budget": not one training step of the smallest rung ({self.sizing_.rung})' if by_budget \
+                else 'steps "auto": not one training step'
+            raise ValueError(f"npt: {what} fits in the time budget of {budget:g} s")
+
+    def _table(self, P, X, y, X_val, y_val, X_unlabelled):
+        """This fit's table (``table.Table``) under the params ``P``: which rows join it, how it is batched, which
         labels evaluation shows."""
         from tabbench_plugins.npt.table import Table
 
-        P = self._param
         return Table.fit(
-            self.meta, X, y, X_val, y_val, X_unlabelled, transductive=bool(P("transductive")),
-            patch_order=self.patch_order_ if P("n_patches") else None, device=self.device_, amp=self.amp_,
-            seed=self.seed, batch_size=P("batch_size"), eval_batch_size=P("eval_batch_size"),
+            self.meta, X, y, X_val, y_val, X_unlabelled, transductive=bool(P["transductive"]),
+            patch_order=self.patch_order_ if P["n_patches"] else None, device=self.device_, amp=self.amp_,
+            seed=self.seed, batch_size=P["batch_size"], eval_batch_size=P["eval_batch_size"],
             # class-stratified minibatches: with class_balance, and by default (batch_size "auto")
-            stratified=self.meta.is_classification and bool(P("class_balance") or P("batch_size") == "auto"),
-            context_labels=P("p_target") < 1 if P("context_labels") == "auto" else bool(P("context_labels")))
+            stratified=self.meta.is_classification and bool(P["class_balance"] or P["batch_size"] == "auto"),
+            context_labels=P["p_target"] < 1 if P["context_labels"] == "auto" else bool(P["context_labels"]))
 
-    def _resolve_steps(self, n_unlabelled: int, torch, budget: float | None, required: bool = True) -> int:
-        """``steps``, or for ``"auto"`` the steps that fit in what is left of the job's training time (the
-        clock's ``remaining``, from ``budget``, the suite's budget.time_s that the harness hands fit in the job's
-        context, ``JobContext.time_budget_s``) by the cost model (``cost.auto_steps``),
-        scaled by how much slower than it one training pass runs here (``training.measured_slowdown``).
-        ``required``: not one step is an error (else 0 is returned)."""
-        steps = self._param("steps")
-        if steps != "auto":
-            return int(steps)
-        from tabbench.spec import SplitSizes
-        from tabbench_plugins.npt import training
-
-        if not budget:
-            raise ValueError('npt: steps "auto" needs the job\'s time budget (the suite\'s budget.time_s, given '
-                             "to fit as context.time_budget_s); none was given: set budget.time_s, or give "
-                             "steps a number")
-        sizes = SplitSizes(self.table_.n_labelled, self.table_.n_val, n_unlabelled)
-        model = self._cost_model(n_unlabelled)
-        cpus = max(1.0, float(self._param("cpus")))
-        def slowdown(rows):  # one timed pass over ``rows`` rows, against the cost model's seconds for it
-            return training.measured_slowdown(self.table_, self.model_, torch, rows,
-                                              pass_seconds_at(model, self.fit_params_, rows) / cpus)
-
-        # a few rows first: on a busy core a pass over a whole batch of a large model can cost the budget; then
-        # the most rows (a whole batch, else TIMED_ROWS) whose two passes the probe says cost at most TIMING_SHARE
-        # of the time left: a small model's pass is overhead-bound, and the probe's factor overstates its batch's
-        probe = min(model["rows"], PROBE_ROWS)
-        self.slowdown_ = slowdown(probe)
-        left = self.clock_.remaining()
-        for rows in (model["rows"], min(model["rows"], TIMED_ROWS)):
-            if rows > probe and (left is None or 2 * self.slowdown_ * pass_seconds_at(model, self.fit_params_, rows)
-                                 / cpus < TIMING_SHARE * left):
-                self.slowdown_ = slowdown(rows)
-                break
-        steps = auto_steps(self.meta, sizes, self.fit_params_, budget, self.slowdown_, self.clock_.remaining())
-        if self.predict_rows_:  # keep time for predicting after training, then fit the steps in what is left
-            self._reserve_for_prediction(model, steps)
-            steps = auto_steps(self.meta, sizes, self.fit_params_, budget, self.slowdown_, self.clock_.remaining())
-        if steps < 1 and required:
-            raise ValueError(f'npt: steps "auto": not one training step fits in the time budget of {budget:g} s')
-        return steps
-
-    def _cost_model(self, n_unlabelled: int) -> dict:
-        """The cost model's figures (``cost.estimate_cpu_seconds``) for this fit's table at its params."""
-        from tabbench.spec import SplitSizes
-
-        sizes = SplitSizes(self.table_.n_labelled, self.table_.n_val, n_unlabelled)
-        return estimate_cpu_seconds(self.meta, sizes, {**self.fit_params_, "steps": 0})
-
-    def _reserve_for_prediction(self, model: dict, steps: int):
-        """Keep time on the job's clock for predicting after training (``predict_rows_``), sized from the timed
-        pass (``slowdown_`` times the cost model's) and the states the fit keeps besides the best."""
-        from tabbench_plugins.npt import checkpoints, training
-
-        cpus = max(1.0, float(self._param("cpus")))
-        timed_pass_s = self.slowdown_ * model["pass_s"] / cpus  # forward and backward over a batch, here, now
-        val_pass_s = timed_pass_s / 3 * (len(self.table_) + self.table_.n_val) / model["rows"]  # forward only
-        kept = sum(b < steps for b in checkpoints.step_budgets(self.fit_params_)) + self.n_points_
-        self.clock_.reserve(training.prediction_reserve(val_pass_s, len(self.table_), self.table_.n_val,
-                                                        self.predict_rows_, kept))
-
-    def _build_model_and_optimiser(self, torch):
+    def _build_model_and_optimiser(self, params, torch):
         from tabbench_plugins.npt.model import NPT as Model
         from tabbench_plugins.npt.model import NPTConfig
         from tabbench_plugins.npt.optimiser import Lamb, Lookahead
 
-        P, table = self._param, self.table_
+        P, table = params.__getitem__, self.table_
         cfg = NPTConfig(
             cards=table.cards, e=P("e"), n_layers=P("n_layers"), n_heads=P("n_heads"), dropout=P("dropout"),
             att_dropout=P("att_dropout"), ln_kv=P("ln_kv"), temperature=P("temperature"),
@@ -427,11 +353,13 @@ class NPT(Estimator):
             "resumed_from_step": trained.checkpointer.resumed_from,
             "checkpoint_ignored": trained.checkpointer.ignored,
         }
-        if self._param("size") == "budget":  # the rung taken, and the steps each rung asked could train
-            self.info_.update(size_rung=self.rung_, rungs_tried=self.rungs_tried_)
-        if self._param("steps") == "auto":  # the steps planned (above) came from this budget at this speed
+        sized = self.sizing_
+        if self.params["size"] == "budget":  # the rung taken, and the steps each rung asked could train
+            self.info_.update(size_rung=sized.rung, rungs_tried=sized.rungs_tried)
+        if self.params["steps"] == "auto":  # the steps planned (above) came from this budget at this speed
             self.info_["steps_from_budget_s"] = budget
-            self.info_["slowdown_vs_cost_model"] = self.slowdown_
+            self.info_["slowdown_vs_cost_model"] = sized.slowdown
+            self.info_["speed"] = sized.speed  # the machine's calibration: stored, measured (speed.py) or resumed
         if self.resolution_resumed_ is not None:  # taken from an earlier attempt of the job, or timed by this one
             self.info_["resolution_resumed"] = self.resolution_resumed_
 

@@ -29,12 +29,11 @@ replayed (``cuda_graph``, ``TrainStep``, graphs.py).
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass
 
-from tabbench.estimator import PREDICT_SLOWDOWN
 from tabbench_plugins.torch_training import bf16_autocast
 from tabbench_plugins.npt import checkpoints, graphs
+from tabbench_plugins.npt.cost import prediction_reserve
 from tabbench_plugins.npt.model import corrupt, entry_losses, masked_mean
 from tabbench_plugins.npt.optimiser import cosine_cyclic, cosine_tradeoff, flat_then_anneal
 
@@ -46,42 +45,6 @@ def lr_at(params: dict, step: int, steps: int, whole_table: bool) -> float:
     flat = params["flat_fraction"]
     flat = (0.5 if whole_table else 0.7) if flat is None else flat
     return params["lr"] * flat_then_anneal(step, steps, flat)
-
-
-def prediction_reserve(val_pass_s: float, table_rows: int, n_val: int, predict_rows: int, kept: int) -> float:
-    """Seconds to keep after training for predicting ``predict_rows`` rows (test and validation) with the final
-    weights and with each of ``kept`` budget snapshots: a validation pass took ``val_pass_s`` over the table's
-    ``table_rows`` rows plus its ``n_val`` validation rows, and each prediction appends its rows to the same
-    table (the test rows in one prediction, the validation rows in another). After training the job predicts them
-    in the same budget (and scores the weights kept at each step budget the same way), on a machine that may be
-    busier by then: ``PREDICT_SLOWDOWN`` times that (tabbench/estimator.py)."""
-    predict_s = val_pass_s * (2 * table_rows + predict_rows) / max(1, table_rows + n_val)
-    return PREDICT_SLOWDOWN * predict_s * (1 + kept)
-
-
-def measured_slowdown(table, model, torch, rows: int, model_pass_s: float) -> float:
-    """How many times longer than the cost model one training pass takes on this machine, now (``steps: auto``
-    sizes the run by it): forward and backward of ``model`` over the ``table``'s first ``rows`` rows (a
-    training batch's size) under the table's autocast, timed twice, the second counted (the first pays one-off
-    allocations), against ``model_pass_s``, the cost model's wall seconds for that pass on the job's cores. The
-    weights, their gradients, every random generator and the train/eval mode are left as they were."""
-    xb, mb = table.x[:rows], table.m[:rows]
-    cuda = table.device.type == "cuda"
-    mode = model.training
-    with torch.random.fork_rng(devices=[table.device.index or 0] if cuda else []):
-        model.train()
-        for _ in range(2):
-            start = time.perf_counter()
-            with table.autocast():
-                out = model(xb, mb)
-            entry_losses(out, xb, table.cards, table.n_patches, table.patch_dim).mean().backward()
-            if cuda:
-                torch.cuda.synchronize(table.device)
-            seconds = time.perf_counter() - start
-    for p in model.parameters():
-        p.grad = None
-    model.train(mode)
-    return seconds / model_pass_s
 
 
 class TrainStep:
@@ -219,7 +182,7 @@ def train(table, model, opt, params, torch, *, steps: int, seed: int, clock, ide
                                enabled=graphed and one_chunk)
 
     validated_s = {}  # validated step -> the job's elapsed time its validation ended (budget points)
-    validation_s = math.inf  # the last validation's host seconds (none yet: any point may fall in the first)
+    validation_s = math.inf  # the last validation's seconds on the job's clock (none yet: any point may fall in the first)
 
     def observe():
         nonlocal validation_s
@@ -227,12 +190,12 @@ def train(table, model, opt, params, torch, *, steps: int, seed: int, clock, ide
         before = None
         if points is not None and points.due_within(2 * validation_s):  # twice the last: a slower one too
             before = run.point_state(table.has_val, validated_s)
-        start = time.perf_counter()
+        start = clock.now()
         model.eval()
         at_step.fill_(run.step)
         with torch.no_grad():
             validate()
-        validation_s = time.perf_counter() - start
+        validation_s = clock.now() - start  # on the job's clock, as the reserve it sizes is spent
         if predict_rows:
             clock.reserve(prediction_reserve(validation_s, len(table), table.n_val, predict_rows,
                                              len(run.budgets) + len(points.points if points is not None else ())))

@@ -1,0 +1,77 @@
+"""The clock a job's time budget and budget points count on.
+
+``cpu`` (the default for a job that asks for no GPU): the CPU seconds of the job's own process, every thread
+counted (``time.process_time`` in the job, /proc/<pid>/stat in the process that watches it). Another process on
+the same core takes wall time from the job but not CPU time, so the same job on the same machine trains the
+same epochs and steps alone or beside a CPU hog (tests/test_clock.py). The job still ends in bounded wall time:
+the watching process kills it after ``wall_ceiling(budget)`` wall seconds (a job that hangs, or one starved by
+a machine many times oversubscribed), recorded as a timeout that names the ceiling.
+
+``wall`` (a job that asks for a GPU, whose work is no CPU time of the job's; or a suite's ``budget.clock:
+wall``): elapsed seconds (``time.monotonic``), what every record made before the clock was chosen counted on
+(records without a ``clock`` field read as ``wall``, ``clock_of``).
+
+A job that asks for several CPUs and runs several threads spends CPU seconds faster than wall seconds: its
+budget is CPU time over all of them, as its ``cpus`` reserve.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Callable
+
+CPU, WALL = "cpu", "wall"
+CLOCKS = (CPU, WALL)
+
+#: A ``cpu``-clock job is killed after this many times its budget in wall seconds, plus WALL_CEILING_SLACK_S: on
+#: a core shared with three other busy processes it still finishes; one that hangs (a deadlock, a blocked read)
+#: does not hold its worker for ever.
+WALL_CEILING_FACTOR = 4.0
+WALL_CEILING_SLACK_S = 60.0
+
+
+def job_clock(asked: str | None, gpus: float | None) -> str:
+    """The clock a job counts its budget on: ``asked`` (a suite's ``budget.clock``) where given, else ``wall`` for
+    a job that asks for a GPU and ``cpu`` otherwise."""
+    if asked in CLOCKS:
+        return asked
+    return WALL if gpus else CPU
+
+
+def clock_of(record: dict) -> str:
+    """The clock a record's budget counted on; records made before the field existed counted wall time."""
+    return record.get("clock") or WALL
+
+
+def reader(clock: str) -> Callable[[], float]:
+    """A function giving the current reading of ``clock`` in seconds, in the job's own process."""
+    return time.process_time if clock == CPU else time.monotonic
+
+
+def wall_ceiling(budget_s: float) -> float:
+    """The wall seconds after which a ``cpu``-clock job of ``budget_s`` CPU seconds is killed."""
+    return WALL_CEILING_FACTOR * budget_s + WALL_CEILING_SLACK_S
+
+
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+_PROC = os.path.isdir("/proc/self")
+
+
+def process_cpu_seconds(pid: int) -> float | None:
+    """User plus system CPU seconds of process ``pid``, all its threads (Linux /proc; psutil elsewhere); None
+    when it cannot be read (the process is gone)."""
+    if _PROC:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            return None
+        return (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime: fields 14 and 15 of stat(5)
+    import psutil
+
+    try:
+        times = psutil.Process(pid).cpu_times()
+    except psutil.Error:
+        return None
+    return times.user + times.system
