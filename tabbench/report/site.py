@@ -407,7 +407,7 @@ def one_thread_each():
     thread, 43 s)."""
     import os
 
-    from tabbench.run.isolation import THREAD_VARIABLES
+    from tabbench.threads import THREAD_VARIABLES
 
     before = {name: os.environ.get(name) for name in THREAD_VARIABLES}
     os.environ.update(dict.fromkeys(THREAD_VARIABLES, "1"))
