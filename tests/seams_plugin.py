@@ -22,8 +22,12 @@ class InProcessExecutor(Executor):
 
     name = "in-process"
 
+    def __init__(self, address=None):
+        super().__init__(address)
+        self.refuse_address()  # no cluster: an --address is a mistake to say, not to ignore
+
     def start(self, needs_gpu_check: bool = True) -> None:
-        self.refuse_address()
+        pass  # nothing to acquire; gpu_available stays False
 
     def run(self, queue, prepared, store, stop):
         from tabbench.run.execute import execute

@@ -147,3 +147,19 @@ def test_an_installed_plugin_adds_an_executor_a_section_a_readme_block_and_a_com
             "<!-- end of tabbench report: seams-count -->") in (folder / "README.md").read_text()
     page = (folder / "report.html").read_text()
     assert "Results per method</h2>" in page and "knn_k15: 2 of 2 ok" in page
+
+
+def test_every_hook_has_a_docstring_and_a_row_in_the_architecture_pages_table():
+    """As datasette's tests/test_docs.py: a hook added without its documentation fails here."""
+    import inspect
+
+    from tabbench import hookspecs
+    from tests.conftest import ROOT
+
+    hooks = [name for name, f in inspect.getmembers(hookspecs, inspect.isfunction) if hasattr(f, "tabbench_spec")]
+    assert {"register_models", "register_sources", "register_executors", "register_sections",
+            "register_readme_blocks", "register_commands", "after_run"} == set(hooks)
+    page = (ROOT / "docs" / "architecture.md").read_text()
+    for name in hooks:
+        assert getattr(hookspecs, name).__doc__.strip(), name
+        assert f"\n| `{name}` |" in page, f"docs/architecture.md's table of hooks has no row for {name}"
