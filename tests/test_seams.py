@@ -48,6 +48,18 @@ def test_no_plugin_selection_drops_the_cores_sources_executors_report_parts_or_c
     assert dataset.source.name == "sklearn"
 
 
+def test_a_selection_naming_no_entry_point_is_a_message_before_any_command_even_help(monkeypatch, capsys):
+    """The commands come from the plugins, so the selection is read before the command line: a bad one is a
+    message naming it (and saying the core's parts need no naming), not a traceback."""
+    from tabbench.cli import main
+
+    monkeypatch.setenv(PLUGINS_ENV, "data_sources")  # the built-in data sources' former entry point
+    assert main(["--help"]) == 2
+    assert capsys.readouterr().err.startswith(
+        "tabbench: TABBENCH_PLUGINS names 'data_sources', but no installed package provides a 'tabbench' entry point "
+        "of that name; installed: ")
+
+
 def test_a_plugins_section_takes_its_place_after_the_one_it_names(tmp_path):
     names = [s.name for s in load_sections([PLUGIN])]
     assert names == CORE_SECTIONS[:6] + ["ResultsPerMethod"] + CORE_SECTIONS[6:]  # right after Families
