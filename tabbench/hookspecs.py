@@ -92,7 +92,8 @@ def after_run(folder, suite, options):
     """Called by ``tabbench run`` (``tabbench.run.runner.run_suite``) once the run's records are all written:
     ``folder``, the suite's results folder (a ``Path``); ``suite``, the ``tabbench.suite.Suite`` that ran;
     ``options``, its ``tabbench.run.runner.RunOptions``. The core's report writes the folder's leaderboard here
-    (tabbench/report/plugin.py). Ctrl-C stops it as it stops the run, every record kept. Returns nothing.
+    (tabbench/report/plugin.py), before any plugin's ``after_run`` is called. Ctrl-C stops it as it stops the run,
+    every record kept. Returns nothing.
     """
 
 

@@ -1,6 +1,7 @@
 """A plugin that adds one of each of tabbench's seams beside models and data sources, as a third party would:
 an executor (``--executor in-process``), a leaderboard section (after the per-family tables), a README block
-(``seams-count``) and a command (``tabbench records FOLDER``). tests/test_seams.py installs it as an entry point
+(``seams-count``), a command (``tabbench records FOLDER``), and an ``after_run`` that notes whether the
+leaderboard was written before it (AFTER_RUN in the results folder). tests/test_seams.py installs it as an entry point
 (a dist-info on a child's PYTHONPATH) and uses it as a plugin file; tests/test_executors.py runs its executor.
 
 Light at its top, as every plugin module should be: ``tabbench --help`` imports it.
@@ -14,6 +15,8 @@ from tabbench.run.executors.base import Executor
 
 #: The heading of the section below, which tests look for on the page.
 HEADING = "## Results per method"
+#: The file ``after_run`` writes into the results folder.
+AFTER_RUN = "seams-after-run.txt"
 
 
 class InProcessExecutor(Executor):
@@ -92,3 +95,9 @@ def register_commands(register):
     from tabbench.plugins import Command
 
     register(Command("records", _records_parser, _records))
+
+
+@tabbench.hookimpl
+def after_run(folder, suite, options):
+    (folder / AFTER_RUN).write_text(f"{suite.name}: leaderboard.md written before: "
+                                    f"{(folder / 'leaderboard.md').is_file()}\n")

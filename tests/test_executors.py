@@ -89,3 +89,6 @@ def test_a_new_executor_is_one_class_a_plugin_registers_and_its_records_are_the_
     records = {r["key"]: {k: r[k] for k in same} for r in Store(tmp_path / "in-process" / "two-folds").records()}
     assert records == {r["key"]: {k: r[k] for k in same} for r in Store(tmp_path / "local" / "two-folds").records()}
     assert (tmp_path / "in-process" / "two-folds" / "leaderboard.md").exists()
+    # the plugin's after_run, called after the report's has written the leaderboard
+    assert (tmp_path / "in-process" / "two-folds" / seams_plugin.AFTER_RUN).read_text() == \
+        "two-folds: leaderboard.md written before: True\n"

@@ -25,9 +25,10 @@ def register_readme_blocks(register):
         register(ReadmeBlock(name, lines))
 
 
-@hookimpl
+@hookimpl(tryfirst=True)
 def after_run(folder, suite, options):
-    """The run's leaderboard, from the folder's records: its tests, figures and LaTeX too with ``options.report``."""
+    """The run's leaderboard, from the folder's records: its tests, figures and LaTeX too with ``options.report``.
+    First, so that a plugin's ``after_run`` finds it written."""
     from tabbench.report.leaderboard import write_leaderboard
 
     write_leaderboard(folder, suite.published, report=options.report)
