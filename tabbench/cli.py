@@ -1,5 +1,6 @@
-"""The ``tabbench`` command. Imports stay inside the commands: ``--help`` and ``models`` load no
-torch, Ray or boosters."""
+"""The ``tabbench`` command. Its commands are registered through the ``register_commands`` hook, the built-in ones
+below (``register_commands``, this module being one of the core's plugins) as a plugin registers its own. Imports
+stay inside the commands: ``--help`` and ``models`` load no torch, Ray or boosters."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import argparse
 import os
 import sys
 from pathlib import Path
+
+from tabbench.hookspecs import hookimpl
 
 
 def _csv(text: str) -> tuple:
@@ -43,14 +46,16 @@ def _reference_arg(p):
 
 
 def _run_parser(sub) -> None:
-    from tabbench.run.executors import DEFAULT, EXECUTORS  # the names only: no executor's module is imported
+    from tabbench.run.executors import DEFAULT, load_executors  # the classes' modules, not the libraries (Ray)
 
     run = sub.add_parser("run", help="run a suite's jobs (resumes: finished jobs are skipped)")
     run.add_argument("suite", help="suite YAML file, e.g. suites/quickstart.yaml")
-    run.add_argument("--executor", choices=sorted(EXECUTORS),
-                     help=f"where the jobs run (default: {DEFAULT}): ray, as Ray tasks on a local Ray (loopback "
-                          "only) or the cluster of --address; local, one at a time in this process's forked "
-                          "children, no Ray (same isolation, budgets and records). docs/running.md compares them")
+    # any registered name, a --plugin file's too: an unknown one is refused by the run, listing the known ones
+    run.add_argument("--executor", metavar="NAME",
+                     help=f"where the jobs run (default: {DEFAULT}; registered: {', '.join(sorted(load_executors()))}): "
+                          "ray, as Ray tasks on a local Ray (loopback only) or the cluster of --address; local, one "
+                          "at a time in this process's forked children, no Ray (same isolation, budgets and "
+                          "records). docs/running.md compares them")
     where = run.add_mutually_exclusive_group()
     where.add_argument("--address", help="existing Ray cluster address, implies --executor ray (default: "
                                          "$RAY_ADDRESS, else a local Ray)")
@@ -178,11 +183,17 @@ def _schema_parser(sub) -> None:
     schema.add_argument("--markdown", action="store_true", help="print the field reference of suites/README.md instead")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(commands: dict | None = None) -> argparse.ArgumentParser:
+    """The command line of ``commands`` (default: every registered one, ``tabbench.plugins.load_commands``)."""
+    from tabbench.plugins import PluginError, load_commands
+
     parser = argparse.ArgumentParser(prog="tabbench", description="Benchmark NPT and tabular baselines, reproducibly.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for add_parser in PARSERS:
-        add_parser(sub)
+    for name, command in (load_commands() if commands is None else commands).items():
+        command.parser(sub)
+        if name not in sub.choices:
+            raise PluginError(f"command {name!r}: its parser function {command.parser.__qualname__} adds no "
+                              f"subcommand of that name (subparsers.add_parser({name!r}, ...))")
     return parser
 
 
@@ -436,28 +447,34 @@ def cmd_schema(args) -> int:
     return 0
 
 
-#: Each command's parser, one small function each, in the order `tabbench --help` lists them. A new command is a
-#: _NAME_parser function, a cmd_NAME function, and its entry here and in COMMANDS.
-PARSERS = (_run_parser, _leaderboard_parser, _report_parser, _compare_parser, _plan_parser, _probe_parser,
-           _archive_parser, _models_parser, _datasets_parser, _fetch_parser, _validate_parser, _schema_parser)
+@hookimpl
+def register_commands(register):
+    """The built-in commands, each a _NAME_parser and a cmd_NAME function, in the order `tabbench --help` lists them."""
+    from tabbench.plugins import Command
 
-COMMANDS = {"schema": cmd_schema, "run": cmd_run, "compare": cmd_compare, "plan": cmd_plan,
-            "leaderboard": cmd_leaderboard, "report": cmd_report, "probe": cmd_probe, "models": cmd_models,
-            "validate": cmd_validate,
-            "datasets": cmd_datasets, "fetch": cmd_fetch, "archive": cmd_archive}
+    for name, parser, run in (
+            ("run", _run_parser, cmd_run), ("leaderboard", _leaderboard_parser, cmd_leaderboard),
+            ("report", _report_parser, cmd_report), ("compare", _compare_parser, cmd_compare),
+            ("plan", _plan_parser, cmd_plan), ("probe", _probe_parser, cmd_probe),
+            ("archive", _archive_parser, cmd_archive), ("models", _models_parser, cmd_models),
+            ("datasets", _datasets_parser, cmd_datasets), ("fetch", _fetch_parser, cmd_fetch),
+            ("validate", _validate_parser, cmd_validate), ("schema", _schema_parser, cmd_schema)):
+        register(Command(name, parser, run))
 
 
 def main(argv=None) -> int:
     import signal
 
-    args = build_parser().parse_args(argv)
     # A shell starts a background job with SIGINT ignored; every command must still stop on Ctrl-C or kill -INT
     # (a run's or a probe's long fits most of all). run_suite then installs its own handler.
     signal.signal(signal.SIGINT, signal.default_int_handler)
     from tabbench.errors import TabbenchError
+    from tabbench.plugins import load_commands
 
     try:
-        return COMMANDS[args.command](args)
+        commands = load_commands()  # the core's and the plugins' (an entry point that fails is an error here)
+        args = build_parser(commands).parse_args(argv)
+        return commands[args.command].run(args)
     except KeyboardInterrupt:
         return 130  # the runner has said what was kept and how to resume
     except TabbenchError as exc:  # bad input: its message names the file or field and the fix

@@ -2,7 +2,9 @@
 
 A plugin is a module (registered through the ``tabbench`` entry-point group, or a file passed with
 ``--plugin`` or listed under a suite's ``plugins:``) holding functions decorated with ``@tabbench.hookimpl``
-whose names are listed here; it may implement any of them.
+whose names are listed here; it may implement any of them. Each ``register_*`` hook is called with a
+``register`` callback, which the plugin calls once per thing it adds. The core's own data sources, executors,
+report parts and commands are registered through these same hooks (tabbench/plugins.py, ``CORE_PLUGINS``).
 """
 
 import pluggy
@@ -39,4 +41,71 @@ def register_sources(register):
     :class:`tabbench.data.source.DataSource` (a pydantic model of the source's suite fields, with its
     ``load``; docs/datasets.md shows a complete one). A plugin that registers models too may import its
     source classes inside this function, so that listing models does not import pydantic. Returns nothing.
+    """
+
+
+# --- executors ------------------------------------------------------------------------------------
+
+
+@hookspec
+def register_executors(register):
+    """Add execution modes: what ``tabbench run --executor NAME`` can name.
+
+    Called when ``tabbench run`` parses its arguments (its help lists the names) and when a run chooses its
+    executor. Call ``register(cls)`` once per mode, with a subclass of
+    :class:`tabbench.run.executors.base.Executor` whose ``name`` is the name ``--executor`` takes
+    (docs/architecture.md, "How to add an executor"). Import the libraries the mode runs on (Ray, a scheduler's
+    client) inside its methods, so that listing the names imports none of them. Returns nothing.
+    """
+
+
+# --- reports --------------------------------------------------------------------------------------
+
+
+@hookspec
+def register_sections(register):
+    """Add sections to every leaderboard (leaderboard.md, leaderboard.csv, leaderboard.tex and report.html).
+
+    Called each time a leaderboard is written (``tabbench leaderboard``, ``report``, the end of ``run``). Call
+    ``register(section)`` once per section, with an instance of :class:`tabbench.report.section.Section`; its
+    ``after`` names the section it follows on the page (e.g. ``"Families"``), else it comes after those
+    registered before it (the core's first). Returns nothing.
+    """
+
+
+@hookspec
+def register_readme_blocks(register):
+    """Add the generated blocks a results folder's README may hold, between ``<!-- tabbench report: NAME -->``
+    and ``<!-- end of tabbench report: NAME -->``.
+
+    Called by ``tabbench report``, once per folder whose README holds a block. Call ``register(block)`` once per
+    block, with a :class:`tabbench.report.section.ReadmeBlock` (its ``name`` and the function that writes its
+    lines from the folder's leaderboard ``Context``). Returns nothing.
+    """
+
+
+# --- runs -----------------------------------------------------------------------------------------
+
+
+@hookspec
+def after_run(folder, suite, options):
+    """Called by ``tabbench run`` (``tabbench.run.runner.run_suite``) once the run's records are all written:
+    ``folder``, the suite's results folder (a ``Path``); ``suite``, the ``tabbench.suite.Suite`` that ran;
+    ``options``, its ``tabbench.run.runner.RunOptions``. The core's report writes the folder's leaderboard here
+    (tabbench/report/plugin.py), before any plugin's ``after_run`` is called. Ctrl-C stops it as it stops the run,
+    every record kept. Returns nothing.
+    """
+
+
+# --- commands -------------------------------------------------------------------------------------
+
+
+@hookspec
+def register_commands(register):
+    """Add commands to ``tabbench`` (as llm's ``register_commands``).
+
+    Called each time ``tabbench`` starts, before it parses its command line (so ``tabbench --help`` lists them);
+    plugin files (``--plugin``) are not asked, since they are named on that command line. Call
+    ``register(command)`` once per command, with a :class:`tabbench.plugins.Command`. Keep the plugin's module
+    light: every ``tabbench`` command imports it. Returns nothing.
     """

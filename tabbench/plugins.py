@@ -1,9 +1,14 @@
-"""The plugin manager: loads built-in and third-party plugins through the ``tabbench`` entry points, and the
-registries built from their hooks: ``load_models`` (models) and ``load_sources`` (data sources).
+"""The plugin manager: the core's own plugins (``CORE_PLUGINS``), the plugins of the ``tabbench`` entry points
+(the built-in models and third parties') and plugin files, all called through the same hooks
+(tabbench/hookspecs.py); ``collect`` builds a registry from one ``register_*`` hook. The registries of the core's
+ground floor are here: ``load_models`` (models), ``load_sources`` (data sources) and ``load_commands`` (the
+commands of ``tabbench``); each other kind's loader sits with the kind: ``tabbench.run.executors.load_executors``,
+``tabbench.report.section.load_sections`` and ``load_readme_blocks``.
 
 Which entry-point plugins load can be restricted with the environment variable ``TABBENCH_PLUGINS``
-(comma-separated entry-point names; an empty value loads none). Plugin files are added with
-``--plugin PATH`` or a suite's ``plugins:`` list.
+(comma-separated entry-point names; an empty value loads none); the core's own plugins always load, so no
+selection drops the data sources, executors, report parts or commands every suite needs. Plugin files are
+added with ``--plugin PATH`` or a suite's ``plugins:`` list.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import os
 import re
 import sys
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -25,6 +31,11 @@ from tabbench.spec import ModelSpec
 
 ENTRY_POINT_GROUP = "tabbench"
 PLUGINS_ENV = "TABBENCH_PLUGINS"
+#: The core's own plugins, registered first and always, through the same hooks as any other plugin (as llm's and
+#: datasette's DEFAULT_PLUGINS): the data sources, the executors, the report's sections, README blocks and
+#: after-run leaderboard, the commands. Each module imports what its hooks register only inside them, so that
+#: loading the plugins stays light (``tabbench --help``).
+CORE_PLUGINS = ("tabbench.data.sources", "tabbench.run.executors", "tabbench.report.plugin", "tabbench.cli")
 
 
 class PluginError(TabbenchError):
@@ -66,14 +77,20 @@ def load_plugin_file(path: str | Path):
 
 
 def get_plugin_manager(plugin_files=()) -> pluggy.PluginManager:
+    """The core's plugins, the entry points ``TABBENCH_PLUGINS`` selects (default: all) and ``plugin_files``."""
     pm = pluggy.PluginManager(ENTRY_POINT_GROUP)
     pm.add_hookspecs(hookspecs)
+    for module in CORE_PLUGINS:
+        pm.register(importlib.import_module(module), name=module)
     allowed = _allowed_entry_points()
-    installed = sorted({ep.name for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)})
+    # an install made when the core's data sources were an entry point (data_sources) may still list it
+    installed = sorted({ep.name for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)
+                        if ep.module not in CORE_PLUGINS})
     for name in installed if allowed is None else allowed:
         if name not in installed:
             raise PluginError(f"{PLUGINS_ENV} names {name!r}, but no installed package provides a "
-                              f"'{ENTRY_POINT_GROUP}' entry point of that name; installed: {', '.join(installed)}")
+                              f"'{ENTRY_POINT_GROUP}' entry point of that name; installed: {', '.join(installed)} "
+                              "(tabbench's own data sources, executors, report parts and commands always load)")
         try:
             pm.load_setuptools_entrypoints(ENTRY_POINT_GROUP, name=name)
         except Exception as exc:  # one broken package must not hide every other model
@@ -92,9 +109,10 @@ def _plugin_sources(pm: pluggy.PluginManager) -> dict[int, str]:
     return sources
 
 
-def _collect(hook: str, what: str, plugin_files, key, check) -> dict:
-    """Call one ``register_*`` hook of every plugin with a ``register`` callback: {key(thing): (thing, source)}.
-    ``check(thing, source)`` refuses what is not of the hook's kind; a key registered twice is an error."""
+def collect(hook: str, what: str, plugin_files, key, check) -> dict:
+    """Call one ``register_*`` hook of every plugin with a ``register`` callback: {key(thing): (thing, source)}, in
+    registration order (the core's first). ``check(thing, source)`` refuses what is not of the hook's kind (a
+    ``PluginError`` naming the source); a key registered twice is an error naming both sources."""
     pm = get_plugin_manager(plugin_files)
     sources = _plugin_sources(pm)
     found: dict = {}
@@ -118,7 +136,7 @@ def load_models(plugin_files=()) -> dict[str, RegisteredModel]:
         if not isinstance(spec, ModelSpec):
             raise PluginError(f"{source}: register() takes a tabbench.spec.ModelSpec, got {type(spec).__name__}")
 
-    found = _collect("register_models", "model", plugin_files, lambda spec: spec.name, check)
+    found = collect("register_models", "model", plugin_files, lambda spec: spec.name, check)
     return {name: RegisteredModel(spec, source) for name, (spec, source) in found.items()}
 
 
@@ -141,5 +159,29 @@ def load_sources(plugin_files=()) -> dict[str, RegisteredSource]:
             raise PluginError(f"{source}: data source {cls.__name__} needs a name (its class attribute 'name'): "
                               f"a lower-case word other than 'catalogue', got {name!r}")
 
-    found = _collect("register_sources", "data source", plugin_files, lambda cls: cls.name, check)
+    found = collect("register_sources", "data source", plugin_files, lambda cls: cls.name, check)
     return {name: RegisteredSource(cls, source) for name, (cls, source) in found.items()}
+
+
+@dataclass(frozen=True)
+class Command:
+    """A command of ``tabbench``, registered by a ``register_commands`` hook: ``parser(subparsers)`` adds the
+    subcommand ``name`` (``subparsers.add_parser(name, help=...)`` and its arguments), and ``run(args)`` does it
+    with the parsed arguments and returns the exit status. A ``TabbenchError`` it raises is printed as a message."""
+
+    name: str
+    parser: Callable  # (argparse subparsers) -> None: adds the subcommand `name`
+    run: Callable  # (argparse.Namespace) -> int
+
+
+def load_commands() -> dict[str, Command]:
+    """Every registered command by name, the core's first (in the order ``tabbench --help`` lists them). Plugin
+    files are not asked: ``--plugin`` is read after the command line is parsed."""
+    def check(command, source):
+        if not isinstance(command, Command):
+            raise PluginError(f"{source}: register() takes a tabbench.plugins.Command, got {type(command).__name__}")
+        if not re.fullmatch(r"[a-z][a-z0-9-]*", command.name):
+            raise PluginError(f"{source}: a command's name is a lower-case word (hyphens allowed), got {command.name!r}")
+
+    return {name: command for name, (command, _) in collect("register_commands", "command", (), lambda c: c.name,
+                                                            check).items()}

@@ -1,50 +1,27 @@
-"""Executors are chosen by name (``tabbench run --executor NAME``, ``RunOptions.executor``) from one registry,
-implement one declared interface, and a new one is one module: the runner drives it through that interface
-alone. Run: python -m pytest tests/test_executors.py"""
-
-import socket
-import sys
-from collections.abc import Iterator
+"""Executors are chosen by name (``tabbench run --executor NAME``, ``RunOptions.executor``) from one registry (the
+``register_executors`` hook), implement one declared interface, and a new one is one class a plugin registers: the
+runner drives it through that interface alone. Run: python -m pytest tests/test_executors.py"""
 
 import pytest
 import yaml
 
 from tabbench.cli import build_parser, main
-from tabbench.run.execute import execute
-from tabbench.run.executors import EXECUTORS, ExecutorError, executor_class, make_executor
+from tabbench.run.executors import ExecutorError, executor_class, load_executors, make_executor
 from tabbench.run.executors.base import Executor
 from tabbench.run.executors.local import LocalExecutor
 from tabbench.run.runner import RunOptions, run_suite
 from tabbench.store import Store
 from tabbench.suite import parse_suite
+from tests import seams_plugin
 
 SUITE = {"name": "two-folds", "datasets": [{"name": "iris", "source": "sklearn", "id": "iris",
                                             "split": {"protocol": "kfold", "k": 2}}],
          "models": {"knn": {}, "knn_k15": {"model": "knn", "params": {"n_neighbors": 15}}}}
 
 
-class InProcessExecutor(Executor):
-    """A third execution mode written against the interface alone, as a new backend would be: each job in this
-    very process (no fork, so no enforced budgets), which no built-in does."""
-
-    name = "in-process"
-
-    def start(self, needs_gpu_check: bool = True) -> None:
-        self.started = True
-
-    def run(self, queue, prepared, store, stop) -> Iterator[tuple]:
-        for job in queue:
-            stop.check()
-            spec, dataset = prepared.registry[job.model].spec, prepared.dataset_of(job)
-            record = execute(job, spec.factory, dataset.meta, dataset.X, dataset.y, prepared.split_of(job),
-                             str(store.checkpoint_dir(job.key)))
-            record["node"] = socket.gethostname()
-            yield job, record
-
-
 def test_every_registered_executor_is_chosen_by_its_name_and_implements_the_interface():
-    assert {"ray", "local"} <= set(EXECUTORS)
-    for name in EXECUTORS:
+    assert {"ray", "local"} <= set(load_executors())
+    for name in load_executors():
         cls = executor_class(name)
         assert issubclass(cls, Executor) and cls.name == name
         executor = make_executor(name)
@@ -60,11 +37,10 @@ def test_an_unknown_executor_is_a_clear_error_listing_the_known_ones(tmp_path, c
                                   "split": {"protocol": "holdout"}}]}
     with pytest.raises(ExecutorError, match="known: local, ray"):
         run_suite(parse_suite(raw, tmp_path / "s.yaml"), RunOptions(results=tmp_path, executor="dask", progress=False))
-    # through the command: argparse lists the choices
-    with pytest.raises(SystemExit) as exit_:
-        main(["run", str(tmp_path / "s.yaml"), "--executor", "dask"])
-    assert exit_.value.code == 2
-    assert "--executor: invalid choice: 'dask' (choose from 'local', 'ray')" in capsys.readouterr().err
+    # through the command, whose --executor takes any name (a --plugin file may register it)
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(raw))
+    assert main(["run", str(tmp_path / "s.yaml"), "--executor", "dask", "--results", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.strip() == "tabbench: --executor 'dask': no such executor; known: local, ray"
 
 
 def test_the_flags_before_executor_names_still_choose_them():
@@ -98,14 +74,21 @@ def test_the_local_executor_refuses_a_cluster_address():
         make_executor("local", address="10.0.0.1:6379")
 
 
-def test_a_new_executor_is_one_class_registered_by_name_and_its_records_are_the_local_ones(tmp_path, monkeypatch):
-    monkeypatch.setitem(EXECUTORS, "in-process", f"{__name__}:InProcessExecutor")
-    assert sys.modules[__name__].InProcessExecutor is executor_class("in-process")
+def test_a_new_executor_is_one_class_a_plugin_registers_and_its_records_are_the_local_ones(tmp_path):
+    """tests/seams_plugin.py's executor, from a plugin file (an installed one: tests/test_seams.py)."""
+    plugin = (seams_plugin.__file__,)
+    assert executor_class("in-process", plugin).__name__ == "InProcessExecutor"
+    with pytest.raises(ExecutorError, match="known: local, ray$"):
+        executor_class("in-process")  # only where the plugin is loaded
     suite = parse_suite(SUITE, tmp_path / "two-folds.yaml")
-    ours = run_suite(suite, RunOptions(results=tmp_path / "in-process", executor="in-process", progress=False))
+    ours = run_suite(suite, RunOptions(results=tmp_path / "in-process", executor="in-process", progress=False,
+                                       plugin_files=plugin))
     local = run_suite(suite, RunOptions(results=tmp_path / "local", executor="local", progress=False))
     assert (ours.planned, ours.done, ours.failed) == (local.planned, local.done, local.failed) == (4, 4, 0)
     same = ("status", "method", "dataset", "fold", "params", "metrics")
     records = {r["key"]: {k: r[k] for k in same} for r in Store(tmp_path / "in-process" / "two-folds").records()}
     assert records == {r["key"]: {k: r[k] for k in same} for r in Store(tmp_path / "local" / "two-folds").records()}
     assert (tmp_path / "in-process" / "two-folds" / "leaderboard.md").exists()
+    # the plugin's after_run, called after the report's has written the leaderboard
+    assert (tmp_path / "in-process" / "two-folds" / seams_plugin.AFTER_RUN).read_text() == \
+        "two-folds: leaderboard.md written before: True\n"

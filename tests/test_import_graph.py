@@ -1,5 +1,7 @@
 """tabbench and its built-in plugins import in one direction: no module imports, at any depth (function-level
-imports included), a module that imports it back. Run: python -m pytest tests/test_import_graph.py"""
+imports included), a module that imports it back; and no package imports, through any of its modules, a package
+that imports it back (run/ and report/: the run pipeline imports nothing of the report). A module on a package's
+ground floor (tabbench/store.py) counts as a package of its own. Run: python -m pytest tests/test_import_graph.py"""
 
 import ast
 
@@ -40,6 +42,21 @@ def import_graph(packages: dict = PACKAGES) -> dict:
     return {name: imports_of(path, set(files)) for name, path in files.items()}
 
 
+def package_of(module: str) -> str:
+    """The package a module belongs to: its top package and the subpackage below it (tabbench.run.executors.ray:
+    tabbench.run; tabbench_plugins.npt.model: tabbench_plugins.npt); a module of the top package itself
+    (tabbench.store) and the top package (tabbench) are their own."""
+    return ".".join(module.split(".")[:2])
+
+
+def package_graph(graph: dict) -> dict:
+    """package -> the other packages its modules import (``graph``: import_graph's)."""
+    out = {}
+    for module, imported in graph.items():
+        out.setdefault(package_of(module), set()).update(package_of(m) for m in imported)
+    return {package: imported - {package} for package, imported in out.items()}
+
+
 def find_cycle(graph: dict) -> list | None:
     """One import cycle as [a, b, ..., a], or None."""
     state, stack = {}, []
@@ -78,11 +95,36 @@ def test_the_cycle_finder_finds_a_function_level_cycle_across_subpackages(tmp_pa
     assert find_cycle(graph) == ["pkg.a", "pkg.sub.b", "pkg.a"]
 
 
-def test_tabbench_and_the_builtin_plugins_have_no_import_cycle():
+def test_the_package_check_finds_a_cycle_between_packages_that_no_module_cycle_shows(tmp_path):
+    # run.a imports report.b, report.c imports run.d (inside a function): no module imports itself back, yet the
+    # two packages import each other (as run/runner.py writing the leaderboard and report/site.py borrowing
+    # run/isolation.py's constant did)
+    for folder in ("run", "report"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "__init__.py").write_text("")
+    (tmp_path / "__init__.py").write_text("")
+    (tmp_path / "store.py").write_text("")
+    (tmp_path / "run" / "a.py").write_text("from pkg.report import b\nfrom pkg import store\n")
+    (tmp_path / "report" / "b.py").write_text("")
+    (tmp_path / "report" / "c.py").write_text("def f():\n    from pkg.run.d import x\n")
+    (tmp_path / "run" / "d.py").write_text("")
+    graph = import_graph({"pkg": tmp_path})
+    assert find_cycle(graph) is None
+    assert package_graph(graph) == {"pkg": set(), "pkg.store": set(), "pkg.run": {"pkg.report", "pkg.store"},
+                                    "pkg.report": {"pkg.run"}}
+    assert find_cycle(package_graph(graph)) == ["pkg.report", "pkg.run", "pkg.report"]
+
+
+def test_tabbench_and_the_builtin_plugins_have_no_import_cycle_between_modules_or_packages():
     graph = import_graph()
     # the parser sees the package's modules, its subpackages' and the plugins', and their imports
     assert {"tabbench.cli", "tabbench.data.dataset", "tabbench.report.leaderboard",
             "tabbench_plugins.npt"} <= set(graph)
-    assert "tabbench.report.leaderboard" in graph["tabbench.run.runner"]  # a function-level import
+    assert "tabbench.run.runner" in graph["tabbench.cli"]  # a function-level import
     cycle = find_cycle(graph)
     assert cycle is None, "import cycle: " + " -> ".join(cycle)
+    packages = package_graph(graph)
+    assert {"tabbench.run", "tabbench.report", "tabbench.data", "tabbench.suite", "tabbench.store"} <= set(packages)
+    assert "tabbench.report" not in packages["tabbench.run"]  # the run pipeline imports nothing of the report
+    cycle = find_cycle(packages)
+    assert cycle is None, "import cycle between packages: " + " -> ".join(cycle)

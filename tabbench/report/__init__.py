@@ -4,7 +4,8 @@ per-family results (``family``), and beside them significance tests, win rates, 
 against quality, budget curves, LaTeX (``latex``) and an HTML page (``html``)), written with one set of table and
 number formats (``format``: its ``Cell`` writes every mean ± SE alike in Markdown, LaTeX and HTML). Records
 pooled from several result folders come from ``tabbench.pooling``; the site over every results folder from
-``site``.
+``site``. The built-in sections and README blocks are registered, and a run's leaderboard written, by the core's
+report plugin (``plugin``), through the hooks a plugin's use.
 
 The statistics come from scipy.stats, scikit-posthocs and bencheval, the figures from matplotlib (the
 ``report`` extra); they are imported only inside the functions that use them, so the core stays light.

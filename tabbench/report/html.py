@@ -262,7 +262,7 @@ def downloads(ctx) -> str:
 
 
 def page(ctx, parts) -> str:
-    """The page over ``parts``: (section, the Markdown it gave) in LEADERBOARD's order."""
+    """The page over ``parts``: (section, the Markdown it gave) in their order on the page (leaderboard.sections)."""
     name = ctx.out_dir.name
     body = [f"<h1>{html.escape(name)}</h1>",
             '<nav><a href="../index.html">all results</a><a href="#tables">tables</a>'

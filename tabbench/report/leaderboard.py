@@ -1,9 +1,10 @@
 """Leaderboards from stored records, regenerated without re-running anything.
 
 The records become one Context (the selected trials, the typed per-family tables of tabbench.report.family,
-the names shown); the leaderboard is the list of sections ``LEADERBOARD`` (tabbench.report.sections) read over
-it: leaderboard.md is their Markdown in order, leaderboard.csv their rows, leaderboard.tex their LaTeX and
-the folder's report.html their HTML (tabbench.report.html).
+the names shown); the leaderboard is the registered sections (the built-in ``LEADERBOARD`` of
+tabbench.report.sections and the plugins', tabbench.report.section.load_sections) read over it: leaderboard.md
+is their Markdown in order, leaderboard.csv their rows, leaderboard.tex their LaTeX and the folder's report.html
+their HTML (tabbench.report.html).
 """
 
 from __future__ import annotations
@@ -121,10 +122,12 @@ def make_context(suite_dir: Path, sources: list, records: pd.DataFrame, publishe
 
 
 def sections(ctx: Context) -> list:
-    """The sections this leaderboard writes: LEADERBOARD's, the report-only ones only with the report extra."""
-    from tabbench.report.sections import LEADERBOARD
+    """The sections this leaderboard writes, in their place on the page: every registered one (the built-in
+    ``sections.LEADERBOARD`` and the plugins', ``section.load_sections``), the report-only ones only with the
+    report extra."""
+    from tabbench.report.section import load_sections
 
-    return [s for s in LEADERBOARD if ctx.report or not s.report_only]
+    return [s for s in load_sections() if ctx.report or not s.report_only]
 
 
 def write_leaderboard(suite_dir: str | Path, published_path: str | Path | None = None, sources=None,

@@ -1,19 +1,26 @@
-"""The shape every part of a leaderboard has: a ``Section`` reads one ``Context`` (the records, the typed
-per-family tables, the names shown, the published numbers) and gives its Markdown lines, its rows of
-leaderboard.csv, its LaTeX lines and its HTML. A leaderboard is a list of sections
-(tabbench.report.leaderboard.LEADERBOARD): a new statistic is one Section subclass in a file of its own and one
-entry in that list.
+"""The shapes a report is made of, each read from one ``Context`` (the records, the typed per-family tables, the
+names shown, the published numbers): a ``Section`` of a leaderboard gives its Markdown lines, its rows of
+leaderboard.csv, its LaTeX lines and its HTML; a ``ReadmeBlock`` gives the lines of one generated block of a
+results folder's README. Both are registered through hooks (``register_sections``, ``register_readme_blocks``),
+the built-in ones by tabbench/report/plugin.py as a plugin registers its own: a new statistic is one Section
+subclass in a file of its own, registered with its place on the page (``after``). ``load_sections`` and
+``load_readme_blocks`` gather them.
 
 A section that draws a figure writes it (SVG and PNG) beside leaderboard.md when its Markdown is asked for;
-its HTML inlines the SVG it wrote, so that a page is one self-contained file.
+its HTML inlines the SVG it wrote, so that a page is one self-contained file. pandas is imported by the
+functions that use it, so that a plugin module may import these shapes at its top and stay light.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass
@@ -61,10 +68,17 @@ class Section:
     """One part of a leaderboard. Every part is optional: a section gives what it has.
 
     ``report_only``: written only with the report extra (tests, figures, LaTeX); ``csv_late``: its CSV rows
-    come after the other sections' (leaderboard.csv's order: per-family rows, then the pooled aggregates)."""
+    come after the other sections' (leaderboard.csv's order: per-family rows, then the pooled aggregates);
+    ``after``: the name of the section it follows on the page (None: after the sections registered before it);
+    ``name``: its own name, by default its class's (what another section's ``after`` gives)."""
 
     report_only = False
     csv_late = False
+    after: str | None = None
+
+    @property
+    def name(self) -> str:
+        return type(self).__name__
 
     def markdown(self, ctx: Context) -> list[str]:
         return []
@@ -81,3 +95,63 @@ class Section:
         from tabbench.report.html import from_markdown
 
         return from_markdown(markdown, ctx.out_dir)
+
+
+@dataclass(frozen=True)
+class ReadmeBlock:
+    """A generated block of a results folder's README: the text between ``<!-- tabbench report: NAME -->`` and
+    ``<!-- end of tabbench report: NAME -->``, rewritten by ``tabbench report`` as ``lines(ctx)`` from the
+    folder's leaderboard ``Context``. ``lines`` raises ``tabbench.report.site.SiteError`` naming the README when
+    the folder's records cannot give the block."""
+
+    name: str  # NAME in the README's markers: letters, digits, '_' and '-'
+    lines: Callable  # (Context) -> list[str]
+
+
+def _check(kind: type, what: str, pattern: str):
+    from tabbench.plugins import PluginError
+
+    def check(thing, source):
+        if not isinstance(thing, kind):
+            raise PluginError(f"{source}: register() takes a {kind.__module__}.{kind.__name__}, got {thing!r}")
+        if not (isinstance(thing.name, str) and re.fullmatch(pattern, thing.name)):
+            raise PluginError(f"{source}: the {what} {thing!r} needs a name matching {pattern}, got {thing.name!r}")
+
+    return check
+
+
+def load_sections(plugin_files=()) -> list[Section]:
+    """Every registered leaderboard section in its place on the page: in registration order (the core's first),
+    each one whose ``after`` names another right after that one (after those placed there before it). A section
+    placed after one that is not registered is an error naming both."""
+    from tabbench.plugins import PluginError, collect
+
+    found = collect("register_sections", "leaderboard section", plugin_files, lambda s: s.name,
+                    _check(Section, "leaderboard section", r"\w+"))
+    page = [s for s, _ in found.values() if s.after is None]
+    placed = {s.name for s in page}
+    waiting = [(s, source) for s, source in found.values() if s.after is not None]
+    while waiting:
+        ready = [(s, source) for s, source in waiting if s.after in placed]
+        if not ready:
+            s, source = waiting[0]
+            raise PluginError(f"{source}: leaderboard section {s.name!r} comes after {s.after!r}, which is not on "
+                              f"the page (no plugin registers it, or it comes after this one in turn); on the page: "
+                              f"{', '.join(p.name for p in page)}")
+        for s, source in ready:
+            at = next(i for i, p in enumerate(page) if p.name == s.after) + 1
+            while at < len(page) and page[at].after == s.after:  # after those placed there before it
+                at += 1
+            page.insert(at, s)
+            placed.add(s.name)
+        waiting = [w for w in waiting if w[0].name not in placed]
+    return page
+
+
+def load_readme_blocks(plugin_files=()) -> dict[str, ReadmeBlock]:
+    """Every registered README block by name (the core's first)."""
+    from tabbench.plugins import collect
+
+    found = collect("register_readme_blocks", "README block", plugin_files, lambda b: b.name,
+                    _check(ReadmeBlock, "README block", r"[\w-]+"))
+    return {name: block for name, (block, _) in found.items()}

@@ -1,5 +1,6 @@
-"""The built-in sections of a leaderboard, in the order ``LEADERBOARD`` lists them (tabbench.report.section says
-what a section is). Each figure-drawing section writes the files it links (figures, CSV) beside leaderboard.md.
+"""The built-in sections of a leaderboard, in the order ``LEADERBOARD`` lists them, registered in that order by the
+core's ``register_sections`` hook (tabbench/report/plugin.py; tabbench.report.section says what a section
+is). Each figure-drawing section writes the files it links (figures, CSV) beside leaderboard.md.
 """
 
 from __future__ import annotations
@@ -460,6 +461,6 @@ class SelectedParams(Section):
 
 from tabbench.report.tabarena import AgainstTabArena, TabArenaBoard  # noqa: E402 - the sections' own module
 
-#: A leaderboard: its sections in the order leaderboard.md shows them.
+#: The built-in sections in the order leaderboard.md shows them; a plugin's are placed among them by their ``after``.
 LEADERBOARD = [Header(), Table1(), Arena(), TabArenaBoard(), Variants(), Families(), AgainstTabArena(), Together(),
                WinRates(), CostAgainstQuality(), BudgetCurves(), EloAgainstBudget(), CostsPerJob(), SelectedParams()]

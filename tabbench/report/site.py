@@ -325,22 +325,27 @@ def _tabarena_block(ctx) -> list:
     return beyond_block(ctx)
 
 
-#: The blocks a results folder's README may hold between ``<!-- tabbench report: NAME -->`` and
-#: ``<!-- end of tabbench report: NAME -->``: `tabbench report` writes them from the folder's records.
+#: The built-in blocks a results folder's README may hold between ``<!-- tabbench report: NAME -->`` and
+#: ``<!-- end of tabbench report: NAME -->``: `tabbench report` writes them from the folder's records. The core's
+#: ``register_readme_blocks`` hook registers them (tabbench/report/plugin.py), a plugin's hook its own.
 README_BLOCKS = {"significance": _significance_block, "job-times": _job_times_block, "npt-against-paper": _paper_block,
                  "npt-folds": _folds_block, "tabarena": _tabarena_block, "npt-at-budget": _npt_at_budget_block}
 
 
 def fill_blocks(readme: Path, ctx) -> None:
-    """The README's generated blocks (README_BLOCKS) rewritten from ``ctx``; an unknown block name is an error."""
+    """The README's generated blocks (every registered one, tabbench.report.section.load_readme_blocks) rewritten
+    from ``ctx``; an unknown block name is an error."""
+    from tabbench.report.section import load_readme_blocks
+
+    blocks = load_readme_blocks()
     text = readme.read_text()
     pattern = re.compile(r"(<!-- tabbench report: ([\w-]+) -->\n).*?(<!-- end of tabbench report: \2 -->)", re.S)
 
     def fill(match):
         name = match[2]
-        if name not in README_BLOCKS:
-            raise SiteError(f"{readme}: unknown generated block {name!r}; known: {', '.join(README_BLOCKS)}")
-        return match[1] + "\n".join(README_BLOCKS[name](ctx)) + "\n" + match[3]
+        if name not in blocks:
+            raise SiteError(f"{readme}: unknown generated block {name!r}; known: {', '.join(blocks)}")
+        return match[1] + "\n".join(blocks[name].lines(ctx)) + "\n" + match[3]
 
     filled = pattern.sub(fill, text)
     if filled != text:
@@ -407,7 +412,7 @@ def one_thread_each():
     thread, 43 s)."""
     import os
 
-    from tabbench.run.isolation import THREAD_VARIABLES
+    from tabbench.threads import THREAD_VARIABLES
 
     before = {name: os.environ.get(name) for name in THREAD_VARIABLES}
     os.environ.update(dict.fromkeys(THREAD_VARIABLES, "1"))

@@ -15,6 +15,7 @@ from tabbench.clock import CPU, process_cpu_seconds, reader, wall_ceiling
 from tabbench.run.execute import execute
 from tabbench.run.jobs import CRASH, OOM, TIMEOUT, Job, failure_record
 from tabbench.measure import private_kib, proc_status_kib
+from tabbench.threads import THREAD_VARIABLES
 
 
 def _die_with_parent():
@@ -48,10 +49,6 @@ def steady_allocator() -> None:
     M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # malloc.h
     mallopt(M_MMAP_THRESHOLD, MMAP_MAX_BYTES)
     mallopt(M_TRIM_THRESHOLD, 2**31 - 1)
-
-
-#: The thread pools of the numerical libraries (OpenMP, MKL, OpenBLAS), read when a process loads them.
-THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
 def _limit_threads(n: int) -> None:

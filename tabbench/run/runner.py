@@ -1,8 +1,9 @@
 """Runs a suite: prepare it (``prepare_suite``, the one preparation ``tabbench plan`` and ``tabbench probe`` use
 too: registry, selection, every dataset loaded and split, the models' pre-run checks), expand the jobs, select
 (--models, --datasets, --folds) and skip those already done, hand the rest to the executor chosen by name
-(tabbench/run/executors/: ``ray`` by default, or ``local``) one claimed job at a time (tabbench/run/claims.py:
-runs sharing a results folder share its jobs), write every record as it comes back, then the leaderboard.
+(tabbench/run/executors/: ``ray`` by default, ``local``, or a plugin's) one claimed job at a time
+(tabbench/run/claims.py: runs sharing a results folder share its jobs), write every record as it comes back, then
+call the ``after_run`` hook, where the report writes the leaderboard (the run imports nothing of the report).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from tabbench.run.expand import Selection, expand
 from tabbench.suite.trials import method_params
 from tabbench.run.interrupts import StopRequest
 from tabbench.run.jobs import OK
-from tabbench.plugins import load_models
+from tabbench.plugins import get_plugin_manager, load_models
 from tabbench.store import Store
 from tabbench.suite import Suite, check_models
 
@@ -31,7 +32,7 @@ from tabbench.suite import Suite, check_models
 class RunOptions:
     # A run writes to runs/ (git-ignored); results/ holds the published folders it is checked against.
     results: Path = Path("runs")
-    executor: str = DEFAULT  # where the jobs run, by name (tabbench.run.executors.EXECUTORS): ray or local
+    executor: str = DEFAULT  # where the jobs run, by name (tabbench.run.executors.load_executors): ray, local, ...
     address: str | None = None  # the Ray cluster to run on (default: $RAY_ADDRESS, else a local Ray)
     force: bool = False
     retry_failed: bool = False
@@ -237,7 +238,7 @@ def prepare_suite(suite: Suite, selection: Selection = Selection(), paths: DataP
 
 
 def run_suite(suite: Suite, options: RunOptions) -> RunSummary:
-    """Run the suite's pending jobs and write its leaderboard.
+    """Run the suite's pending jobs, then the ``after_run`` hook (the report's writes the leaderboard).
 
     SIGINT (Ctrl-C) at any phase stops the run: every finished job's record is kept, the message
     says how to resume, and KeyboardInterrupt is raised (see tabbench.run.interrupts)."""
@@ -257,7 +258,9 @@ def run_suite(suite: Suite, options: RunOptions) -> RunSummary:
 
 
 def _run(suite: Suite, options: RunOptions, store: Store, summary: RunSummary, stop: StopRequest) -> RunSummary:
-    executor = make_executor(options.executor, options.address)  # an unknown name stops the run before any load
+    plugin_files = tuple(options.plugin_files) + tuple(suite.plugins)
+    # an unknown name stops the run before any load
+    executor = make_executor(options.executor, options.address, plugin_files)
     claims = Claims(store.path.parent)
     stop.pause_point("load")
     prepared = prepare_suite(suite, options.selection(), options.data_paths, options.plugin_files)
@@ -294,10 +297,8 @@ def _run(suite: Suite, options: RunOptions, store: Store, summary: RunSummary, s
             claims.close()
             executor.close()
     stop.check()
-    from tabbench.report.leaderboard import write_leaderboard
-
     stop.pause_point("leaderboard")
-    write_leaderboard(store.dir, suite.published, report=options.report)
+    get_plugin_manager(plugin_files).hook.after_run(folder=store.dir, suite=suite, options=options)
     stop.check()  # a SIGINT whose KeyboardInterrupt something swallowed still stops the run
     return summary
 

@@ -11,7 +11,6 @@ as the built-in ones are."""
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import MISSING, fields
 from functools import lru_cache
 from typing import Annotated, Any, Literal, Optional, Union
@@ -25,7 +24,7 @@ from tabbench.data.source import Count, Text
 from tabbench.data.source import refuse as _fail
 from tabbench.data.splits import PROTOCOLS
 from tabbench.data.types import DatasetConfig, SplitConfig
-from tabbench.plugins import PLUGINS_ENV, PluginError, load_sources
+from tabbench.plugins import PluginError, load_sources
 from tabbench.spec import TASKS
 from tabbench.suite.types import NAME_PATTERN, TUNING, ModelEntry, did_you_mean
 
@@ -294,12 +293,7 @@ def _suite_model(sources: tuple) -> type[SuiteFile]:
 def suite_model(plugin_files=()) -> type[SuiteFile]:
     """The suite format with every registered data source (those of the plugin files too): SuiteFile whose
     ``datasets[]`` entries are one of the sources' entries (``dataset_entry``) or a catalogue entry."""
-    registered = load_sources(tuple(plugin_files))
-    if not registered:
-        selected = os.environ.get(PLUGINS_ENV)
-        raise PluginError("no data source is registered, so no dataset can be read: tabbench's own come from the "
-                          "entry point 'data_sources'" + (f", which {PLUGINS_ENV}={selected!r} leaves out; add it"
-                                                          if selected is not None else "; reinstall tabbench"))
+    registered = load_sources(tuple(plugin_files))  # the core's always among them, whatever TABBENCH_PLUGINS says
     return _suite_model(tuple((r.cls, r.source) for r in registered.values()))
 
 

