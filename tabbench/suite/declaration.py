@@ -196,7 +196,7 @@ class BudgetSection(_Section):
     time_s: Optional[Positive] = Field(None, description="limit per job, in seconds of its clock (clock)")
     clock: Optional[Literal["cpu", "wall"]] = Field(None, description=(
         "what time_s and points_s count: cpu, the job's own CPU seconds (all its threads), which another process "
-        "on the machine does not move (a job is still killed after 4 x time_s + 60 wall seconds); wall, elapsed "
+        "on the machine does not move (a job is still killed after 10 x time_s + 60 wall seconds); wall, elapsed "
         "seconds (default: cpu, wall for a job that asks for a GPU; tabbench/clock.py; every record names its clock)"))
     memory_mb: Optional[Positive] = Field(None, description="host memory limit per job, in MiB")
     points_s: Optional[Annotated[list[Positive], Field(min_length=1)]] = Field(None, description=(
