@@ -84,6 +84,19 @@ def register_readme_blocks(register):
     """
 
 
+@hookspec
+def register_answers(register):
+    """Add an answer to the top of the report site: the text ``tabbench report`` writes first in results/README.md
+    (between its generated markers) and first on results/index.html, from every results folder's leaderboard.
+
+    Called once per ``tabbench report``. Call ``register(answer)`` once per answer, with a
+    :class:`tabbench.report.section.Answer` (its ``name`` and the function that writes its Markdown lines from the
+    folders' ``Context``s, by folder name; no lines where its folders are absent). A study that asks one question
+    of several folders (tabbench_plugins.npt_study) answers it here; without any, the site lists the folders.
+    Returns nothing.
+    """
+
+
 # --- runs -----------------------------------------------------------------------------------------
 
 

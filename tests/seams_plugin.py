@@ -1,6 +1,6 @@
 """A plugin that adds one of each of tabbench's seams beside models and data sources, as a third party would:
 an executor (``--executor in-process``), a leaderboard section (after the per-family tables), a README block
-(``seams-count``), a command (``tabbench records FOLDER``), and an ``after_run`` that notes whether the
+(``seams-count``), an answer atop the report site (a toy second study's), a command (``tabbench records FOLDER``), and an ``after_run`` that notes whether the
 leaderboard was written before it (AFTER_RUN in the results folder). tests/test_seams.py installs it as an entry point
 (a dist-info on a child's PYTHONPATH) and uses it as a plugin file; tests/test_executors.py runs its executor.
 
@@ -10,7 +10,7 @@ Light at its top, as every plugin module should be: ``tabbench --help`` imports 
 import socket
 
 import tabbench
-from tabbench.report.section import ReadmeBlock, Section
+from tabbench.report.section import Answer, ReadmeBlock, Section
 from tabbench.run.executors.base import Executor
 
 #: The heading of the section below, which tests look for on the page.
@@ -60,6 +60,15 @@ def results_count(ctx) -> list:
     return [f"{len(ctx.selected)} selected results on {ctx.selected['dataset'].nunique()} dataset(s)."]
 
 
+#: The first line of the toy study's answer atop the report site.
+ANSWER = "## A toy study's answer"
+
+
+def toy_answer(contexts) -> list:
+    """A second study's answer atop the site: the folders it was given."""
+    return [ANSWER, "", f"{len(contexts)} results folder(s): {', '.join(sorted(contexts))}.", ""]
+
+
 def _records_parser(sub) -> None:
     records = sub.add_parser("records", help="count a results folder's records, per status")
     records.add_argument("folder", help="a suite's results folder, e.g. runs/quickstart")
@@ -88,6 +97,11 @@ def register_sections(register):
 @tabbench.hookimpl
 def register_readme_blocks(register):
     register(ReadmeBlock("seams-count", results_count))
+
+
+@tabbench.hookimpl
+def register_answers(register):
+    register(Answer("toy", toy_answer))
 
 
 @tabbench.hookimpl

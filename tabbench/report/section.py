@@ -108,6 +108,16 @@ class ReadmeBlock:
     lines: Callable  # (Context) -> list[str]
 
 
+@dataclass(frozen=True)
+class Answer:
+    """An answer atop the report site (results/README.md and results/index.html), written by ``tabbench report``
+    as ``lines(contexts)`` from every results folder's leaderboard ``Context`` (folder name -> Context): Markdown,
+    links relative to the results folder; no lines where the folders it reads are absent."""
+
+    name: str
+    lines: Callable  # (dict[str, Context]) -> list[str]
+
+
 def _check(kind: type, what: str, pattern: str):
     from tabbench.plugins import PluginError
 
@@ -155,3 +165,11 @@ def load_readme_blocks(plugin_files=()) -> dict[str, ReadmeBlock]:
     found = collect("register_readme_blocks", "README block", plugin_files, lambda b: b.name,
                     _check(ReadmeBlock, "README block", r"[\w-]+"))
     return {name: block for name, (block, _) in found.items()}
+
+
+def load_answers(plugin_files=()) -> dict[str, Answer]:
+    """Every registered answer by name, in the order the plugins registered them."""
+    from tabbench.plugins import collect
+
+    found = collect("register_answers", "answer", plugin_files, lambda a: a.name, _check(Answer, "answer", r"[\w-]+"))
+    return {name: answer for name, (answer, _) in found.items()}

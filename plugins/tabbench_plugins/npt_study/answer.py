@@ -1,0 +1,146 @@
+"""The NPT study's answer atop the report site (results/README.md and results/index.html, the harness's
+``register_answers`` hook): where NPT stands against the paper's field and the models that came after it.
+
+It opens with the verdict in a few generated sentences, each linking to its evidence: where NPT sized for its budget
+stands in breadth and against whom that is settled (verdict.py), where the paper's configuration stands, and whether
+the paper's exact numbers reproduce on a GPU. Then, per benchmark of ANSWER that has a page, its short table, its
+budget and what Friedman and Nemenyi separate.
+"""
+
+from __future__ import annotations
+
+from tabbench.report.format import count
+from tabbench.report.site import budget_text
+from tabbench_plugins.npt_study.blocks import paper_comparisons, paper_table
+from tabbench_plugins.npt_study.verdict import npt_methods, pairs, standing
+
+#: The benchmarks the answer summarises, in its order: (folder, what it asks).
+ANSWER = [
+    ("uci-small-npt-paper-gpu", "The paper's protocol and exact small-data NPT configuration, on a GPU"),
+    ("uci-small", "The paper's four small UCI sets and protocol, every method at a reduced CPU budget"),
+    ("uci-cpu", "Every UCI dataset we have run, in one table"),
+    ("breadth", "Breadth: many real datasets, every model at its defaults under one CPU budget"),
+]
+#: The folder whose leaderboard gives the verdict on NPT's place, and the folder of the paper's exact configuration.
+VERDICT, REPRODUCTION = "breadth", "uci-small-npt-paper-gpu"
+#: NPT sized for its budget and at the paper's base configuration, as breadth names them.
+SIZED, PAPER = "npt-budget", "npt"
+
+
+def _elo_place(ctx, method: str) -> str | None:
+    """"third of 14 by Elo (1254, 95% interval 1193 to 1326)", or None where the method has no Elo."""
+    elo = ctx.aggregates.table if ctx.aggregates is not None else None
+    if elo is None or method not in elo.index:
+        return None
+    place = int((elo["elo"] > elo.loc[method, "elo"]).sum()) + 1
+    low, high = elo.loc[method, ["elo_low", "elo_high"]]
+    interval = "" if low != low or high != high else f", 95% interval {low:.0f} to {high:.0f}"
+    return f"{_ordinal(place)} of {len(elo)} by Elo ({elo.loc[method, 'elo']:.0f}{interval})"
+
+
+def _ordinal(n: int) -> str:
+    words = {1: "first", 2: "second", 3: "third", 4: "fourth", 5: "fifth", 6: "sixth", 7: "seventh", 8: "eighth",
+             9: "ninth", 10: "tenth", 11: "eleventh", 12: "twelfth", 13: "thirteenth", 14: "fourteenth"}
+    return words.get(n, f"{n}th")
+
+
+def verdict(contexts: dict) -> list:
+    """The few sentences that open the answer, each linking to its evidence; none whose folder is absent."""
+    out = []
+    ctx = contexts.get(VERDICT)
+    if ctx is not None:
+        found = pairs(ctx)
+        n = ctx.pooled.shape[1]
+        link = f"[{VERDICT}]({VERDICT}/report.html)"
+        for method, what in ((SIZED, "NPT sized for its budget"), (PAPER, "NPT at the paper's base configuration")):
+            place = _elo_place(ctx, method) if method in npt_methods(ctx) else None
+            if place is None:
+                continue
+            out.append(f"- **{what}** (`{method}`) is {place} over {n} datasets in {link} ({budget_text(ctx)}). "
+                       f"By Wilcoxon-Holm over the datasets it is {standing(ctx, method, found)}.")
+    gpu = contexts.get(REPRODUCTION)
+    if gpu is not None:
+        judged = [agree for *_, agree in paper_comparisons(gpu) if agree is not None]
+        if judged:
+            out.append(f"- **The paper's exact configuration on a GPU** reproduces its published numbers within 2 "
+                       f"combined standard errors on {sum(judged)} of {count(len(judged), 'dataset')} "
+                       f"([{REPRODUCTION}]({REPRODUCTION}/report.html)).")
+    return out
+
+
+def _separates(ctx) -> str:
+    """What Friedman and Nemenyi over every dataset can and cannot separate, NPT's pairs named."""
+    from tabbench.report.significance import significance
+
+    result = significance("all", ctx.pooled, None)
+    if result.friedman is None or result.cd is None:
+        return " ".join(result.notes)
+    stat, p = result.friedman
+    ranks, cd = result.mean_ranks, result.cd
+    gaps = [(a, b) for a in ranks.index for b in ranks.index if ranks[b] - ranks[a] > cd]
+    n_pairs = len(ranks) * (len(ranks) - 1) // 2
+    text = (f"Friedman over {result.n_datasets} datasets: χ² {stat:.2f}, p = {p:.3g}; Nemenyi's critical difference "
+            f"{cd:.2f} ranks separates {len(gaps)} of the {n_pairs} pairs.")
+    for m in npt_methods(ctx):
+        ahead = [a for a, b in gaps if b == m]
+        behind = [b for a, b in gaps if a == m]
+        same = [o for o in ranks.index if o != m and o not in ahead and o not in behind]
+        text += (f" {m}: significantly behind {', '.join(ahead) or 'no method'}"
+                 + (f", ahead of {', '.join(behind)}" if behind else "")
+                 + f"; not separated from {len(same)} method{'s' if len(same) != 1 else ''}.")
+    return text
+
+
+def _place_table(ctx) -> list:
+    from tabbench.report.format import markdown_table
+
+    pooled = ctx.pooled
+    order = pooled.mean(axis=1).sort_values()
+    se = pooled.std(axis=1, ddof=1) / (pooled.shape[1] ** 0.5) if pooled.shape[1] > 1 else order * float("nan")
+    elo = ctx.aggregates.table if ctx.aggregates is not None else None
+    npt = npt_methods(ctx)
+    shown = [m for i, m in enumerate(order.index) if i < 3 or m in npt]
+    rows = []
+    for m in shown:
+        place = int((order < order[m]).sum()) + 1
+        interval = ("–" if elo is None or m not in elo.index else
+                    f"{elo.loc[m, 'elo']:.0f}" + ("" if elo.loc[m, ["elo_low", "elo_high"]].isna().any() else
+                                                 f" ({elo.loc[m, 'elo_low']:.0f} to {elo.loc[m, 'elo_high']:.0f})"))
+        rows.append([f"{place} of {len(order)}", ctx.show.get(m, m), f"{order[m]:.2f} ± {se[m]:.2f}", interval])
+    out = [markdown_table(["place", "method", "mean rank over all datasets", "Elo (95% interval)"], rows)]
+    if elo is not None and elo[["elo_low", "elo_high"]].isna().all().all():
+        from tabbench.report.arena import MIN_INTERVAL_DATASETS
+
+        out += ["", f"No Elo interval on {count(ctx.aggregates.n_datasets, 'dataset')}: the bootstrap needs "
+                f"{MIN_INTERVAL_DATASETS} to bound it (the page's notes say why); the Elo orders these methods here "
+                "and separates none."]
+    return out
+
+
+def lines(contexts: dict) -> list:
+    """The answer: the verdict, then per benchmark in ANSWER with a page its short table, budget, statistics and
+    link; none where no benchmark of ANSWER has a page."""
+    if not any(folder in contexts for folder, _ in ANSWER):
+        return []
+    out = ["## The answer at a glance", "",
+           "Where does NPT stand against the paper's field and the models that came after it? Every sentence and "
+           "table below is made by `tabbench report` from the records of the folder it links; its page has every "
+           "table, figure and per-dataset number ([all pages](index.html)).", ""]
+    said = verdict(contexts)
+    if said:
+        out += said + [""]
+    for folder, question in ANSWER:
+        ctx = contexts.get(folder)
+        if ctx is None:
+            continue
+        n = sum(len(t.datasets) for t in ctx.tables.values())
+        out += [f"### {question}: [{folder}]({folder}/report.html)", "",
+                f"{n} dataset{'s' if n != 1 else ''}, {count(ctx.all_runs['method'].nunique(), 'method')}; budget: "
+                f"{budget_text(ctx)}.", ""]
+        if ctx.published is not None and len(ctx.pooled.index) <= 2:  # NPT alone: its numbers against the paper's
+            out += paper_table(ctx) + ["", "Within 2 SE: |ours − paper| ≤ 2 √(SE ours² + SE paper²) (below). The "
+                                       "paper's small-data NPT numbers are the best of eight variants per dataset; "
+                                       "npt-paper is its base configuration, one of them.", ""]
+        else:
+            out += _place_table(ctx) + ["", _separates(ctx), ""]
+    return out
