@@ -9,7 +9,9 @@ leaderboard`` then prints our numbers and the published ones side by side.
 Optionally also ``corruption``: per dataset, the change the publication reports for its model in the
 corruption probe (the NPT paper's Table 2; tabbench/probe.py), in that table's convention: accuracy
 points for classification, the relative change in RMSE in percent for regression, negative where
-performance got worse. ``tabbench probe corruption`` prints it beside the model's rows.
+performance got worse, with ``corruption_model``, the registry model those numbers are for (the NPT paper's:
+``npt``), and optionally ``corruption_label``, its name in the tables (default: the model). ``tabbench probe
+corruption`` prints it beside that model's rows.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from tabbench.errors import TabbenchError
 from tabbench.metrics import PRIMARY
 
 
-KEYS = {"name", "note", "note_datasets", "metrics", "ranks", "corruption"}
+KEYS = {"name", "note", "note_datasets", "metrics", "ranks", "corruption", "corruption_model", "corruption_label"}
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,8 @@ class Published:
     note: str = ""  # what the numbers are, printed under every table that shows them
     note_datasets: tuple = ()  # the datasets the note is about (empty: all); tables of other datasets omit it
     corruption: dict = field(default_factory=dict)  # dataset -> published change after corruption (see above)
+    corruption_model: str = ""  # the registry model whose rows ``corruption`` is for
+    corruption_label: str = ""  # its name in the tables
 
     def methods(self) -> set:
         """Every method the publication reports a number or a rank for."""
@@ -110,5 +114,10 @@ def load_published(path) -> Published:
             raise PublishedError(f"{path}: corruption.{dataset}: expected a number (the published change: accuracy "
                                  f"points, or the relative RMSE change in percent), got {v!r}")
         corruption[str(dataset)] = float(v)
+    model = raw.get("corruption_model") or ""
+    if corruption and not (isinstance(model, str) and model):
+        raise PublishedError(f"{path}: corruption_model: the corruption numbers need the registry model they are for "
+                             f"(e.g. corruption_model: npt), got {model!r}")
+    label = raw.get("corruption_label") or model
     return Published(str(raw.get("name", path.stem)), path, metrics, ranks, str(raw.get("note") or "").strip(),
-                     tuple(note_datasets), corruption)
+                     tuple(note_datasets), corruption, model, str(label))

@@ -38,11 +38,12 @@ def _cell(value, metric: str, se=None) -> str:
 
 def summary(table: pd.DataFrame, published=None) -> tuple[list, list]:
     """(header, rows) of the summary: per method and dataset the folds probed, the mean change over them ±
-    standard error (the paper's convention), the rows changed of those probed, and for a model ``npt`` the
-    change ``published`` reports for the dataset (a column only where there is a published file)."""
+    standard error (the paper's convention), the rows changed of those probed, and for the model the published
+    numbers are for (``published.corruption_model``) the change ``published`` reports for the dataset (a column
+    only where there is a published file)."""
     header = ["method", "dataset", "metric", "folds probed", "change (mean ± SE)", "rows changed"]
     if published is not None:
-        header.append("published NPT change")
+        header.append(f"published {published.corruption_label} change")
     rows = []
     for (method, dataset), group in table.groupby(["method", "dataset"], sort=True):
         metric = group["metric"].iloc[0]
@@ -52,7 +53,8 @@ def summary(table: pd.DataFrame, published=None) -> tuple[list, list]:
         total = f"{int(probed['rows_changed'].sum())} of {int(probed['n_test'].sum())}" if len(probed) else MISSING
         row = [method, dataset, metric, len(probed), _cell(change.mean() if len(change) else None, metric, se), total]
         if published is not None:
-            paper = published.corruption.get(dataset) if (group["model"] == "npt").all() else None
+            paper = (published.corruption.get(dataset) if (group["model"] == published.corruption_model).all()
+                     else None)
             row.append(MISSING if paper is None else f"{paper:+g}{UNIT[metric]}")
         rows.append(row)
     return header, rows
@@ -83,7 +85,8 @@ def markdown(table: pd.DataFrame, suite_name: str, published=None) -> str:
     notes = [CONVENTION + " Mean over the folds probed ± standard error (none for one fold); rows changed: test "
              "rows whose prediction changed, of those probed."]
     if published is not None:
-        notes.append(f"Published: {published.name}, for NPT (model npt) rows; its models, budgets and data "
+        notes.append(f"Published: {published.name}, for {published.corruption_label} (model "
+                     f"{published.corruption_model}) rows; its models, budgets and data "
                      "differ from this suite's (see the suite's header).")
     fold_header, fold_rows = folds(table)
     fold_note = ("`n_test`: the test rows probed, of `n_test_total` in the test part"

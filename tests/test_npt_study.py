@@ -1,0 +1,59 @@
+"""The NPT study apart from the harness (tabbench_plugins.npt_study): the report layer names none of NPT's methods
+or this project's folders, and the study's pairwise verdict says which of NPT's pairs are settled."""
+
+import ast
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tests.conftest import ROOT
+
+REPORT = ROOT / "tabbench" / "report"
+
+
+def test_the_report_layer_names_no_npt_method_and_no_folder_of_this_project():
+    """No string in tabbench/report/'s code (docstrings and help texts aside) is one of NPT's method names or a
+    folder the study answers from: a second study needs no edit of the core."""
+    from tabbench_plugins.npt_study.answer import ANSWER
+
+    names = {"npt", "npt-budget", "npt-paper"} | {folder for folder, _ in ANSWER}
+    found = []
+    for path in sorted(REPORT.glob("*.py")):
+        tree = ast.parse(path.read_text())
+        docstrings = {id(n.body[0].value) for n in ast.walk(tree)
+                      if isinstance(n, (ast.Module, ast.FunctionDef, ast.ClassDef)) and n.body
+                      and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+                if node.value in names or any(f"/{n}/" in node.value or node.value.startswith(f"{n}/") for n in names):
+                    found.append(f"{path.name}:{node.lineno}: {node.value!r}")
+    assert found == [], found
+
+
+class _Context:
+    """What the verdict reads of a leaderboard's Context: its per-dataset ranks, names shown, models."""
+
+    def __init__(self, ranks: pd.DataFrame, models: dict):
+        self.pooled, self.show, self._models = ranks, {}, models
+
+    def model_of(self, method):
+        return self._models.get(method, method)
+
+
+def test_a_pair_is_settled_only_where_wilcoxon_holm_says_so_over_the_datasets():
+    """On 20 datasets an NPT row ahead of one method everywhere is settled ahead of it; one that alternates with
+    another is not settled against it; the sentence names both."""
+    from tabbench_plugins.npt_study.verdict import pairs, standing
+
+    datasets = [f"d{i}" for i in range(20)]
+    ranks = pd.DataFrame({d: {"npt-budget": 1.0 + (i % 2), "boost": 2.0 - (i % 2), "knn": 3.0}
+                          for i, d in enumerate(datasets)})
+    ctx = _Context(ranks, {"npt-budget": "npt"})
+    found = {(p.method, p.other): p for p in pairs(ctx)}
+    assert found[("npt-budget", "knn")].settled and found[("npt-budget", "knn")].ahead == 20
+    assert not found[("npt-budget", "boost")].settled
+    assert standing(ctx, "npt-budget", list(found.values())) == (
+        "settled ahead of knn; not settled against boost")
+    with pytest.raises(KeyError):
+        found[("boost", "knn")]  # only NPT's pairs are tested (and corrected for)
