@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tabbench.data.splits import regime
 from tabbench.run.jobs import Job, job_key
 from tabbench.suite.trials import method_params
 
@@ -32,7 +33,8 @@ def expand(suite, registry, loaded, gpu_available=False) -> list[Job]:
                                         split.fingerprint, dataset.subset, spec.resources(params),
                                         suite.budget.time_s, suite.budget.memory_mb,
                                         spec.is_transductive(params), key_params, spec.deterministic, config,
-                                        n_trials=len(trials), budget_points_s=suite.budget.points_s))
+                                        n_trials=len(trials), budget_points_s=suite.budget.points_s,
+                                        split_regime=regime(dataset.split)))
     return jobs
 
 

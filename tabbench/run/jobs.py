@@ -45,6 +45,8 @@ class Job:
     config: str | None = None  # the named configuration (tuning: configs) this trial runs
     n_trials: int | None = None  # the method's trials on this dataset (expand sets it; None: not known)
     budget_points_s: tuple = ()  # the suite's budget.points_s: elapsed seconds the record scores (budget_points)
+    # grouped | temporal | random (the control of either, tabbench.data.splits.regime); None: a plain split
+    split_regime: str | None = None
 
     def record(self) -> dict:
         out = asdict(self)
@@ -53,6 +55,8 @@ class Job:
             out.pop("budget_points_s")
         else:
             out["budget_points_s"] = list(out["budget_points_s"])
+        if out["split_regime"] is None:  # a plain split: its records as before regimes existed
+            out.pop("split_regime")
         return out
 
 
