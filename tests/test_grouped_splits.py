@@ -191,3 +191,15 @@ def test_the_matching_splits_suite_pairs_each_table_with_a_random_control_of_the
         assert ours.fingerprint == control.fingerprint  # the same features: the report pairs them by it
         sizes = [[(len(s.train), len(s.val), len(s.test)) for s in make_splits(d, d.split)] for d in (ours, control)]
         assert sizes[0] == sizes[1]
+
+
+def test_a_grouped_holdout_draws_one_split_per_repeat_and_a_temporal_one_has_none():
+    cfg = SplitConfig("holdout", seed=42, group_on="nr", repeats=(0, 1, 2))
+    dataset = _males(cfg)
+    splits = make_splits(dataset, cfg)
+    assert [s.repeat for s in splits] == [0, 1, 2] and len({s.fingerprint for s in splits}) == 3
+    assert splits[0].fingerprint == make_splits(dataset, SplitConfig("holdout", seed=42, group_on="nr"))[0].fingerprint
+    _check_parts(dataset, cfg, splits)
+    cfg = SplitConfig("holdout", time_on="year", repeats=(0, 1))
+    with pytest.raises(DataError, match="split.time_on column 'year': a temporal split has no repeats"):
+        make_splits(_males(cfg), cfg)

@@ -11,7 +11,8 @@ npt_code     the fold sequence the NPT authors' code produces (github.com/OATML/
 Splits that match the data (kfold and holdout, ``split_column`` reads the column):
 group_on     grouped: no value of the column (a person, a household, a school) in two parts, validation
              included. kfold: StratifiedGroupKFold (classification) or GroupKFold, shuffled by ``seed``;
-             holdout: GroupShuffleSplit, ``test_fraction`` then a share of the groups, not of the rows;
+             holdout: GroupShuffleSplit, ``test_fraction`` then a share of the groups, not of the rows (one
+             holdout per repeat listed in ``repeats``, drawn with seed + repeat);
              validation: GroupShuffleSplit of each training part's groups. The column is no feature: a test
              row's group never occurs in training, so its level says nothing a model could use (an unseen
              category), and an identifier beside the features only invites memorising it.
@@ -23,7 +24,7 @@ time_on      temporal: rows ordered by the column (numbers, or dates); training 
              The column stays a feature (drop it with ``drop``): the time of a row is known when it is
              predicted, and a model must learn how the target moves with it.
 regime       random: the control of a matching split. The same sizes of training, validation and test part,
-             split by split, drawn at random (stratified for classification; seed ``seed`` + fold), and the
+             split by split, drawn at random (stratified for classification; seed + 1000 x repeat + fold), and the
              same features, so that a dataset's two entries differ in how rows are split and in nothing else.
 
 npt_code in detail. npt/utils/cv_utils.py draws the same (Stratified)KFold(k, shuffle=True, random_state=seed)
@@ -190,17 +191,17 @@ def _grouped(dataset: Dataset, cfg: SplitConfig, labels) -> list:
     if cfg.protocol == "kfold":
         splitter = (StratifiedGroupKFold(cfg.k, shuffle=True, random_state=cfg.seed) if labels is not None
                     else GroupKFold(cfg.k, shuffle=True, random_state=cfg.seed))
-        outer = list(splitter.split(idx, labels, groups))
-    else:
-        outer = [_held_groups(idx, groups, cfg.test_fraction, cfg.seed)]
+        outer = [(fold, 0, *part) for fold, part in enumerate(splitter.split(idx, labels, groups))]
+    else:  # one holdout per repeat listed, drawn with seed + repeat (repeat 0: the seed's own)
+        outer = [(0, r, *_held_groups(idx, groups, cfg.test_fraction, cfg.seed + r)) for r in cfg.repeats or (0,)]
     out = []
-    for fold, (rest, test) in enumerate(outer):
+    for fold, repeat, rest, test in outer:
         if len(np.unique(groups[rest])) < 2:
             raise DataError(f"split.group_on column {cfg.group_on!r}: the training part of split {fold} holds one "
                             "group, none left for validation (one group holds most rows); lower split.k or name a "
                             "finer column")
-        train, val = _held_groups(rest, groups[rest], cfg.val_fraction, cfg.seed + fold)
-        out.append((fold, 0, rest[train], rest[val], test))
+        train, val = _held_groups(rest, groups[rest], cfg.val_fraction, cfg.seed + 1000 * repeat + fold)
+        out.append((fold, repeat, rest[train], rest[val], test))
     return out
 
 
@@ -236,6 +237,9 @@ def _temporal(dataset: Dataset, cfg: SplitConfig) -> list:
                         f"{need} (training, validation and test rows at different times"
                         + (f", k={cfg.k} splits: lower split.k" if cfg.protocol == "kfold" else "")
                         + "): name a column of times")
+    if cfg.repeats is not None:
+        raise DataError(f"split.time_on column {cfg.time_on!r}: a temporal split has no repeats (its rows are cut by "
+                        "time, not drawn); remove split.repeats")
     if cfg.protocol == "kfold":
         blocks = [(test[0], test[-1] + 1) for _, test in TimeSeriesSplit(cfg.k).split(np.arange(n))]
     else:
