@@ -175,7 +175,7 @@ def _count(fraction: float, n: int) -> int:
 
 
 def _grouped(dataset: Dataset, cfg: SplitConfig, labels) -> list:
-    """(fold, 0, train, val, test) with no group in two parts (module docstring)."""
+    """(fold, repeat, train, val, test) with no group in two parts (module docstring)."""
     from sklearn.model_selection import GroupKFold, GroupShuffleSplit, StratifiedGroupKFold
 
     groups = dataset.split_values

@@ -183,11 +183,11 @@ class SplitRegimes(Section):
                  f"{int(r['place_random'])} -> {int(r['place_matching'])}", _elo_text(r)] for m, r in cmp.overall.iterrows()]
         md += [markdown_table(["method", "mean rank, random", "mean rank, matching", "place",
                                "Elo, random -> matching"], rows), ""]
-        md += ["Per dataset: Kendall's tau between the methods' ranks under the two splits, and the best method "
-               "under each.", ""]
-        md += [markdown_table(["dataset", "split", "tau", "best, random", "best, matching"], [
-            [p.dataset, p.regime, _text(cmp.per_dataset[p.dataset][2]),
-             ", ".join(_best(cmp.per_dataset[p.dataset][0])), ", ".join(_best(cmp.per_dataset[p.dataset][1]))]
+        md += ["Per dataset: the methods' order under each split (best first; `=` a tie) and Kendall's tau between "
+               "their ranks under the two.", ""]
+        md += [markdown_table(["dataset", "split", "order, random", "order, matching", "tau"], [
+            [p.dataset, p.regime, _order(cmp.per_dataset[p.dataset][0], ctx.show),
+             _order(cmp.per_dataset[p.dataset][1], ctx.show), _text(cmp.per_dataset[p.dataset][2])]
             for p in cmp.found if p.dataset in cmp.per_dataset]), ""]
         md += [f"- {sentence(cmp, m)}" for m in cmp.overall.index] + [""]
         return md
@@ -214,5 +214,7 @@ def _elo_text(row) -> str:
     return f"{row['elo_random']:.0f} -> {row['elo_matching']:.0f} ({row['elo_matching'] - row['elo_random']:+.0f})"
 
 
-def _best(ranks: pd.Series) -> list:
-    return sorted(ranks.index[ranks == ranks.min()])
+def _order(ranks: pd.Series, show: dict) -> str:
+    """Methods best first, a tie joined by '='."""
+    return " > ".join(" = ".join(sorted(show.get(m, m) for m in ranks.index[ranks == rank]))
+                      for rank in sorted(ranks.unique()))
