@@ -173,7 +173,8 @@ def _fetch_parser(sub) -> None:
 
 
 def _validate_parser(sub) -> None:
-    validate = sub.add_parser("validate", help="check a suite and its models without loading data or running")
+    validate = sub.add_parser("validate", help="check a suite and its models without running (reading only the data "
+                              "of grouped and temporal splits, where it is here)")
     validate.add_argument("suite")
     _plugin_arg(validate)
 
@@ -418,10 +419,11 @@ def cmd_fetch(args) -> int:
 
 def cmd_validate(args) -> int:
     from tabbench.plugins import load_models
-    from tabbench.suite import check_models, load_suite
+    from tabbench.suite import check_models, check_split_columns, load_suite
 
     suite = load_suite(args.suite, tuple(args.plugin))
     check_models(suite, load_models(tuple(args.plugin) + suite.plugins))
+    check_split_columns(suite)  # grouped and temporal splits' columns, on the data that is here
     print(f"{args.suite}: valid ({len(suite.datasets)} datasets, {len(suite.models)} models, seeds {list(suite.seeds)})")
     return 0
 

@@ -20,8 +20,10 @@ from tests.conftest import ROOT, pythonpath
 
 PLUGIN = seams_plugin.__file__
 #: What the core registers, in its order.
-CORE_SECTIONS = ["Header", "Table1", "Arena", "TabArenaBoard", "Variants", "Families", "AgainstTabArena", "Together",
-                 "WinRates", "CostAgainstQuality", "BudgetCurves", "EloAgainstBudget", "CostsPerJob", "SelectedParams"]
+CORE_SECTIONS = ["Header", "Table1", "Arena", "SplitRegimes", "TabArenaBoard", "Variants", "Families", "AgainstTabArena",
+                 "Together", "WinRates", "CostAgainstQuality", "BudgetCurves", "EloAgainstBudget", "CostsPerJob",
+                 "SelectedParams"]
+AFTER_FAMILIES = CORE_SECTIONS.index("Families") + 1
 CORE_COMMANDS = ["run", "leaderboard", "report", "compare", "plan", "probe", "archive", "models", "datasets", "fetch",
                  "validate", "schema"]
 SUITE = {"name": "two-folds", "datasets": [{"name": "iris", "source": "sklearn", "id": "iris",
@@ -63,7 +65,7 @@ def test_a_selection_naming_no_entry_point_is_a_message_before_any_command_even_
 def test_a_plugins_section_takes_its_place_after_the_one_it_names(tmp_path, monkeypatch):
     monkeypatch.setenv(PLUGINS_ENV, "sklearn_models")  # the core's sections and the plugin file's, no study's
     names = [s.name for s in load_sections([PLUGIN])]
-    assert names == CORE_SECTIONS[:6] + ["ResultsPerMethod"] + CORE_SECTIONS[6:]  # right after Families
+    assert names == CORE_SECTIONS[:AFTER_FAMILIES] + ["ResultsPerMethod"] + CORE_SECTIONS[AFTER_FAMILIES:]  # right after Families
     second = tmp_path / "second.py"  # a second section after the same one follows the first; one without
     second.write_text(textwrap.dedent("""
         import tabbench
@@ -81,7 +83,7 @@ def test_a_plugins_section_takes_its_place_after_the_one_it_names(tmp_path, monk
             register(Last())
     """))
     names = [s.name for s in load_sections([PLUGIN, second])]
-    assert names == CORE_SECTIONS[:6] + ["ResultsPerMethod", "Second"] + CORE_SECTIONS[6:] + ["Last"]
+    assert names == CORE_SECTIONS[:AFTER_FAMILIES] + ["ResultsPerMethod", "Second"] + CORE_SECTIONS[AFTER_FAMILIES:] + ["Last"]
 
 
 def test_a_section_after_one_not_on_the_page_and_a_thing_of_the_wrong_kind_are_errors_naming_the_plugin(tmp_path):

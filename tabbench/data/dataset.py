@@ -18,7 +18,7 @@ import pandas as pd
 from tabbench.data.cache import DataPaths, DownloadError, checked_sha256
 from tabbench.data.formats import level
 from tabbench.data.mirror import find_stand_in, load_raw, locate
-from tabbench.data.splits import make_splits
+from tabbench.data.splits import make_splits, regime, split_column
 from tabbench.data.types import (BUNDLED, CACHE, LOCAL, MIRROR, MISSING, REMOTE, DataError, Dataset, DatasetConfig,
                                  RawTable, SplitConfig)
 from tabbench.spec import BINARY, CATEGORICAL, MULTICLASS, NUMERIC, REGRESSION, Column, DatasetMeta
@@ -110,9 +110,15 @@ def build_dataset(cfg: DatasetConfig, raw: RawTable) -> Dataset:
     name = cfg.name
     if frame.shape[0] == 0:
         raise DataError(f"{raw.origin} has no rows")
+    # a grouped or temporal split's column, read before the drops; a group column is no feature (splits.py)
+    split_name, split_values = split_column(frame, cfg.split)
+    if cfg.split.group_on is not None and split_name in frame.columns:
+        frame = frame.drop(columns=[split_name])
     for ref in cfg.drop:
         frame = frame.drop(columns=[_resolve_column(frame, ref, "drop")])
     target_ref = cfg.target if cfg.target is not None else (raw.default_target or -1)
+    if split_name is not None and target_ref == split_name:
+        raise DataError(f"the target {split_name!r} is the split's group_on / time_on column; pick another")
     target = _resolve_column(frame, target_ref, "target")
     y_raw = frame[target]
     features = frame.drop(columns=[target])
@@ -180,7 +186,7 @@ def build_dataset(cfg: DatasetConfig, raw: RawTable) -> Dataset:
             raise DataError(f"task is binary but target {target!r} has {len(classes)} classes")
     meta = DatasetMeta(name=name, task=task, target=target, columns=tuple(columns), classes=classes)
     return Dataset(meta, X, y, fingerprint_frame(X, y), raw.n_test_rows, raw.openml_task, raw.origin, cfg.subset,
-                   cfg.split)
+                   cfg.split, split_values)
 
 
 def load_dataset(cfg: DatasetConfig, paths: DataPaths) -> Dataset:
@@ -202,6 +208,9 @@ def _split_summary(split: SplitConfig) -> dict:
     else:
         out["repeats"] = list(split.repeats) if split.repeats is not None else "all"
         out["folds"] = list(split.folds) if split.folds is not None else "all"
+    if regime(split) is not None:
+        out.update({key: value for key in ("group_on", "time_on") if (value := getattr(split, key)) is not None},
+                   regime=split.regime)
     return out
 
 

@@ -41,6 +41,9 @@ class SplitConfig:
     test_fraction: float = 0.2  # holdout only
     test_rows: int | None = None  # fixed: the last N rows are the test set (else the source's test file)
     stratify: bool = True  # classification splits keep class proportions
+    group_on: str | int | None = None  # kfold, holdout: no value of this column in two parts (the column is no feature)
+    time_on: str | int | None = None  # kfold, holdout: validation and test rows later than the training rows
+    regime: str = "matching"  # with group_on / time_on: "random" draws rows at random in the matching split's sizes
 
 
 @dataclass(frozen=True)
@@ -112,6 +115,8 @@ class Dataset:
     origin: str = ""
     subset: str | None = None  # the subset/substitute label when this is not the whole original
     split: SplitConfig | None = None  # the split protocol for this data (the suite's, or a stand-in's own)
+    # split.group_on's group codes or split.time_on's times, row by row (tabbench.data.splits.split_column)
+    split_values: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.y)

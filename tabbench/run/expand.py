@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tabbench.clock import job_clock
+from tabbench.data.splits import regime
 from tabbench.run.jobs import Job, job_key
 from tabbench.suite.trials import method_params
 
@@ -35,7 +36,8 @@ def expand(suite, registry, loaded, gpu_available=False) -> list[Job]:
                                         suite.budget.time_s, suite.budget.memory_mb,
                                         spec.is_transductive(params), key_params, spec.deterministic, config,
                                         n_trials=len(trials), budget_points_s=suite.budget.points_s,
-                                        clock=job_clock(suite.budget.clock, resources.get("num_gpus"))))
+                                        clock=job_clock(suite.budget.clock, resources.get("num_gpus")),
+                                        split_regime=regime(dataset.split)))
     return jobs
 
 

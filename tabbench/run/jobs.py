@@ -46,6 +46,8 @@ class Job:
     n_trials: int | None = None  # the method's trials on this dataset (expand sets it; None: not known)
     budget_points_s: tuple = ()  # the suite's budget.points_s: elapsed seconds the record scores (budget_points)
     clock: str = "wall"  # what time_budget_s and budget_points_s count (tabbench/clock.py); not in the key
+    # grouped | temporal | random (the control of either, tabbench.data.splits.regime); None: a plain split
+    split_regime: str | None = None
 
     def record(self) -> dict:
         out = asdict(self)
@@ -54,6 +56,8 @@ class Job:
             out.pop("budget_points_s")
         else:
             out["budget_points_s"] = list(out["budget_points_s"])
+        if out["split_regime"] is None:  # a plain split: its records as before regimes existed
+            out.pop("split_regime")
         return out
 
 

