@@ -50,6 +50,7 @@ batched product (``ColumnHeads``).
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass, replace
 
@@ -190,8 +191,11 @@ class SelfAttention(nn.Module):
         if self.cfg.ln_kv:
             q, k, v = self.qkv(x_normed).split(C, dim=-1)
         else:  # code: LN on the query path only
-            q = F.linear(x_normed, self.qkv.weight[:C], self.qkv.bias[:C])
-            k, v = F.linear(x_raw, self.qkv.weight[C:], self.qkv.bias[C:]).split(C, dim=-1)
+            # split, not sliced: the backward writes the weight's gradient once (a concatenation), where two
+            # slices' backward would zero-fill a whole-weight gradient each and add the two
+            (w_q, w_kv), (b_q, b_kv) = (t.split((C, 2 * C)) for t in (self.qkv.weight, self.qkv.bias))
+            q = F.linear(x_normed, w_q, b_q)
+            k, v = F.linear(x_raw, w_kv, b_kv).split(C, dim=-1)
         # (B, T, C) -> (B, heads, T, C / heads)
         q, k, v = (t.view(B, T, self.n_heads, C // self.n_heads).transpose(1, 2) for t in (q, k, v))
         p = self.cfg.att_dropout if self.training else 0.0
@@ -199,15 +203,16 @@ class SelfAttention(nn.Module):
         if self.cfg.attention == "fused" and attn_store is None and not cpu_dropout:
             y = F.scaled_dot_product_attention(q, k, v, dropout_p=p, scale=self.scale)
         else:  # textbook attention: materialises the (B, heads, T, T) matrix
-            if q.device.type == "cpu" and C // self.n_heads < NARROW_HEAD:
-                with torch.autocast("cpu", enabled=False):
-                    att = softmax_rows((q.float() * self.scale) @ k.float().transpose(-2, -1))
-                    v = v.float()
-            else:
-                att = torch.softmax((q * self.scale) @ k.transpose(-2, -1), dim=-1)
-            if attn_store is not None:
-                attn_store.append(att.detach())
-            y = dropout(att, p, self.training) @ v
+            narrow = q.device.type == "cpu" and C // self.n_heads < NARROW_HEAD  # fp32 throughout (NARROW_HEAD)
+            with torch.autocast("cpu", enabled=False) if narrow else contextlib.nullcontext():
+                if narrow:
+                    q, k, v = q.float(), k.float(), v.float()
+                    att = softmax_rows((q * self.scale) @ k.transpose(-2, -1))
+                else:
+                    att = torch.softmax((q * self.scale) @ k.transpose(-2, -1), dim=-1)
+                if attn_store is not None:
+                    attn_store.append(att.detach())
+                y = dropout(att, p, self.training) @ v
         y = y.transpose(1, 2).reshape(B, T, C)  # (B, heads, T, C / heads) -> (B, T, C)
         return self.mix(y)
 
