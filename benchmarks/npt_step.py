@@ -167,12 +167,12 @@ def worker(name, path, rows, steps, warmup, device, threads, layers, heads, opti
         if dev.type == "cuda":
             torch.cuda.synchronize()
 
-    times, times_against = [], []
-    sides = [(step, times)]  # with --against, the two trees' steps alternate: both see the same machine load
+    times, times_against, cpu, cpu_against = [], [], [], []
+    sides = [(step, times, cpu)]  # with --against, the two trees' steps alternate: both see the same machine load
     if against:
-        sides.append((lambda step_b=b.train_step(model_b, opt_b): step_b(1e-3, 0.5), times_against))
+        sides.append((lambda step_b=b.train_step(model_b, opt_b): step_b(1e-3, 0.5), times_against, cpu_against))
     for _ in range(warmup + path.endswith("graph")):  # a graphed step's capture is a warm-up step of its own
-        for fn, _out in sides:
+        for fn, _out, _cpu in sides:
             fn()
     sync()
     if dev.type == "cuda":
@@ -189,11 +189,12 @@ def worker(name, path, rows, steps, warmup, device, threads, layers, heads, opti
             f.write("5")
         base = proc_status_kib("VmRSS") * 1024
     for _ in range(steps):
-        for fn, out in sides:
-            t0 = time.perf_counter()
+        for fn, out, out_cpu in sides:
+            t0, c0 = time.perf_counter(), time.process_time()
             fn()
             sync()
             out.append(time.perf_counter() - t0)
+            out_cpu.append(time.process_time() - c0)
     if profile:
         print_profile(model, step, sync, dev)
     if dev.type == "cuda":
@@ -209,7 +210,11 @@ def worker(name, path, rows, steps, warmup, device, threads, layers, heads, opti
             "ms_against": statistics.median(times_against) * 1000 if against else None,
             "ms_min": min(times) * 1000, "ms_against_min": min(times_against) * 1000 if against else None,
             # each step of the other tree over this tree's next one, the two run back to back
-            "paired": statistics.median(a / b for a, b in zip(times_against, times)) if against else None}
+            "paired": statistics.median(a / b for a, b in zip(times_against, times)) if against else None,
+            # the same in CPU time: on a shared machine, what a step took while it held the cores
+            "cpu_ms": statistics.median(cpu) * 1000, "cpu_ms_against": statistics.median(cpu_against) * 1000
+            if against else None,
+            "paired_cpu": statistics.median(a / b for a, b in zip(cpu_against, cpu)) if against else None}
 
 
 def print_profile(model, step, sync, dev, steps=3):
@@ -369,10 +374,12 @@ def main(argv=None):
     if args.against:
         print(f"\nagainst {args.against}, steps alternating in one process (threads: {args.threads or 'default'})")
         print("| config | path | against ms/step min / median | this tree min / median | speed-up of medians | "
-              "median of paired ratios |\n|---|---|---|---|---|---|")
+              "median of paired ratios | CPU ms against / this tree (medians) | median of paired CPU ratios |\n"
+              "|---|---|---|---|---|---|---|---|")
         for r in results:
             print(f"| {r['config']} | {r['path']} | {r['ms_against_min']:.1f} / {r['ms_against']:.1f} | "
-                  f"{r['ms_min']:.1f} / {r['ms']:.1f} | {r['ms_against'] / r['ms']:.2f}x | {r['paired']:.2f}x |")
+                  f"{r['ms_min']:.1f} / {r['ms']:.1f} | {r['ms_against'] / r['ms']:.2f}x | {r['paired']:.2f}x | "
+                  f"{r['cpu_ms_against']:.1f} / {r['cpu_ms']:.1f} | {r['paired_cpu']:.2f}x |")
 
 
 if __name__ == "__main__":
