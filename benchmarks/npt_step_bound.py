@@ -2,8 +2,8 @@
 
 For each config (``npt_step.CONFIGS``: the paper's tables' shapes) at each rung of ``size: "budget"``'s ladder
 (``cost.LADDER``, the base configuration e32-l8 included), the plugin's step as a budgeted job runs it (bf16
-autocast where the CPU has bf16 matrix instructions, LAMB's multi-tensor kernels, one thread, a job's allocator
-setting; ``npt_step.build``), and two floors under it:
+autocast where the CPU has bf16 matrix instructions, LAMB not compiled, one thread, a job's allocator setting;
+``npt_step.build``), and two floors under it:
 
 * arithmetic: the step's matrix products (``mm``, ``addmm``, ``bmm``, forward and backward, counted operator by
   operator from their shapes), at this CPU's measured matrix-product peak in their dtype (a large square
@@ -163,7 +163,7 @@ def main(argv=None):
 
     print(f"machine: {hardware_label(fingerprint())}")
     print(f"{args.threads} thread(s); bf16 autocast {'on' if bf16 else 'off (no bf16 matrix instructions)'}; "
-          f"LAMB multi-tensor; median and min of {args.steps} steps after {args.warmup} warm-up; load average "
+          f"LAMB not compiled; median and min of {args.steps} steps after {args.warmup} warm-up; load average "
           f"(1 min) {load_before:.2f} before, {os.getloadavg()[0]:.2f} after")
     print(f"per CPU-second (x threads): matrix-product peak ({args.peak_size} x {args.peak_size}, median of 5) fp32 "
           f"{peaks[torch.float32] / 1e9:.0f}, bf16 {peaks[torch.bfloat16] / 1e9:.0f} GFLOP/s; an empty operator "
