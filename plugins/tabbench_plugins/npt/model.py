@@ -50,7 +50,6 @@ batched product (``ColumnHeads``).
 
 from __future__ import annotations
 
-import contextlib
 import math
 from dataclasses import dataclass, replace
 
@@ -203,16 +202,15 @@ class SelfAttention(nn.Module):
         if self.cfg.attention == "fused" and attn_store is None and not cpu_dropout:
             y = F.scaled_dot_product_attention(q, k, v, dropout_p=p, scale=self.scale)
         else:  # textbook attention: materialises the (B, heads, T, T) matrix
-            narrow = q.device.type == "cpu" and C // self.n_heads < NARROW_HEAD  # fp32 throughout (NARROW_HEAD)
-            with torch.autocast("cpu", enabled=False) if narrow else contextlib.nullcontext():
-                if narrow:
-                    q, k, v = q.float(), k.float(), v.float()
-                    att = softmax_rows((q * self.scale) @ k.transpose(-2, -1))
-                else:
-                    att = torch.softmax((q * self.scale) @ k.transpose(-2, -1), dim=-1)
-                if attn_store is not None:
-                    attn_store.append(att.detach())
-                y = dropout(att, p, self.training) @ v
+            if q.device.type == "cpu" and C // self.n_heads < NARROW_HEAD:
+                with torch.autocast("cpu", enabled=False):
+                    att = softmax_rows((q.float() * self.scale) @ k.float().transpose(-2, -1))
+                    v = v.float()
+            else:
+                att = torch.softmax((q * self.scale) @ k.transpose(-2, -1), dim=-1)
+            if attn_store is not None:
+                attn_store.append(att.detach())
+            y = dropout(att, p, self.training) @ v
         y = y.transpose(1, 2).reshape(B, T, C)  # (B, heads, T, C / heads) -> (B, T, C)
         return self.mix(y)
 
