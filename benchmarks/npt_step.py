@@ -282,8 +282,10 @@ def main(argv=None):
     ap.add_argument("--layers", type=int, default=8)
     ap.add_argument("--heads", type=int, default=8)
     ap.add_argument("--optimizer", choices=("auto", "fused", "foreach"), default="auto",
-                    help="LAMB as one compiled kernel per parameter or the multi-tensor kernels; auto: as the "
-                         "plugin chooses for large models (fused on the CPU, multi-tensor on CUDA)")
+                    help="LAMB as one compiled kernel per parameter (fused) or not compiled (foreach: on the CPU "
+                         "from torch's fused Adam kernel, on CUDA the multi-tensor kernels; optimiser.py); auto: as "
+                         "the plugin chooses for large models outside a time budget (fused on the CPU, foreach on "
+                         "CUDA)")
     ap.add_argument("--profile", action="store_true", help="print where a step's time goes (torch.profiler)")
     ap.add_argument("--against", metavar="DIR",
                     help="another tree's plugins/ folder (e.g. a git worktree of the commit before a change): "
