@@ -426,9 +426,6 @@ def main(argv=None):
 
     steady_allocator()  # as in a job's process (both sides: one process)
     torch.set_num_threads(args.threads)
-    # the tables first: the stand-ins import_authors puts in sys.modules for their code must not meet the plugins
-    # that reading a suite loads (one that imports a package stood in for is skipped, its data sources with it)
-    tables = {name: load(name, args.data, args.rows) for name in names}
     npt, shimmed = import_authors(args.authors)
     if shimmed:
         print(f"stand-ins for packages their modules import but the step does not use: {', '.join(shimmed)}")
@@ -438,7 +435,7 @@ def main(argv=None):
     n = args.warmup + args.steps
     results = []
     for name, rung in [(n, r) for n in names for r in rungs]:
-        ds, train, val, test = tables[name]
+        ds, train, val, test = load(name, args.data, args.rows)
         n_rows = len(train) + len(val) + len(test)
         if rung is None:  # the paper's size, full batch, LAMB compiled as the paper-config runs take it
             size = dict(e=PAPER[name]["e"], n_layers=args.layers, n_heads=8, batch_rows=None, their_batch_rows=None,
