@@ -58,36 +58,58 @@ CONFIGS = {  # name: (rows, numeric features, categorical feature cardinalities,
 PATHS = ("explicit-fp32", "fused-fp32", "fused-bf16", "fused-bf16-ckpt", "fused-bf16-det", "fused-bf16-graph")
 
 
-def load_model_module(folder):
-    """The NPT model of another tree's built-in plugins folder (``plugins/tabbench_plugins/``, or ``plugins/`` in a
-    tree from before that layout; e.g. a git worktree of an earlier commit), imported
-    under its own name beside this tree's, so that both versions of the model run in one process."""
+def load_model_module(folder, name="model"):
+    """The NPT model (``name="optimiser"``: its optimiser) of another tree's built-in plugins folder
+    (``plugins/tabbench_plugins/``, or ``plugins/`` in a tree from before that layout; e.g. a git worktree of an
+    earlier commit), imported under its own name beside this tree's, so that both versions run in one process.
+    None where that tree has no such module (an optimiser before NPT was a package)."""
     import importlib.util
 
     if os.path.isdir(os.path.join(folder, "tabbench_plugins")):
         folder = os.path.join(folder, "tabbench_plugins")  # plugins/ given for a tree of today's layout
-    path = os.path.join(folder, "npt", "model.py")  # npt/ since NPT is a package
+    path = os.path.join(folder, "npt", f"{name}.py")  # npt/ since NPT is a package
     if not os.path.exists(path):
+        if name != "model":
+            return None
         path = os.path.join(folder, "npt_model.py")  # an earlier tree's plugins/
-    spec = importlib.util.spec_from_file_location("npt_model_against", path)
+    spec = importlib.util.spec_from_file_location(f"npt_{name}_against", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up while the class is made
     spec.loader.exec_module(module)
     return module
 
 
-def worker(name, path, rows, steps, warmup, device, threads, layers, heads, optimizer="fused", profile=False,
-           against=None):
+def rung_shape(name, rung):
+    """(rows of one training batch, e, layers, heads) of ``size: "budget"``'s rung ``rung`` (cost.LADDER) on
+    config ``name``'s table, as a fit batches it (``cost.n_batches``: a "b512" rung splits Concrete's 1,030 rows
+    into two batches of 515)."""
+    from tabbench_plugins.npt.cost import LADDER, n_batches
+
+    r = {r.name: r for r in LADDER}[rung]
+    n = CONFIGS[name][0]
+    return -(-n // n_batches(n, r.batch_size)), r.e, r.n_layers, r.n_heads
+
+
+def build(name, path, rows, device, layers, heads, optimizer="fused", rung=None):
+    """The plugin's model, LAMB in Lookahead and training step (``training.TrainStep``) for config ``name`` (at
+    ``rung``'s size, if given) and path ``path``, on a random table of the config's shape. Returns a namespace:
+    torch, dev, cfg, rows n, columns d, e, model, opt, and ``train_step(model, opt)``, the step of any model of
+    the same config on the same table."""
+    import types
+
     import torch
 
     from tabbench_plugins.npt import model as nm
     from tabbench_plugins.npt import optimiser as no
     from tabbench_plugins.npt.training import TrainStep, masks_generator
 
-    if threads:
-        torch.set_num_threads(threads)
     torch.manual_seed(0)
     n, n_num, cat, target, e = CONFIGS[name]
+    if rung:  # a rung of the budget ladder, in a process set up as a job's (tabbench.run.isolation)
+        from tabbench.run.isolation import steady_allocator
+
+        steady_allocator()
+        n, e, layers, heads = rung_shape(name, rung)
     n = min(n, rows) if rows else n
     cards = (0,) * n_num + tuple(cat) + (target,)
     d = len(cards)
@@ -101,15 +123,7 @@ def worker(name, path, rows, steps, warmup, device, threads, layers, heads, opti
 
         deterministic_algorithms(dev.type, True).__enter__()
     model = nm.NPT(cfg).to(dev)
-    params = list(model.parameters())
-    opt = no.Lookahead(no.Lamb(params, lr=1e-3, grad_clamp=1.0, fused=optimizer == "fused"))
-    if against:  # the other tree's model, same config and initial weights, its own optimiser
-        other = load_model_module(against)
-        model_b = other.NPT(other.NPTConfig(**{f: getattr(cfg, f) for f in other.NPTConfig.__dataclass_fields__
-                                                  if hasattr(cfg, f)})).to(dev)
-        model_b.load_state_dict(model.state_dict())
-        opt_b = no.Lookahead(no.Lamb(list(model_b.parameters()), lr=1e-3, grad_clamp=1.0,
-                                     fused=optimizer == "fused"))
+    opt = no.Lookahead(no.Lamb(list(model.parameters()), lr=1e-3, grad_clamp=1.0, fused=optimizer == "fused"))
     # a real-looking table: standardised numeric values, uniform classes; nothing missing
     x = torch.randn(n, d, device=dev)
     for j, c in enumerate(cards):
@@ -122,7 +136,29 @@ def worker(name, path, rows, steps, warmup, device, threads, layers, heads, opti
     def train_step(model, opt):
         return TrainStep(model, opt, x, missing, p, cards, gen, amp=bf16, graphed=path.endswith("graph"))
 
-    step_this = train_step(model, opt)
+    return types.SimpleNamespace(torch=torch, dev=dev, cfg=cfg, n=n, d=d, e=e, model=model, opt=opt,
+                                 train_step=train_step)
+
+
+def worker(name, path, rows, steps, warmup, device, threads, layers, heads, optimizer="fused", profile=False,
+           against=None, rung=None):
+    import torch
+
+    if threads:
+        torch.set_num_threads(threads)
+    b = build(name, path, rows, device, layers, heads, optimizer, rung)
+    model, cfg, dev, n, d, e = b.model, b.cfg, b.dev, b.n, b.d, b.e
+    if against:  # the other tree's model and optimiser, same config and initial weights
+        from tabbench_plugins.npt import optimiser as no
+
+        other = load_model_module(against)
+        other_opt = load_model_module(against, "optimiser") or no
+        model_b = other.NPT(other.NPTConfig(**{f: getattr(cfg, f) for f in other.NPTConfig.__dataclass_fields__
+                                                  if hasattr(cfg, f)})).to(dev)
+        model_b.load_state_dict(model.state_dict())
+        opt_b = other_opt.Lookahead(other_opt.Lamb(list(model_b.parameters()), lr=1e-3, grad_clamp=1.0,
+                                                   fused=optimizer == "fused"))
+    step_this = b.train_step(model, b.opt)
 
     def step(step_this=step_this):  # half the loss on the features, half on the target, as mid-run
         step_this(1e-3, 0.5)
@@ -131,12 +167,12 @@ def worker(name, path, rows, steps, warmup, device, threads, layers, heads, opti
         if dev.type == "cuda":
             torch.cuda.synchronize()
 
-    times, times_against = [], []
-    sides = [(step, times)]  # with --against, the two trees' steps alternate: both see the same machine load
+    times, times_against, cpu, cpu_against = [], [], [], []
+    sides = [(step, times, cpu)]  # with --against, the two trees' steps alternate: both see the same machine load
     if against:
-        sides.append((lambda step_b=train_step(model_b, opt_b): step_b(1e-3, 0.5), times_against))
+        sides.append((lambda step_b=b.train_step(model_b, opt_b): step_b(1e-3, 0.5), times_against, cpu_against))
     for _ in range(warmup + path.endswith("graph")):  # a graphed step's capture is a warm-up step of its own
-        for fn, _out in sides:
+        for fn, _out, _cpu in sides:
             fn()
     sync()
     if dev.type == "cuda":
@@ -153,11 +189,12 @@ def worker(name, path, rows, steps, warmup, device, threads, layers, heads, opti
             f.write("5")
         base = proc_status_kib("VmRSS") * 1024
     for _ in range(steps):
-        for fn, out in sides:
-            t0 = time.perf_counter()
+        for fn, out, out_cpu in sides:
+            t0, c0 = time.perf_counter(), time.process_time()
             fn()
             sync()
             out.append(time.perf_counter() - t0)
+            out_cpu.append(time.process_time() - c0)
     if profile:
         print_profile(model, step, sync, dev)
     if dev.type == "cuda":
@@ -166,10 +203,18 @@ def worker(name, path, rows, steps, warmup, device, threads, layers, heads, opti
         peak, reserved = proc_status_kib("VmHWM") * 1024, None
     dev_name = f"{dev.type}; machine: {hardware_label(fingerprint())}"
     ms = statistics.median(times) * 1000
-    return {"config": name, "path": path, "rows": n, "cols": d, "e": e, "n_params": model.n_params(),
+    return {"config": name if not rung else f"{name} {rung}", "path": path, "rows": n, "cols": d, "e": e,
+            "n_params": model.n_params(),
             "ms": ms, "rows_per_s": n / (ms / 1000), "peak": peak, "added": peak - base, "reserved": reserved,
             "device": dev_name, "steps": steps,
-            "ms_against": statistics.median(times_against) * 1000 if against else None}
+            "ms_against": statistics.median(times_against) * 1000 if against else None,
+            "ms_min": min(times) * 1000, "ms_against_min": min(times_against) * 1000 if against else None,
+            # each step of the other tree over this tree's next one, the two run back to back
+            "paired": statistics.median(a / b for a, b in zip(times_against, times)) if against else None,
+            # the same in CPU time: on a shared machine, what a step took while it held the cores
+            "cpu_ms": statistics.median(cpu) * 1000, "cpu_ms_against": statistics.median(cpu_against) * 1000
+            if against else None,
+            "paired_cpu": statistics.median(a / b for a, b in zip(cpu_against, cpu)) if against else None}
 
 
 def print_profile(model, step, sync, dev, steps=3):
@@ -237,14 +282,21 @@ def main(argv=None):
     ap.add_argument("--layers", type=int, default=8)
     ap.add_argument("--heads", type=int, default=8)
     ap.add_argument("--optimizer", choices=("auto", "fused", "foreach"), default="auto",
-                    help="LAMB as one compiled kernel per parameter or the multi-tensor kernels; auto: as the "
-                         "plugin chooses for large models (fused on the CPU, multi-tensor on CUDA)")
+                    help="LAMB as one compiled kernel per parameter (fused) or not compiled (foreach: on the CPU "
+                         "from torch's fused Adam kernel, on CUDA the multi-tensor kernels; optimiser.py); auto: as "
+                         "the plugin chooses for large models outside a time budget (fused on the CPU, foreach on "
+                         "CUDA)")
     ap.add_argument("--profile", action="store_true", help="print where a step's time goes (torch.profiler)")
     ap.add_argument("--against", metavar="DIR",
                     help="another tree's plugins/ folder (e.g. a git worktree of the commit before a change): "
                          "its model's steps alternate with this tree's in one process, a before/after that "
                          "machine load cannot bias (peak memory then covers both models)")
+    ap.add_argument("--rungs", default=None,
+                    help="sizes of size: budget's ladder (cost.LADDER, e.g. e8-l2-b512,e8-l2): each config at each "
+                         "rung's e, layers, heads and batch rows, in place of the config's e and --layers/--heads, "
+                         "in a process with a job's allocator setting")
     ap.add_argument("--worker", nargs=2, metavar=("CONFIG", "PATH"), help=argparse.SUPPRESS)
+    ap.add_argument("--worker-rung", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     for option, given, known in (("--configs", args.configs, CONFIGS), ("--paths", args.paths, PATHS)):
         unknown = sorted(set(given.split(",")) - set(known))
@@ -256,17 +308,24 @@ def main(argv=None):
         import torch
 
         device = "cuda" if torch.cuda.is_available() else "cpu"
-    rows = args.rows if args.rows is not None else (None if device == "cuda" else 256)
+    rungs = args.rungs or args.worker_rung  # a rung's batch is the table's, whatever the device
+    rows = args.rows if args.rows is not None else (None if device == "cuda" or rungs else 256)
     steps = args.steps or (10 if device == "cuda" else 3)
     if args.optimizer == "auto":
         args.optimizer = "foreach" if device == "cuda" else "fused"
     if args.worker:
         print(json.dumps(worker(*args.worker, rows, steps, args.warmup, device, args.threads, args.layers,
-                                args.heads, args.optimizer, args.profile, args.against)))
+                                args.heads, args.optimizer, args.profile, args.against, args.worker_rung)))
         return
+    if args.rungs:
+        from tabbench_plugins.npt.cost import LADDER
+
+        unknown = sorted(set(args.rungs.split(",")) - {r.name for r in LADDER})
+        if unknown:
+            ap.error(f"--rungs: unknown {', '.join(unknown)}; choose from {', '.join(r.name for r in LADDER)}")
 
     results = []
-    for name in args.configs.split(","):
+    for name, rung in [(c, r) for c in args.configs.split(",") for r in (args.rungs or "").split(",")]:
         for path in args.paths.split(","):
             if path.endswith("graph") and device != "cuda":
                 continue
@@ -283,6 +342,8 @@ def main(argv=None):
                 cmd.append("--profile")
             if args.against:
                 cmd += ["--against", os.path.abspath(args.against)]
+            if rung:
+                cmd += ["--worker-rung", rung]
             if rows:
                 cmd += ["--rows", str(rows)]
             proc = subprocess.run(cmd, capture_output=True, text=True)
@@ -294,10 +355,11 @@ def main(argv=None):
                 print(f"### {name} {path} ({args.optimizer} LAMB)\n" + "\n".join(lines[:-1]))
             results.append(json.loads(lines[-1]))
             r = results[-1]
-            print(f"  done {name:8s} {path:16s} {r['ms']:10.1f} ms", file=sys.stderr, flush=True)
+            print(f"  done {r['config']:8s} {path:16s} {r['ms']:10.1f} ms", file=sys.stderr, flush=True)
     if not results:
         return
-    print(f"device: {results[0]['device']}; {args.layers} layers, {args.heads} heads; median of {steps} steps "
+    sizes = f"the ladder's sizes {args.rungs}" if args.rungs else f"{args.layers} layers, {args.heads} heads"
+    print(f"device: {results[0]['device']}; {sizes}; median of {steps} steps "
           f"after {args.warmup} warm-up")
     mem = "peak alloc GiB" if device == "cuda" else "peak RSS GiB"
     print(f"| config | rows x cols, e | params | path | ms/step | rows/s | {mem} | step added GiB | "
@@ -313,10 +375,13 @@ def main(argv=None):
               f"{r['ms']:.0f} | {r['rows_per_s']:.0f} | {gib(r['peak'])} | {gib(r['added'])} | {res}{speed} | {pr} | {ar} |")
     if args.against:
         print(f"\nagainst {args.against}, steps alternating in one process (threads: {args.threads or 'default'})")
-        print("| config | path | against ms/step | this tree ms/step | speed-up |\n|---|---|---|---|---|")
+        print("| config | path | against ms/step min / median | this tree min / median | speed-up of medians | "
+              "median of paired ratios | CPU ms against / this tree (medians) | median of paired CPU ratios |\n"
+              "|---|---|---|---|---|---|---|---|")
         for r in results:
-            print(f"| {r['config']} | {r['path']} | {r['ms_against']:.0f} | {r['ms']:.0f} | "
-                  f"{r['ms_against'] / r['ms']:.2f}x |")
+            print(f"| {r['config']} | {r['path']} | {r['ms_against_min']:.1f} / {r['ms_against']:.1f} | "
+                  f"{r['ms_min']:.1f} / {r['ms']:.1f} | {r['ms_against'] / r['ms']:.2f}x | {r['paired']:.2f}x | "
+                  f"{r['cpu_ms_against']:.1f} / {r['cpu_ms']:.1f} | {r['paired_cpu']:.2f}x |")
 
 
 if __name__ == "__main__":

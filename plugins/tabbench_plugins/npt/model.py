@@ -190,8 +190,11 @@ class SelfAttention(nn.Module):
         if self.cfg.ln_kv:
             q, k, v = self.qkv(x_normed).split(C, dim=-1)
         else:  # code: LN on the query path only
-            q = F.linear(x_normed, self.qkv.weight[:C], self.qkv.bias[:C])
-            k, v = F.linear(x_raw, self.qkv.weight[C:], self.qkv.bias[C:]).split(C, dim=-1)
+            # split, not sliced: the backward writes the weight's gradient once (a concatenation), where two
+            # slices' backward would zero-fill a whole-weight gradient each and add the two
+            (w_q, w_kv), (b_q, b_kv) = (t.split((C, 2 * C)) for t in (self.qkv.weight, self.qkv.bias))
+            q = F.linear(x_normed, w_q, b_q)
+            k, v = F.linear(x_raw, w_kv, b_kv).split(C, dim=-1)
         # (B, T, C) -> (B, heads, T, C / heads)
         q, k, v = (t.view(B, T, self.n_heads, C // self.n_heads).transpose(1, 2) for t in (q, k, v))
         p = self.cfg.att_dropout if self.training else 0.0

@@ -13,6 +13,9 @@ is written here, tested in ``tests/test_npt.py`` against a per-parameter transcr
 
 Both optimisers are written for accelerators: multi-tensor (``torch._foreach_*``) kernels over chunks
 of parameters, and no value is read back to the host (the trust ratio's branch is a ``torch.where``).
+On the CPU, where a multi-tensor kernel is a loop of one kernel per tensor and LAMB's thirteen passes over
+the weights, gradients and moments are most of its time, LAMB's moments and its Adam-like update come from
+torch's fused Adam kernel (one pass; see ``Lamb._adam_kernel_step``): the same rule, rounded differently.
 Lookahead's slow weights start at the initial weights, as in the Lookahead paper (the over9000 wrapper
 the authors used initialises them lazily at the first synchronisation, which skips the first pull).
 """
@@ -44,15 +47,18 @@ class Lamb(torch.optim.Optimizer):
     """LAMB, the cybertronai/pytorch-lamb variant used by the NPT authors (see the module docstring)."""
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.0, max_weight_norm=10.0,
-                 grad_clamp=None, fused=False):
+                 grad_clamp=None, fused=False, adam_kernel=None):
         """``grad_clamp``: clamp each gradient element to [-grad_clamp, grad_clamp] first (the NPT code's
         "gradient clipping"). ``fused``: one compiled kernel per parameter (see ``fused_lamb``) instead
-        of the multi-tensor kernels; the same rule, fewer passes over memory."""
+        of the multi-tensor kernels; the same rule, fewer passes over memory. ``adam_kernel`` (not fused;
+        None: on the CPU, without weight decay): the moments and the update from torch's fused Adam kernel
+        (``_adam_kernel_step``), else the multi-tensor kernels."""
         if lr < 0 or eps < 0 or not (0 <= betas[0] < 1 and 0 <= betas[1] < 1):
             raise ValueError(f"invalid LAMB settings lr={lr}, betas={betas}, eps={eps}")
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                                       max_weight_norm=max_weight_norm, grad_clamp=grad_clamp))
         self.fused = fused and fused_lamb() is not None
+        self.adam_kernel = adam_kernel
 
     @torch.no_grad()
     def step(self, closure=None):
@@ -75,10 +81,15 @@ class Lamb(torch.optim.Optimizer):
             if self.fused:
                 self._fused_step(group, params)
                 continue
-            if group["grad_clamp"] is not None:
-                grads = [p.grad for p in params]
-                torch._foreach_clamp_min_(grads, -group["grad_clamp"])
-                torch._foreach_clamp_max_(grads, group["grad_clamp"])
+            adam = self.adam_kernel
+            if adam is None:
+                adam = params[0].device.type == "cpu" and not group["weight_decay"] and hasattr(torch, "_fused_adam_")
+            if adam:
+                self._adam_kernel_step(group, params)
+                continue
+            if group["grad_clamp"] is not None:  # one pass over each gradient (two foreach passes on the CPU)
+                for p in params:
+                    p.grad.clamp_(-group["grad_clamp"], group["grad_clamp"])
             numels = [p.numel() for p in params]
             for idx in _chunks(range(len(params)), numels):
                 ps = [params[i] for i in idx]
@@ -100,6 +111,35 @@ class Lamb(torch.optim.Optimizer):
                 torch._foreach_mul_(update, list((ratio * -group["lr"]).unbind()))
                 torch._foreach_add_(ps, update)
         return loss
+
+    def _adam_kernel_step(self, group, params):
+        """LAMB's moments and update m / (sqrt(v) + eps) in one pass per parameter: torch's fused Adam kernel
+        (``torch._fused_adam_``, what ``torch.optim.Adam(fused=True)`` runs) applied to a zeroed buffer with
+        learning rate -1 and no bias correction (a step count so large that 1 - beta^t is 1), which leaves the
+        update in the buffer; then the two norms, the trust ratio and ``p += -lr * ratio * update`` (one pass).
+        Six passes over memory where the multi-tensor path makes thirteen; the same rule, rounded differently
+        (an update divided rather than inverted twice, a fused multiply-add): tests/test_npt.py holds it to the
+        rule, and benchmarks/README.md shows training unchanged. No weight decay (the Adam kernel's is not LAMB's)."""
+        beta1, beta2 = group["betas"]
+        clamp = group["grad_clamp"]
+        numels = [p.numel() for p in params]
+        no_bias_correction = torch.tensor(float(2 ** 40))  # beta ** 2^40 underflows to 0: 1 - beta ** t == 1
+        for idx in _chunks(range(len(params)), numels):
+            ps = [params[i] for i in idx]
+            grads = [p.grad for p in ps]
+            if clamp is not None:
+                for g in grads:
+                    g.clamp_(-clamp, clamp)
+            update = [torch.zeros_like(p) for p in ps]
+            torch._fused_adam_(update, grads, [self.state[p]["exp_avg"] for p in ps],
+                               [self.state[p]["exp_avg_sq"] for p in ps], [], [no_bias_correction] * len(ps),
+                               lr=-1.0, beta1=beta1, beta2=beta2, weight_decay=0.0, eps=group["eps"], amsgrad=False,
+                               maximize=False)
+            w_norm = torch.stack(torch._foreach_norm(ps)).clamp(0, group["max_weight_norm"])
+            u_norm = torch.stack(torch._foreach_norm(update))
+            ratio = torch.where((w_norm > 0) & (u_norm > 0), w_norm / u_norm, torch.ones_like(w_norm))
+            for p, u, scale in zip(ps, update, (ratio * -group["lr"]).tolist()):
+                p.add_(u, alpha=scale)
 
     def _fused_step(self, group, params):
         kernel = fused_lamb()
