@@ -166,8 +166,10 @@ def timed_pass_seconds(table, model, torch, rows: int) -> float:
 def calibrated_slowdown(book: SpeedBook, table, model, torch, meta, sizes, params, left_s: float | None):
     """(slowdown, "stored" or "measured") for a training pass at ``params`` over this fit's ``table``: the book's,
     else measured here (``timed_pass_seconds`` against the cost model's seconds for the same rows, the rows chosen
-    as the module docstring says, ``left_s``: the training time left) and stored."""
-    stored = book.lookup(meta, sizes, params)
+    as the module docstring says, ``left_s``: the training time left) and stored. On a GPU the pass is timed each
+    fit and never stored: the book is the CPU's (its jobs count CPU time; a GPU job counts wall time)."""
+    on_cpu = table.device.type == "cpu"
+    stored = book.lookup(meta, sizes, params) if on_cpu else None
     if stored is not None:
         return stored, "stored"
     est = estimate_cpu_seconds(meta, sizes, {**params, "steps": 0})
@@ -183,5 +185,6 @@ def calibrated_slowdown(book: SpeedBook, table, model, torch, meta, sizes, param
         if rows > probe and (left_s is None or cost < TIMING_SHARE * left_s):
             timed, value = rows, slowdown(rows)
             break
-    book.store(book.key(meta, sizes, params, timed), value)
+    if on_cpu:
+        book.store(book.key(meta, sizes, params, timed), value)
     return value, "measured"
