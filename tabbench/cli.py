@@ -206,6 +206,9 @@ def cmd_run(args) -> int:
     elsewhere = f", {summary.elsewhere} ran in another run on the folder" if summary.elsewhere else ""
     print(f"{summary.planned} jobs: {summary.done} ran{elsewhere}, {summary.skipped} skipped (already done), "
           f"{summary.failed} failed ({failures}).")
+    if summary.stopped:
+        print(f"{summary.stopped} of them stopped at their time budget: they kept what they had trained by then, "
+              "less on a busy or slower machine (records: info.stopped_by_time_budget).")
     print(f"Records:     {summary.results_dir / 'records' / 'records.jsonl'}")
     print(f"Leaderboard: {summary.results_dir / 'leaderboard.md'}")
     if summary.left_out:

@@ -321,3 +321,22 @@ def test_plan_counts_a_basis_folder_named_twice_once(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     folders = suite_folders(["results", tmp_path / "results", "results/a"])
     assert [p.name for p in folders] == ["a", "b"]
+
+
+def test_a_run_cut_short_by_its_time_budget_says_so_in_the_check_and_the_console(tmp_path):
+    """A busy machine, as a budget too short for the job: the quickstart's Gradient Boosting on digits (about 6 s
+    of fit in the published record) under a 2 s budget stops at its budget, keeps fewer trees and is FLAGGED
+    against the published folder; the cell's note, the comparison's counts and the run's summary say why."""
+    raw = yaml.safe_load((ROOT / "suites" / "quickstart.yaml").read_text())
+    raw["budget"] = {"time_s": 2}
+    suite = _write(tmp_path, raw, "quickstart.yaml")
+    out = _tabbench("run", suite, "--models", "gradient_boosting", "--datasets", "digits", "--no-ray", "--tables-only",
+                    "--results", tmp_path / "runs", "--reference", ROOT / "results", cwd=tmp_path)
+    record = load_records(tmp_path / "runs" / "quickstart").iloc[0]
+    assert record["status"] == "ok" and record["info"]["stopped_by_time_budget"], out.stderr[-2000:]
+    assert "1 of them stopped at their time budget" in out.stdout
+    table = pd.read_csv(tmp_path / "runs" / "quickstart" / "comparison.csv").set_index(["method", "dataset"])
+    cell = table.loc[("gradient_boosting", "digits")]
+    assert cell["verdict"] == "FLAGGED" and "stopped by their time budget (1 of 1 in ours)" in cell["note"]
+    assert "1 cell(s) hold runs stopped by their time budget (gradient_boosting/digits; 1 of them FLAGGED)" in out.stdout
+    assert "Traceback" not in out.stdout + out.stderr

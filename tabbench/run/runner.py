@@ -59,6 +59,7 @@ class RunSummary:
     failures: Counter = field(default_factory=Counter)
     results_dir: Path | None = None
     left_out: list = field(default_factory=list)  # what --skip-refused left out (PreparedSuite.left_out)
+    stopped: int = 0  # jobs of this run that their time budget cut short (info.stopped_by_time_budget)
 
     @property
     def failed(self) -> int:
@@ -351,6 +352,7 @@ def _record_all(records, total: int, store: Store, summary: RunSummary, queue: J
                 summary.done += 1
                 if record["status"] != OK:
                     summary.failures[record["status"]] += 1
+                summary.stopped += bool((record.get("info") or {}).get("stopped_by_time_budget"))
                 bar.update(1)
                 bar.set_postfix(done=summary.done, failed=summary.failed, skipped=summary.skipped, refresh=False)
     finally:
