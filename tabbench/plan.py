@@ -63,6 +63,8 @@ class Plan:
     gpus: int = 0
     refused: list = field(default_factory=list)  # the models' pre-run refusals (tabbench.run.runner.model_refusals)
     refused_jobs: int = 0  # the selected jobs those refusals cover: not planned, in no total
+    refused_hours: float | None = None  # their CPU-hours by their models' cost models (None: a model has none)
+    stand_ins: dict = field(default_factory=dict)  # dataset -> its subset or SUBSTITUTE label (PreparedSuite's)
 
 
 def suite_folders(paths) -> list[Path]:
@@ -193,9 +195,11 @@ def make_plan(prepared, results_dir: Path, published_dir: Path | None, basis_dir
         Store(published_dir).latest())
     folders = suite_folders(basis_dirs)
     basis = _basis_frame(folders)
+    refused_jobs, refused_hours = prepared.refused_cost(gpus > 0)
     out = Plan(suite.name, Path(results_dir), None if published is None else Path(published_dir),
                unloaded=dict(prepared.unloaded), basis_dirs=tuple(map(str, folders)), gpus=gpus,
-               refused=list(map(str, prepared.refusals)), refused_jobs=len(prepared.refused_jobs(gpus > 0)))
+               refused=list(map(str, prepared.refusals)), refused_jobs=refused_jobs, refused_hours=refused_hours,
+               stand_ins=prepared.stand_ins())
     groups: dict = {}
     for job in jobs:
         groups.setdefault((job.method, job.dataset), []).append(job)
@@ -234,7 +238,9 @@ def format_plan(plan: Plan) -> str:
     header += ["resources/job", "median s (records)", "cpu h", "gpu h"]
     rows = []
     for r in plan.rows:
-        cells = [r.method, r.dataset, r.shape, f"{r.planned} = {r.configs} x {r.splits} x {r.seeds}", r.done]
+        label = plan.stand_ins.get(r.dataset)
+        mark = "" if not label else " (SUBSTITUTE)" if label.startswith("SUBSTITUTE") else " (subset)"
+        cells = [r.method, r.dataset + mark, r.shape, f"{r.planned} = {r.configs} x {r.splits} x {r.seeds}", r.done]
         cells += [r.published] if has_published else []
         count = r.basis_records or "cost model"  # no record of the method: the model's cost model estimated it
         cells += [_resources(r.resources), "–" if r.median_s is None else f"{r.median_s:.2f} ({count})",
@@ -242,6 +248,10 @@ def format_plan(plan: Plan) -> str:
         rows.append(cells)
     planned, done = sum(r.planned for r in plan.rows), sum(r.done for r in plan.rows)
     lines = [f"Plan for suite {plan.suite}: nothing is run, no Ray is started.", ""] + text_table(header, rows) + [""]
+    if plan.stand_ins:
+        from tabbench.run.runner import stand_in_lines
+
+        lines += [*stand_in_lines(plan.stand_ins), ""]
     lines.append("done: a record exists where the run writes; cpu h and gpu h: for the jobs not done.")
     lines.append(f"{planned:,} jobs planned, {done:,} already done in {plan.results_dir} "
                  f"(a run there would run {planned - done:,}).")
@@ -281,6 +291,11 @@ def format_plan(plan: Plan) -> str:
         if rows:
             lines.append(f"Total {label}: {_hours(sum(r.cpu_hours for r in rows))} CPU hours, "
                          f"{_hours(sum(r.gpu_hours for r in rows))} GPU hours ({sum(r.pending for r in rows):,} jobs).")
+    estimated = [r for r in todo if r.cpu_hours is not None]
+    if estimated:
+        lines.append(f"Total with an estimate: {_hours(sum(r.cpu_hours for r in estimated))} CPU hours, "
+                     f"{_hours(sum(r.gpu_hours for r in estimated))} GPU hours "
+                     f"({sum(r.pending for r in estimated):,} jobs).")
     unknown = [r for r in todo if r.cpu_hours is None]
     if unknown:
         line = f"No basis: {sum(r.pending for r in unknown):,} jobs, not counted in any total"
@@ -297,9 +312,11 @@ def format_plan(plan: Plan) -> str:
     for name, why in plan.unloaded.items():
         lines.append(f"Not planned: dataset {name!r} could not be loaded: {why}")
     if plan.refused:
-        lines += ["", f"Refused: {plan.refused_jobs:,} jobs, not planned above and in no total; `tabbench run` stops "
-                      "before any job starts unless given --skip-refused, which runs the jobs planned above:",
-                  *plan.refused]
+        cost = "" if plan.refused_hours is None else (f" (about {plan.refused_hours:,.0f} CPU-hours by the models' "
+                                                      "cost models)")
+        lines += ["", f"Refused: {plan.refused_jobs:,} jobs{cost}, not planned above and in no total; `tabbench run` "
+                      "stops before any job starts unless given --skip-refused, which runs the jobs planned above "
+                      "and leaves these out:", *plan.refused]
     if not plan.rows:
         lines += ["", "Nothing planned: no job of the selection can run (see above)."]
     return "\n".join(lines)

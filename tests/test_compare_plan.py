@@ -1,6 +1,7 @@
 """`tabbench run`'s default folder and reproduction check, `tabbench compare` on real runs, and
 `tabbench plan`'s counts against a hand count."""
 
+import re
 import subprocess
 import sys
 
@@ -283,8 +284,9 @@ def test_plan_totals_leave_out_the_refused_jobs_and_nothing_planned_exits_non_ze
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "3 jobs planned" in out and "npt:" not in out.split("Refused:")[0]  # k-NN's 3 folds only
-    assert "Refused: 3 jobs, not planned above and in no total; `tabbench run` stops before any job starts " \
-           "unless given --skip-refused" in out
+    assert re.search(r"Refused: 3 jobs \(about [\d,]+ CPU-hours by the models' cost models\), not planned above and "
+                     r"in no total; `tabbench run` stops before any job starts unless given --skip-refused, which runs "
+                     r"the jobs planned above and leaves these out:", out)
     assert "Not planned: dataset 'gone' could not be loaded" in out and "tabbench fetch SUITE --cache DIR" in out
     assert main(args + ["--models", "npt"]) == 1
     assert "Nothing planned: no job of the selection can run" in capsys.readouterr().out
@@ -340,3 +342,45 @@ def test_a_run_cut_short_by_its_time_budget_says_so_in_the_check_and_the_console
     assert cell["verdict"] == "FLAGGED" and "stopped by their time budget (1 of 1 in ours)" in cell["note"]
     assert "1 cell(s) hold runs stopped by their time budget (gradient_boosting/digits; 1 of them FLAGGED)" in out.stdout
     assert "Traceback" not in out.stdout + out.stderr
+
+
+@pytest.mark.real_data(path="uci")
+def test_the_readmes_cost_of_the_uci_suite_is_what_its_plan_says_with_stand_ins_and_refusals_marked(capsys):
+    """The README's numbers for `tabbench run suites/uci.yaml --skip-refused` on the mirror (Kick needs OpenML:
+    left out here as offline) come from the plan over the published records, which marks every stand-in and says
+    what the refused jobs would cost."""
+    from tests.conftest import require_shared
+
+    mirror = require_shared("uci").parent
+    stated = re.search(r"leaves out NPT's (\d+) refused jobs and Kick\s+and runs the other ([\d,]+) jobs, about "
+                       r"(\d+) CPU-hours by `tabbench plan`", (ROOT / "README.md").read_text())
+    assert stated, "README.md: the sentence on suites/uci.yaml's cost has changed; update this test with it"
+    suite = yaml.safe_load((ROOT / "suites" / "uci.yaml").read_text())
+    offline = ",".join(d["name"] for d in suite["datasets"] if d["name"] != "kick")
+    assert main(["plan", str(ROOT / "suites" / "uci.yaml"), "--mirror", str(mirror), "--basis", str(ROOT / "results"),
+                 "--datasets", offline]) == 0
+    out = capsys.readouterr().out
+    total = re.search(r"^Total with an estimate: ([\d.]+) CPU hours, 0 GPU hours \(([\d,]+) jobs\)", out, re.M)
+    refused = re.search(r"^Refused: (\d+) jobs \(about [\d,]+ CPU-hours by the models' cost models\)", out, re.M)
+    assert "No basis" not in out and total and refused, out[-3000:]
+    assert stated.groups() == (refused[1], total[2], str(round(float(total[1]))))
+    for dataset, mark in (("higgs", "subset"), ("poker_hand", "subset"), ("forest_cover", "subset"),
+                          ("income", "SUBSTITUTE")):
+        assert re.search(rf"^\S+\s+{dataset} \({mark}\)\s", out, re.M), dataset
+        assert re.search(rf"^  {dataset}: {'SUBSTITUTE: ' if mark == 'SUBSTITUTE' else ''}\S", out, re.M), dataset
+
+
+@pytest.mark.real_data(path="uci")
+def test_the_uci_suites_stop_message_marks_its_stand_ins_and_says_what_skip_refused_leaves_out(tmp_path):
+    from tests.conftest import require_shared
+
+    mirror = require_shared("uci").parent
+    out = _tabbench("run", ROOT / "suites" / "uci.yaml", "--mirror", mirror, "--datasets", "higgs,income,boston",
+                    "--no-ray", "--results", tmp_path)
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr[-3000:]
+    assert re.search(r"Not runnable: npt refused by its model's pre-run check on higgs, income; 2 refused jobs, "
+                     r"about [\d,]+ CPU-hours by the models' cost models\.", out.stderr), out.stderr
+    assert re.search(r"^  higgs: higgs-subset: ", out.stderr, re.M)
+    assert re.search(r"^  income: SUBSTITUTE: UCI Adult", out.stderr, re.M)
+    assert not re.search(r"^  boston: ", out.stderr, re.M)  # the whole original
+    assert re.search(r"--skip-refused` runs every other job of the selection \([\d,]+\)", out.stderr)
