@@ -415,6 +415,9 @@ def cmd_validate(args) -> int:
     suite = load_suite(args.suite, tuple(args.plugin))
     check_models(suite, load_models(tuple(args.plugin) + suite.plugins))
     print(f"{args.suite}: valid ({len(suite.datasets)} datasets, {len(suite.models)} models, seeds {list(suite.seeds)})")
+    print(f"Its fields and its models' parameters were checked; its data was not loaded. `tabbench plan {args.suite}` "
+          f"loads every dataset and names any that cannot load; `tabbench datasets {args.suite}` says where each "
+          "comes from.")
     return 0
 
 

@@ -340,7 +340,8 @@ def test_a_run_cut_short_by_its_time_budget_says_so_in_the_check_and_the_console
     table = pd.read_csv(tmp_path / "runs" / "quickstart" / "comparison.csv").set_index(["method", "dataset"])
     cell = table.loc[("gradient_boosting", "digits")]
     assert cell["verdict"] == "FLAGGED" and "stopped by their time budget (1 of 1 in ours)" in cell["note"]
-    assert "1 cell(s) hold runs stopped by their time budget (gradient_boosting/digits; 1 of them FLAGGED)" in out.stdout
+    assert ("1 cell(s) hold runs stopped by their time budget (gradient_boosting/digits; 1 of them FLAGGED)"
+            in out.stdout)
     assert "Traceback" not in out.stdout + out.stderr
 
 
@@ -384,3 +385,17 @@ def test_the_uci_suites_stop_message_marks_its_stand_ins_and_says_what_skip_refu
     assert re.search(r"^  income: SUBSTITUTE: UCI Adult", out.stderr, re.M)
     assert not re.search(r"^  boston: ", out.stderr, re.M)  # the whole original
     assert re.search(r"--skip-refused` runs every other job of the selection \([\d,]+\)", out.stderr)
+
+
+def test_validate_says_it_did_not_load_the_data_and_plan_names_a_dataset_that_cannot_load(tmp_path, capsys):
+    """`validate` checks fields and params only: for a suite whose data cannot load it says so and names the command
+    that loads it, which then names the dataset."""
+    from tests.test_runner import PARTLY_RUNNABLE
+
+    suite = _write(tmp_path, {**PARTLY_RUNNABLE, "models": {"knn": {}}}, "partly.yaml")
+    assert main(["validate", str(suite)]) == 0
+    out = capsys.readouterr().out
+    assert f"{suite}: valid" in out and "its data was not loaded" in out and f"`tabbench plan {suite}`" in out
+    assert main(["plan", str(suite), "--results", str(tmp_path / "runs"), "--cache", str(tmp_path / "cache"),
+                 "--basis", str(tmp_path / "none")]) == 0
+    assert "Not planned: dataset 'gone' could not be loaded" in capsys.readouterr().out

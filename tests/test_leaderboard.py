@@ -236,7 +236,7 @@ def _exact_mean_accuracy(runs, rows_per_fold) -> Fraction:
     fractions = []
     for fold, accuracy in zip(runs["fold"], runs["test_accuracy"]):
         right = accuracy * rows_per_fold[fold]
-        assert right == pytest.approx(round(right), abs=1e-9), "the fold's size is not the one the records were scored on"
+        assert right == pytest.approx(round(right), abs=1e-9), "not the fold size the records were scored on"
         fractions.append(Fraction(round(right), rows_per_fold[fold]))
     return sum(fractions) / len(fractions)
 

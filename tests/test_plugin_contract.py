@@ -225,8 +225,9 @@ def test_the_readme_plugin_test_and_the_projects_tests_pass_before_and_after_the
                                capture_output=True, text=True)
     assert installed.stdout.strip() == "tabbench-linear==0.1.0", installed.stderr  # the entry point is there
     for path in (pythonpath(), pythonpath(site)):
-        out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_tabbench_linear.py"],
-                             cwd=package, env={**user, "PYTHONPATH": path}, capture_output=True, text=True, timeout=300)
+        out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                              "test_tabbench_linear.py"], cwd=package, env={**user, "PYTHONPATH": path},
+                             capture_output=True, text=True, timeout=300)
         assert out.returncode == 0, out.stdout[-3000:]
     tests = ["tests/test_schema.py::test_the_checked_in_schema_is_what_tabbench_schema_prints",
              "tests/test_tabarena_suite.py::test_tabarena_suite_validates_with_its_models_and_no_network",
