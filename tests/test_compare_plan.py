@@ -399,3 +399,34 @@ def test_validate_says_it_did_not_load_the_data_and_plan_names_a_dataset_that_ca
     assert main(["plan", str(suite), "--results", str(tmp_path / "runs"), "--cache", str(tmp_path / "cache"),
                  "--basis", str(tmp_path / "none")]) == 0
     assert "Not planned: dataset 'gone' could not be loaded" in capsys.readouterr().out
+
+
+def test_plan_estimates_a_new_table_from_the_methods_records_on_the_tables_nearest_in_size(tmp_path):
+    """Iris (150 x 4) is in no published folder: k-NN and CatBoost, which have no cost model, are estimated from
+    their published records on the tables nearest in rows x features, marked '~' and named; never from a table
+    far larger (digits, 1,797 x 64) while nearer ones exist, and never downloading a table to measure it."""
+    from tabbench.data.cache import DataPaths
+    from tabbench.plan import SIMILAR_TABLES, format_plan, plan_suite
+    from tabbench.suite import load_suite
+
+    raw = {"name": "iris-new", "seeds": [0],
+           "datasets": [{"name": "iris", "source": "sklearn", "id": "iris", "split": {"protocol": "kfold", "k": 3}}],
+           "models": {"knn": {}, "catboost": {}}}
+    suite = load_suite(_write(tmp_path, raw, "iris.yaml"))
+    paths = DataPaths(cache=tmp_path / "cache")
+    plan = plan_suite(suite, paths, tmp_path / "runs" / "iris-new", None, [ROOT / "results"])
+    text = format_plan(plan)
+    assert "No basis" not in text and "~: no record of the method on this table" in text
+    assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").rglob("*.csv*"))  # nothing fetched
+    for row in plan.rows:
+        assert row.similar and row.pending == 3, row
+        named = re.findall(r"(\w+) \(([\d,]+) x (\d+)\)", row.basis.split("estimated from tables of similar size, ")[1])
+        assert 0 < len(named) <= SIMILAR_TABLES and "digits" not in {name for name, _, _ in named}
+        assert all(int(r.replace(",", "")) * int(c) < 1797 * 64 for _, r, c in named)
+        folders = row.basis.split(": ")[0].split(", ")
+        records = pd.concat([load_records(folder) for folder in folders])
+        used = records[(records["method"] == row.method) & records["dataset"].isin([n for n, _, _ in named])
+                       & (records["status"] == "ok")]
+        assert row.basis_records == len(used) and row.median_s == pytest.approx(used["wall_seconds"].median())
+        assert row.cpu_hours == pytest.approx(3 * row.median_s / 3600)
+        assert re.search(rf"^{row.method}\s+iris\s.*~{row.median_s:.2f} \({row.basis_records}\)", text, re.M)
