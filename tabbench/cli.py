@@ -218,6 +218,9 @@ def cmd_run(args) -> int:
     elsewhere = f", {summary.elsewhere} ran in another run on the folder" if summary.elsewhere else ""
     print(f"{summary.planned} jobs: {summary.done} ran{elsewhere}, {summary.skipped} skipped (already done), "
           f"{summary.failed} failed ({failures}).")
+    if summary.stopped:
+        print(f"{summary.stopped} of them stopped at their time budget: they kept what they had trained by then, "
+              "less on a busy or slower machine (records: info.stopped_by_time_budget).")
     print(f"Records:     {summary.results_dir / 'records' / 'records.jsonl'}")
     print(f"Leaderboard: {summary.results_dir / 'leaderboard.md'}")
     if summary.left_out:
@@ -425,6 +428,9 @@ def cmd_validate(args) -> int:
     check_models(suite, load_models(tuple(args.plugin) + suite.plugins))
     check_split_columns(suite)  # grouped and temporal splits' columns, on the data that is here
     print(f"{args.suite}: valid ({len(suite.datasets)} datasets, {len(suite.models)} models, seeds {list(suite.seeds)})")
+    print(f"Its fields and its models' parameters were checked; its data was not loaded. `tabbench plan {args.suite}` "
+          f"loads every dataset and names any that cannot load; `tabbench datasets {args.suite}` says where each "
+          "comes from.")
     return 0
 
 

@@ -14,6 +14,10 @@ folder selected), ours against theirs, and a verdict:
   means (tabbench.report.agreement, the one rule every report judges by), the error bars the leaderboard prints (with a single split, a holdout, there is no standard
   error: a difference is reported, not judged).
 
+A run that its time budget cut short (its record's ``info.stopped_by_time_budget``) trained as far as the machine
+let it in that time: on a busy or slower machine, less. Its cell says so in its note, and the report counts such
+cells, so that a verdict moved by the machine's load is not read as a library, split or bug.
+
 Whether a model is deterministic is read from the records (the planner writes the spec's flag into each),
 so a comparison needs no model registry and gives the same verdicts whichever plugins are installed.
 """
@@ -62,7 +66,25 @@ def _selected(folder: Path) -> pd.DataFrame:
     info = frame["info"] if "info" in frame else pd.Series(None, index=frame.index)
     # a GPU fit with deterministic: false (NPT) does not repeat to the bit even on the same machine
     repeatable = info.map(lambda i: not (isinstance(i, dict) and i.get("deterministic") is False))
-    return frame.assign(value=_metric_column(frame), repeat_key=environments.map(repeat_key), repeatable=repeatable)
+    stopped = info.map(lambda i: isinstance(i, dict) and bool(i.get("stopped_by_time_budget")))
+    return frame.assign(value=_metric_column(frame), repeat_key=environments.map(repeat_key), repeatable=repeatable,
+                        stopped=stopped)
+
+
+#: The note of a cell where runs were cut short by their time budget (``_stopped_note``).
+STOPPED = "stopped by their time budget"
+
+
+def _stopped_note(runs: pd.DataFrame) -> str:
+    """'' or which side's runs their time budget cut short: they trained as far as the machine let them, and a
+    busy or slower machine lets them train less, so the difference may be the machine's load."""
+    sides = [f"{int(runs[f'stopped_{side}'].fillna(False).astype(bool).sum())} of {len(runs)} in {side}"
+             for side in ("ours", "theirs") if runs[f"stopped_{side}"].fillna(False).astype(bool).any()]
+    if not sides:
+        return ""
+    return (f"runs {STOPPED} ({', '.join(sides)}): they trained as far as the machine let them in that time, less on "
+            "a busy or slower one; re-run them on an idle machine (`--force --models M --datasets D`) before "
+            "reading the difference as a library, split or bug")
 
 
 def _se(values: pd.Series) -> float:
@@ -99,6 +121,8 @@ def _cell(method, dataset, runs: pd.DataFrame, deterministic: bool | None) -> di
     failed = len(runs) - len(ok)
     if failed:
         notes.append(f"{failed} run(s) failed in one folder")
+    if _stopped_note(runs):
+        notes.append(_stopped_note(runs))
     if "trial_ours" in runs and (runs["trial_ours"].fillna(-1) != runs["trial_theirs"].fillna(-1)).any():
         notes.append(f"{int((runs['trial_ours'].fillna(-1) != runs['trial_theirs'].fillna(-1)).sum())} run(s) "
                      "selected another configuration")
@@ -146,7 +170,7 @@ def compare(ours: str | Path, theirs: str | Path) -> pd.DataFrame:
     if a.empty:
         return pd.DataFrame(columns=COLUMNS)
     keys = RUN_KEYS + ["dataset_fingerprint", "split_fingerprint"]
-    fields = ["task", "model", "value", "status", "trial", "deterministic", "repeat_key", "repeatable"]
+    fields = ["task", "model", "value", "status", "trial", "deterministic", "repeat_key", "repeatable", "stopped"]
     a, b = (frame if "deterministic" in frame else frame.assign(deterministic=None) for frame in (a, b))
     if b.empty:
         b = pd.DataFrame(columns=keys + fields)
@@ -188,7 +212,9 @@ def report(table: pd.DataFrame, ours: Path, theirs: Path) -> str:
     lines += _hardware_lines(table.attrs.get("machines") or {})
     counts = table["verdict"].value_counts()
     lines += ["", f"{len(table)} method x dataset cells: "
-              + ", ".join(f"{n} {v}" for v, n in counts.items()) + ".", "",
+              + ", ".join(f"{n} {v}" for v, n in counts.items()) + "."]
+    lines += [stopped_line(table)] if stopped_line(table) else []
+    lines += ["",
               f"Allowed: deterministic models (k-NN, tree ensembles, boosters) must match run for run to float "
               f"noise ({FLOAT_NOISE:g} relative), and so must seeded neural models (spec deterministic=False) "
               "run on the same hardware (fingerprint id) with the same torch version, threads and CPU kernel "
@@ -197,6 +223,18 @@ def report(table: pd.DataFrame, ours: Path, theirs: Path) -> str:
               f"{BAND_SE:g} combined standard errors of the two means (with one run, a holdout, there is no "
               f"band: '{NO_BAND}'). FLAGGED: outside that, or a run failed in one folder only.", ""]
     return "\n".join(lines)
+
+
+def stopped_line(table: pd.DataFrame) -> str:
+    """'' or a sentence naming the cells whose runs their time budget cut short (and how many of them FLAGGED)."""
+    cells = table[table["note"].fillna("").str.contains(STOPPED, regex=False)] if len(table) else table
+    if cells.empty:
+        return ""
+    flagged = int((cells["verdict"] == FLAGGED).sum())
+    names = ", ".join(f"{m}/{d}" for m, d in zip(cells["method"], cells["dataset"]))
+    return (f"{len(cells)} cell(s) hold runs {STOPPED} ({names}; {flagged} of them {FLAGGED}): on a busy or slower "
+            "machine such runs train less in the same time, so their difference may be the machine's load, not "
+            "the code; re-run them on an idle machine to tell.")
 
 
 def _hardware_lines(sides: dict) -> list:

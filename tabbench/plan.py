@@ -8,7 +8,10 @@ one), the Ray resources of one job, and an estimate of CPU and GPU hours for the
 the median job time (fit and evaluation) of successful records of the same method on the same
 data (dataset fingerprint, hence the same shape; else the same dataset and subset under another
 fingerprint) in the basis folders, times the job's CPUs and GPUs. The basis is stated per method and
-dataset, 'rough' where its records ran other params, and 'no basis' where there are none; jobs without a
+dataset, 'rough' where its records ran other params. A method with no record on this table is timed by its
+model's cost model where the model has one, else estimated from its records on the tables nearest in size
+(rows x features, on a log scale; the basis records' tables measured from the suites that made them, never
+downloaded), marked '~' in the table and named in its basis; 'no basis' where there are none. Jobs without a
 basis that all have a time budget are bounded by it (a job is stopped at its budget), so a budgeted suite's
 plan always says the most its unmeasured jobs can cost.
 """
@@ -16,7 +19,8 @@ plan always says the most its unmeasured jobs can cost.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+import math
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pandas as pd
@@ -46,6 +50,7 @@ class PlanRow:
     cpu_hours: float | None = None
     gpu_hours: float | None = None
     ceiling: tuple | None = None  # (CPU h, GPU h) the pending jobs' time budgets allow; None: one has no budget
+    similar: bool = False  # estimated from the method's records on other tables of similar size
 
     @property
     def pending(self) -> int:
@@ -63,6 +68,8 @@ class Plan:
     gpus: int = 0
     refused: list = field(default_factory=list)  # the models' pre-run refusals (tabbench.run.runner.model_refusals)
     refused_jobs: int = 0  # the selected jobs those refusals cover: not planned, in no total
+    refused_hours: float | None = None  # their CPU-hours by their models' cost models (None: a model has none)
+    stand_ins: dict = field(default_factory=dict)  # dataset -> its subset or SUBSTITUTE label (PreparedSuite's)
 
 
 def suite_folders(paths) -> list[Path]:
@@ -81,7 +88,7 @@ def suite_folders(paths) -> list[Path]:
 
 def _basis_frame(folders) -> pd.DataFrame:
     columns = ["method", "model", "dataset", "subset", "dataset_fingerprint", "split", "params", "key_params", "seconds",
-               "folder"]
+               "folder", "suite"]
     frames = []
     for folder in folders:
         records = [r for r in Store(folder).latest().values() if r.get("status") == "ok"]
@@ -95,7 +102,7 @@ def _basis_frame(folders) -> pd.DataFrame:
             # the configuration compared with the planned one: a param added later is left out at its first value
             "key_params": [json.dumps(key_params(r), sort_keys=True, default=str) for r in records],
             "seconds": [r.get("wall_seconds", r.get("fit_seconds")) for r in records],
-            "folder": str(folder)}))
+            "folder": str(folder), "suite": [r.get("suite") for r in records]}))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
 
 
@@ -111,28 +118,100 @@ def _params_note(planned: set, basis: set) -> tuple[str, bool]:
     return "other params (" + ", ".join(diff) + ")", False
 
 
+def _method_records(row: PlanRow, job, basis: pd.DataFrame) -> pd.DataFrame:
+    """The method's timed records in the basis; for a job on a GPU, those that ran on one (a CPU record says
+    nothing of a GPU job's time)."""
+    mine = basis[(basis["method"] == row.method) & basis["seconds"].notna()]
+    if job.params.get("device") == "cuda":
+        mine = mine[mine["params"].map(lambda p: json.loads(p).get("device") == "cuda").astype(bool)]
+    return mine
+
+
+def _planned_keys(jobs: list) -> set:
+    return {json.dumps(j.key_params if j.key_params is not None else j.params, sort_keys=True, default=str)
+            for j in jobs}
+
+
+def _set_hours(row: PlanRow, median_s: float) -> None:
+    row.median_s = median_s
+    row.cpu_hours = row.pending * median_s * float(row.resources.get("num_cpus") or 0) / 3600
+    row.gpu_hours = row.pending * median_s * float(row.resources.get("num_gpus") or 0) / 3600
+
+
 def _estimate(row: PlanRow, jobs: list, basis: pd.DataFrame) -> None:
     """Median job seconds of the method's successful records on the same data (same fingerprint), else on
     the same dataset and subset with another fingerprint (another encoding or version of the same rows);
     for a job on a GPU, of records that ran on one."""
     job = jobs[0]
-    mine = basis[(basis["method"] == row.method) & basis["seconds"].notna()]
-    if job.params.get("device") == "cuda":  # a CPU record says nothing of a GPU job's time
-        mine = mine[mine["params"].map(lambda p: json.loads(p).get("device") == "cuda").astype(bool)]
+    mine = _method_records(row, job, basis)
     match, how = mine[mine["dataset_fingerprint"] == job.dataset_fingerprint], ""
     if match.empty:
         match = mine[(mine["dataset"] == job.dataset) & (mine["subset"] == (job.subset or ""))]
         how = "same dataset with another fingerprint (encoding or version); "
     if match.empty:
         return
-    row.median_s = float(match["seconds"].median())
     row.basis_records = len(match)
-    planned = {json.dumps(j.key_params if j.key_params is not None else j.params, sort_keys=True, default=str)
-               for j in jobs}
-    note, row.same_space = _params_note(planned, set(match["key_params"]))
+    note, row.same_space = _params_note(_planned_keys(jobs), set(match["key_params"]))
     row.basis = f"{', '.join(sorted(set(match['folder'])))}: {how}{note}"
-    row.cpu_hours = row.pending * row.median_s * float(row.resources.get("num_cpus") or 0) / 3600
-    row.gpu_hours = row.pending * row.median_s * float(row.resources.get("num_gpus") or 0) / 3600
+    _set_hours(row, float(match["seconds"].median()))
+
+
+#: How many tables nearest in size a method's records time it on a table it has no record of.
+SIMILAR_TABLES = 3
+
+
+def table_shapes(basis: pd.DataFrame, paths) -> dict:
+    """dataset fingerprint -> (rows, features) of the basis records' tables, measured from the suites that made
+    them (SUITE.yaml in the suites/ folder beside each basis folder's results root) where their data is here
+    (bundled, cached or mirrored: never downloaded); a table whose suite is not found, does not load, or no
+    longer gives the records' fingerprint is left out."""
+    from tabbench.data.dataset import describe
+    from tabbench.errors import TabbenchError
+    from tabbench.suite import load_suite
+
+    shapes: dict = {}
+    suites: dict = {}
+    for (folder, name), part in basis.groupby(["folder", "suite"]):
+        path = (Path(folder).parent.parent / "suites" / f"{name}.yaml").resolve()
+        if path not in suites:
+            try:
+                suites[path] = load_suite(path) if path.is_file() else None
+            except (TabbenchError, OSError, ValueError):
+                suites[path] = None
+        if suites[path] is None:
+            continue
+        for cfg in suites[path].datasets:
+            fingerprints = set(part.loc[part["dataset"] == cfg.name, "dataset_fingerprint"])
+            if not fingerprints or fingerprints <= set(shapes):
+                continue
+            info = describe(cfg, replace(paths, base=path.parent))
+            if info.get("fingerprint") in fingerprints:
+                shapes[info["fingerprint"]] = (info["rows"], info["columns"] - 1)
+    return shapes
+
+
+def _similar_estimate(row: PlanRow, jobs: list, basis: pd.DataFrame, shapes: dict, shape: tuple) -> None:
+    """No record of the method on this table and no cost model: the median job seconds of its records on the
+    SIMILAR_TABLES tables nearest to this one in rows x features (log scale), those of the planned configurations
+    where there are some; the row is marked as estimated (``similar``)."""
+    mine = _method_records(row, jobs[0], basis)
+    mine = mine[mine["dataset_fingerprint"].isin(shapes)]
+    if mine.empty:
+        return
+    same = mine[mine["key_params"].isin(_planned_keys(jobs))]
+    row.same_space = not same.empty
+    mine = same if row.same_space else mine
+    cells = math.log(max(shape[0] * shape[1], 1))
+    distance = {fp: abs(math.log(max(shapes[fp][0] * shapes[fp][1], 1)) - cells)
+                for fp in set(mine["dataset_fingerprint"])}
+    nearest = sorted(distance, key=lambda fp: (distance[fp], fp))[:SIMILAR_TABLES]
+    match = mine[mine["dataset_fingerprint"].isin(nearest)]
+    tables = {fp: match.loc[match["dataset_fingerprint"] == fp, "dataset"].iloc[0] for fp in nearest}
+    row.basis_records, row.similar = len(match), True
+    row.basis = (f"{', '.join(sorted(set(match['folder'])))}: estimated from tables of similar size, "
+                 + ", ".join(f"{tables[fp]} ({shapes[fp][0]:,} x {shapes[fp][1]})" for fp in nearest)
+                 + ("" if row.same_space else " (other params)"))
+    _set_hours(row, float(match["seconds"].median()))
 
 
 #: Params that set a model's size: a cost model is calibrated on records of the planned size where there are some.
@@ -181,9 +260,11 @@ def _model_estimate(row: PlanRow, pending: list, basis: pd.DataFrame, spec, meta
     row.gpu_hours = hours * float(row.resources.get("num_gpus") or 0)
 
 
-def make_plan(prepared, results_dir: Path, published_dir: Path | None, basis_dirs=(), gpus: int = 0) -> Plan:
+def make_plan(prepared, results_dir: Path, published_dir: Path | None, basis_dirs=(), gpus: int = 0,
+              paths=None) -> Plan:
     """The plan of a ``PreparedSuite``'s selected jobs (tabbench/run/runner.py), its unloaded datasets and its
-    models' refusals listed beside them."""
+    models' refusals listed beside them. ``paths``: where the basis records' tables are looked for, to estimate
+    a method on a table it has no record of (None: no such estimate)."""
     prepared = prepared.on_gpus(gpus > 0)  # a GPU's jobs are checked as a GPU runs them, whatever this machine has
     suite, registry, loaded = prepared.suite, prepared.registry, prepared.loaded
     jobs = prepared.jobs(gpu_available=gpus > 0)
@@ -193,9 +274,12 @@ def make_plan(prepared, results_dir: Path, published_dir: Path | None, basis_dir
         Store(published_dir).latest())
     folders = suite_folders(basis_dirs)
     basis = _basis_frame(folders)
+    refused_jobs, refused_hours = prepared.refused_cost(gpus > 0)
     out = Plan(suite.name, Path(results_dir), None if published is None else Path(published_dir),
                unloaded=dict(prepared.unloaded), basis_dirs=tuple(map(str, folders)), gpus=gpus,
-               refused=list(map(str, prepared.refusals)), refused_jobs=len(prepared.refused_jobs(gpus > 0)))
+               refused=list(map(str, prepared.refusals)), refused_jobs=refused_jobs, refused_hours=refused_hours,
+               stand_ins=prepared.stand_ins())
+    unestimated = []  # (row, its pending jobs, its table's shape): no record of the method here, no cost model
     groups: dict = {}
     for job in jobs:
         groups.setdefault((job.method, job.dataset), []).append(job)
@@ -212,10 +296,16 @@ def make_plan(prepared, results_dir: Path, published_dir: Path | None, basis_dir
             sizes = {(s.fold, s.repeat): SplitSizes(len(s.train), len(s.val), len(s.test)) for s in loaded[dataset][2]}
             _model_estimate(row, pending, basis, spec, loaded[dataset][1].meta, sizes,
                             group[0].params.get("device", "cpu"))
+        if row.median_s is None and pending:
+            unestimated.append((row, pending, X.shape))
         if all(j.time_budget_s for j in pending):  # a job is stopped at its budget: the budgets bound the rest
             seconds = sum(j.time_budget_s for j in pending)
             row.ceiling = tuple(seconds * float(row.resources.get(k) or 0) / 3600 for k in ("num_cpus", "num_gpus"))
         out.rows.append(row)
+    if unestimated and paths is not None:
+        shapes = table_shapes(basis[basis["method"].isin({row.method for row, _, _ in unestimated})], paths)
+        for row, pending, shape in unestimated:
+            _similar_estimate(row, pending, basis, shapes, shape)
     return out
 
 
@@ -234,15 +324,25 @@ def format_plan(plan: Plan) -> str:
     header += ["resources/job", "median s (records)", "cpu h", "gpu h"]
     rows = []
     for r in plan.rows:
-        cells = [r.method, r.dataset, r.shape, f"{r.planned} = {r.configs} x {r.splits} x {r.seeds}", r.done]
+        label = plan.stand_ins.get(r.dataset)
+        mark = "" if not label else " (SUBSTITUTE)" if label.startswith("SUBSTITUTE") else " (subset)"
+        cells = [r.method, r.dataset + mark, r.shape, f"{r.planned} = {r.configs} x {r.splits} x {r.seeds}", r.done]
         cells += [r.published] if has_published else []
         count = r.basis_records or "cost model"  # no record of the method: the model's cost model estimated it
-        cells += [_resources(r.resources), "–" if r.median_s is None else f"{r.median_s:.2f} ({count})",
+        median = "–" if r.median_s is None else f"{'~' * r.similar}{r.median_s:.2f} ({count})"
+        cells += [_resources(r.resources), median,
                   _hours(r.cpu_hours), _hours(r.gpu_hours)]
         rows.append(cells)
     planned, done = sum(r.planned for r in plan.rows), sum(r.done for r in plan.rows)
     lines = [f"Plan for suite {plan.suite}: nothing is run, no Ray is started.", ""] + text_table(header, rows) + [""]
+    if plan.stand_ins:
+        from tabbench.run.runner import stand_in_lines
+
+        lines += [*stand_in_lines(plan.stand_ins), ""]
     lines.append("done: a record exists where the run writes; cpu h and gpu h: for the jobs not done.")
+    if any(r.similar for r in plan.rows):
+        lines.append("~: no record of the method on this table; estimated from its records on the tables nearest in "
+                     f"size (rows x features), {SIMILAR_TABLES} at most, named below.")
     lines.append(f"{planned:,} jobs planned, {done:,} already done in {plan.results_dir} "
                  f"(a run there would run {planned - done:,}).")
     if has_published:
@@ -258,9 +358,11 @@ def format_plan(plan: Plan) -> str:
             continue
         known = [r for r in part if r.cpu_hours is not None]
         rough = [r.dataset for r in known if not r.same_space]
+        similar = [r.dataset for r in known if r.similar]
         text = (f"  {method}: {_hours(sum(r.cpu_hours for r in known))} CPU h, "
                 f"{_hours(sum(r.gpu_hours for r in known))} GPU h for {sum(r.pending for r in known):,} jobs")
         text += f" (rough for {', '.join(rough)})" if rough else ""
+        text += f" (estimated from tables of similar size for {', '.join(similar)})" if similar else ""
         missing = [r for r in part if r.cpu_hours is None]
         if missing:
             text += (f"; no basis for {sum(r.pending for r in missing):,} jobs "
@@ -275,12 +377,18 @@ def format_plan(plan: Plan) -> str:
             lines += [f"      {r.dataset}: {r.basis}" for r in known]
     todo = [r for r in plan.rows if r.pending]
     for label, rows in (("from the planned configurations", [r for r in todo if r.cpu_hours is not None
-                                                               and r.same_space]),
+                                                               and r.same_space and not r.similar]),
                         ("rough, from other params", [r for r in todo if r.cpu_hours is not None
-                                                      and not r.same_space])):
+                                                      and not r.same_space and not r.similar]),
+                        ("estimated from tables of similar size", [r for r in todo if r.similar])):
         if rows:
             lines.append(f"Total {label}: {_hours(sum(r.cpu_hours for r in rows))} CPU hours, "
                          f"{_hours(sum(r.gpu_hours for r in rows))} GPU hours ({sum(r.pending for r in rows):,} jobs).")
+    estimated = [r for r in todo if r.cpu_hours is not None]
+    if estimated:
+        lines.append(f"Total with an estimate: {_hours(sum(r.cpu_hours for r in estimated))} CPU hours, "
+                     f"{_hours(sum(r.gpu_hours for r in estimated))} GPU hours "
+                     f"({sum(r.pending for r in estimated):,} jobs).")
     unknown = [r for r in todo if r.cpu_hours is None]
     if unknown:
         line = f"No basis: {sum(r.pending for r in unknown):,} jobs, not counted in any total"
@@ -297,9 +405,11 @@ def format_plan(plan: Plan) -> str:
     for name, why in plan.unloaded.items():
         lines.append(f"Not planned: dataset {name!r} could not be loaded: {why}")
     if plan.refused:
-        lines += ["", f"Refused: {plan.refused_jobs:,} jobs, not planned above and in no total; `tabbench run` stops "
-                      "before any job starts unless given --skip-refused, which runs the jobs planned above:",
-                  *plan.refused]
+        cost = "" if plan.refused_hours is None else (f" (about {plan.refused_hours:,.0f} CPU-hours by the models' "
+                                                      "cost models)")
+        lines += ["", f"Refused: {plan.refused_jobs:,} jobs{cost}, not planned above and in no total; `tabbench run` "
+                      "stops before any job starts unless given --skip-refused, which runs the jobs planned above "
+                      "and leaves these out:", *plan.refused]
     if not plan.rows:
         lines += ["", "Nothing planned: no job of the selection can run (see above)."]
     return "\n".join(lines)
@@ -312,4 +422,4 @@ def plan_suite(suite, paths, results_dir: Path, published_dir: Path | None, basi
     from tabbench.run.runner import prepare_suite
 
     prepared = prepare_suite(suite, selection, paths, plugin_files)
-    return make_plan(prepared, results_dir, published_dir, basis_dirs, gpus)
+    return make_plan(prepared, results_dir, published_dir, basis_dirs, gpus, paths)

@@ -35,9 +35,24 @@ def require_shared(relative: str = "") -> Path:
     return path
 
 
+def builtin_entry_points() -> str:
+    """This repository's entry points (pyproject.toml's, as installed), comma-separated for TABBENCH_PLUGINS."""
+    from importlib import metadata
+
+    return ",".join(sorted({ep.name for ep in metadata.entry_points(group="tabbench")
+                            if ep.dist is not None and ep.dist.name == DISTRIBUTION}))
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "real_data(path=''): the test reads ../shared/datasets/<path> (see "
                                        "require_shared: skipped where absent, failed under TABBENCH_REQUIRE_DATA=1)")
+    # The tests load this repository's plugins only, whatever else the environment holds (a plugin installed
+    # by the README's example would change the schema, the suites' checks and the registry the tests read),
+    # and so do the commands they start. TABBENCH_PLUGINS set by hand wins: `TABBENCH_PLUGINS=sklearn_models,linear
+    # python -m pytest tests/test_conformance.py` checks an installed plugin beside the scikit-learn models.
+    from tabbench.plugins import PLUGINS_ENV
+
+    os.environ.setdefault(PLUGINS_ENV, builtin_entry_points())
 
 
 # --- the quick selection: `python -m pytest -m "not slow"` (the README's test command) ----------------------

@@ -1,6 +1,7 @@
 """`tabbench run`'s default folder and reproduction check, `tabbench compare` on real runs, and
 `tabbench plan`'s counts against a hand count."""
 
+import re
 import subprocess
 import sys
 
@@ -283,8 +284,9 @@ def test_plan_totals_leave_out_the_refused_jobs_and_nothing_planned_exits_non_ze
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "3 jobs planned" in out and "npt:" not in out.split("Refused:")[0]  # k-NN's 3 folds only
-    assert "Refused: 3 jobs, not planned above and in no total; `tabbench run` stops before any job starts " \
-           "unless given --skip-refused" in out
+    assert re.search(r"Refused: 3 jobs \(about [\d,]+ CPU-hours by the models' cost models\), not planned above and "
+                     r"in no total; `tabbench run` stops before any job starts unless given --skip-refused, which runs "
+                     r"the jobs planned above and leaves these out:", out)
     assert "Not planned: dataset 'gone' could not be loaded" in out and "tabbench fetch SUITE --cache DIR" in out
     assert main(args + ["--models", "npt"]) == 1
     assert "Nothing planned: no job of the selection can run" in capsys.readouterr().out
@@ -306,7 +308,10 @@ def test_plan_outside_the_checkout_times_jobs_from_the_suites_checkout(tmp_path,
     assert main(["plan", str(ROOT / "suites" / "quickstart.yaml"), "--models", "knn", "--datasets", "wine",
                  "--cache", str(tmp_path / "cache")]) == 0
     out = capsys.readouterr().out
-    assert f"{ROOT / 'results' / 'quickstart'}: same configurations" in out and "no basis" not in out
+    # the basis line names the folders it timed from: the checkout's results/ (and its runs/ where a run left one)
+    basis = next(line for line in out.splitlines() if line.strip().startswith(("wine:", "basis for every")))
+    folders = basis.split(": ", 1)[1].split(": same configurations")[0].split(", ")
+    assert str(ROOT / "results" / "quickstart") in folders and "no basis" not in out, out
 
 
 def test_plan_counts_a_basis_folder_named_twice_once(tmp_path, monkeypatch):
@@ -318,3 +323,110 @@ def test_plan_counts_a_basis_folder_named_twice_once(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     folders = suite_folders(["results", tmp_path / "results", "results/a"])
     assert [p.name for p in folders] == ["a", "b"]
+
+
+def test_a_run_cut_short_by_its_time_budget_says_so_in_the_check_and_the_console(tmp_path):
+    """A busy machine, as a budget too short for the job: the quickstart's Gradient Boosting on digits (about 6 s
+    of fit in the published record) under a 2 s budget stops at its budget, keeps fewer trees and is FLAGGED
+    against the published folder; the cell's note, the comparison's counts and the run's summary say why."""
+    raw = yaml.safe_load((ROOT / "suites" / "quickstart.yaml").read_text())
+    raw["budget"] = {"time_s": 2}
+    suite = _write(tmp_path, raw, "quickstart.yaml")
+    out = _tabbench("run", suite, "--models", "gradient_boosting", "--datasets", "digits", "--no-ray", "--tables-only",
+                    "--results", tmp_path / "runs", "--reference", ROOT / "results", cwd=tmp_path)
+    record = load_records(tmp_path / "runs" / "quickstart").iloc[0]
+    assert record["status"] == "ok" and record["info"]["stopped_by_time_budget"], out.stderr[-2000:]
+    assert "1 of them stopped at their time budget" in out.stdout
+    table = pd.read_csv(tmp_path / "runs" / "quickstart" / "comparison.csv").set_index(["method", "dataset"])
+    cell = table.loc[("gradient_boosting", "digits")]
+    assert cell["verdict"] == "FLAGGED" and "stopped by their time budget (1 of 1 in ours)" in cell["note"]
+    assert ("1 cell(s) hold runs stopped by their time budget (gradient_boosting/digits; 1 of them FLAGGED)"
+            in out.stdout)
+    assert "Traceback" not in out.stdout + out.stderr
+
+
+@pytest.mark.real_data(path="uci")
+def test_the_readmes_cost_of_the_uci_suite_is_what_its_plan_says_with_stand_ins_and_refusals_marked(capsys):
+    """The README's numbers for `tabbench run suites/uci.yaml --skip-refused` on the mirror (Kick needs OpenML:
+    left out here as offline) come from the plan over the published records, which marks every stand-in and says
+    what the refused jobs would cost."""
+    from tests.conftest import require_shared
+
+    mirror = require_shared("uci").parent
+    stated = re.search(r"leaves out NPT's (\d+) refused jobs and Kick\s+and runs the other ([\d,]+) jobs, about "
+                       r"(\d+) CPU-hours by `tabbench plan`", (ROOT / "README.md").read_text())
+    assert stated, "README.md: the sentence on suites/uci.yaml's cost has changed; update this test with it"
+    suite = yaml.safe_load((ROOT / "suites" / "uci.yaml").read_text())
+    offline = ",".join(d["name"] for d in suite["datasets"] if d["name"] != "kick")
+    assert main(["plan", str(ROOT / "suites" / "uci.yaml"), "--mirror", str(mirror), "--basis", str(ROOT / "results"),
+                 "--datasets", offline]) == 0
+    out = capsys.readouterr().out
+    total = re.search(r"^Total with an estimate: ([\d.]+) CPU hours, 0 GPU hours \(([\d,]+) jobs\)", out, re.M)
+    refused = re.search(r"^Refused: (\d+) jobs \(about [\d,]+ CPU-hours by the models' cost models\)", out, re.M)
+    assert "No basis" not in out and total and refused, out[-3000:]
+    assert stated.groups() == (refused[1], total[2], str(round(float(total[1]))))
+    for dataset, mark in (("higgs", "subset"), ("poker_hand", "subset"), ("forest_cover", "subset"),
+                          ("income", "SUBSTITUTE")):
+        assert re.search(rf"^\S+\s+{dataset} \({mark}\)\s", out, re.M), dataset
+        assert re.search(rf"^  {dataset}: {'SUBSTITUTE: ' if mark == 'SUBSTITUTE' else ''}\S", out, re.M), dataset
+
+
+@pytest.mark.real_data(path="uci")
+def test_the_uci_suites_stop_message_marks_its_stand_ins_and_says_what_skip_refused_leaves_out(tmp_path):
+    from tests.conftest import require_shared
+
+    mirror = require_shared("uci").parent
+    out = _tabbench("run", ROOT / "suites" / "uci.yaml", "--mirror", mirror, "--datasets", "higgs,income,boston",
+                    "--no-ray", "--results", tmp_path)
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr[-3000:]
+    assert re.search(r"Not runnable: npt refused by its model's pre-run check on higgs, income; 2 refused jobs, "
+                     r"about [\d,]+ CPU-hours by the models' cost models\.", out.stderr), out.stderr
+    assert re.search(r"^  higgs: higgs-subset: ", out.stderr, re.M)
+    assert re.search(r"^  income: SUBSTITUTE: UCI Adult", out.stderr, re.M)
+    assert not re.search(r"^  boston: ", out.stderr, re.M)  # the whole original
+    assert re.search(r"--skip-refused` runs every other job of the selection \([\d,]+\)", out.stderr)
+
+
+def test_validate_says_it_did_not_load_the_data_and_plan_names_a_dataset_that_cannot_load(tmp_path, capsys):
+    """`validate` checks fields and params only: for a suite whose data cannot load it says so and names the command
+    that loads it, which then names the dataset."""
+    from tests.test_runner import PARTLY_RUNNABLE
+
+    suite = _write(tmp_path, {**PARTLY_RUNNABLE, "models": {"knn": {}}}, "partly.yaml")
+    assert main(["validate", str(suite)]) == 0
+    out = capsys.readouterr().out
+    assert f"{suite}: valid" in out and "its data was not loaded" in out and f"`tabbench plan {suite}`" in out
+    assert main(["plan", str(suite), "--results", str(tmp_path / "runs"), "--cache", str(tmp_path / "cache"),
+                 "--basis", str(tmp_path / "none")]) == 0
+    assert "Not planned: dataset 'gone' could not be loaded" in capsys.readouterr().out
+
+
+def test_plan_estimates_a_new_table_from_the_methods_records_on_the_tables_nearest_in_size(tmp_path):
+    """Iris (150 x 4) is in no published folder: k-NN and CatBoost, which have no cost model, are estimated from
+    their published records on the tables nearest in rows x features, marked '~' and named; never from a table
+    far larger (digits, 1,797 x 64) while nearer ones exist, and never downloading a table to measure it."""
+    from tabbench.data.cache import DataPaths
+    from tabbench.plan import SIMILAR_TABLES, format_plan, plan_suite
+    from tabbench.suite import load_suite
+
+    raw = {"name": "iris-new", "seeds": [0],
+           "datasets": [{"name": "iris", "source": "sklearn", "id": "iris", "split": {"protocol": "kfold", "k": 3}}],
+           "models": {"knn": {}, "catboost": {}}}
+    suite = load_suite(_write(tmp_path, raw, "iris.yaml"))
+    paths = DataPaths(cache=tmp_path / "cache")
+    plan = plan_suite(suite, paths, tmp_path / "runs" / "iris-new", None, [ROOT / "results"])
+    text = format_plan(plan)
+    assert "No basis" not in text and "~: no record of the method on this table" in text
+    assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").rglob("*.csv*"))  # nothing fetched
+    for row in plan.rows:
+        assert row.similar and row.pending == 3, row
+        named = re.findall(r"(\w+) \(([\d,]+) x (\d+)\)", row.basis.split("estimated from tables of similar size, ")[1])
+        assert 0 < len(named) <= SIMILAR_TABLES and "digits" not in {name for name, _, _ in named}
+        assert all(int(r.replace(",", "")) * int(c) < 1797 * 64 for _, r, c in named)
+        folders = row.basis.split(": ")[0].split(", ")
+        records = pd.concat([load_records(folder) for folder in folders])
+        used = records[(records["method"] == row.method) & records["dataset"].isin([n for n, _, _ in named])
+                       & (records["status"] == "ok")]
+        assert row.basis_records == len(used) and row.median_s == pytest.approx(used["wall_seconds"].median())
+        assert row.cpu_hours == pytest.approx(3 * row.median_s / 3600)
+        assert re.search(rf"^{row.method}\s+iris\s.*~{row.median_s:.2f} \({row.basis_records}\)", text, re.M)

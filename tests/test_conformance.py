@@ -38,7 +38,8 @@ from tabbench.plugins import BROKEN, ENTRY_POINT_GROUP, PLUGINS_ENV, load_models
 from tabbench.spec import BINARY, MULTICLASS, REGRESSION, TASKS
 from tabbench.testing import (check_categorical, check_missing_class, check_outputs, check_same_seed, fit_checked,
                               fit_without_last_class)
-from tests.conftest import DISTRIBUTION, SHARED, builtin_models, model_case, quick_params, require_shared
+from tests.conftest import (DISTRIBUTION, SHARED, builtin_entry_points, builtin_models, model_case, quick_params,
+                            require_shared)
 
 REPO = Path(__file__).resolve().parents[1]
 MODELS = load_models()
@@ -104,7 +105,7 @@ def floor(table: dict, name: str) -> float:
 def left_out(name: str) -> str | None:
     """Why a built-in model's tests are skipped: TABBENCH_PLUGINS leaves its entry point out. A built-in missing
     for any other reason (its entry point failed to import) is no reason to skip: builtin_spec fails."""
-    if name in MODELS or PLUGINS_ENV not in os.environ:
+    if name in MODELS or os.environ.get(PLUGINS_ENV) in (None, builtin_entry_points()):  # conftest's default: all
         return None
     return f"{name} is not registered ({PLUGINS_ENV}={os.environ[PLUGINS_ENV]!r})"
 

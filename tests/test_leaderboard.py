@@ -1,6 +1,7 @@
 """Leaderboard arithmetic, checked against the NPT paper's own tables."""
 
 import math
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +12,8 @@ from tabbench.report.leaderboard import FirstComplete, rank_table, select_trials
 from tabbench.published import load_published
 from tabbench.store import Store
 
-PUBLISHED = Path(__file__).resolve().parents[1] / "suites" / "published" / "npt-paper.yaml"
+ROOT = Path(__file__).resolve().parents[1]
+PUBLISHED = ROOT / "suites" / "published" / "npt-paper.yaml"
 TASKS = {"auroc": (["higgs", "income", "kick", "breast_cancer"], True), "accuracy": (["poker_hand", "forest_cover"], True),
          "rmse": (["protein", "concrete", "boston", "yacht"], False)}
 
@@ -227,3 +229,53 @@ def test_common_splits_rank_a_one_fold_run_only_where_every_method_ran_and_poole
     assert sorted(set(metrics["dataset"])) == ["diabetes", "wine"] and len(set(metrics["method"])) == 9
     knn = metrics[metrics["method"].isin(["knn", "knn-again"])].pivot(index="dataset", columns="method", values="value")
     assert (knn["knn"] == knn["knn-again"]).all()  # the same records on the same splits: the same numbers
+
+
+def _exact_mean_accuracy(runs, rows_per_fold) -> Fraction:
+    """A method's mean test accuracy over folds as an exact fraction: each fold's rows right out of its rows."""
+    fractions = []
+    for fold, accuracy in zip(runs["fold"], runs["test_accuracy"]):
+        right = accuracy * rows_per_fold[fold]
+        assert right == pytest.approx(round(right), abs=1e-9), "not the fold size the records were scored on"
+        fractions.append(Fraction(round(right), rows_per_fold[fold]))
+    return sum(fractions) / len(fractions)
+
+
+@pytest.mark.parametrize("folder, dataset, pair, rows_per_fold", [
+    ("breadth", "beps", ("catboost", "modernnca"), {0: 305, 1: 305, 2: 305}),  # 623 of 915 right, each
+    ("quickstart", "wine", ("catboost", "knn"), {0: 36, 1: 36, 2: 36, 3: 35, 4: 35}),  # 178 rows, 5-fold
+])
+def test_equal_counts_right_tie_exactly_in_ranks_elo_inputs_and_win_rates(folder, dataset, pair, rows_per_fold):
+    from tabbench.report.arena import errors
+    from tabbench.report.family import summarise
+    from tabbench.report.winrate import fold_results
+
+    selected = select_trials(Store(ROOT / "results" / folder).frame())
+    runs = {m: selected[(selected["method"] == m) & (selected["dataset"] == dataset)] for m in pair}
+    first, second = (_exact_mean_accuracy(runs[m], rows_per_fold) for m in pair)
+    assert first == second  # the records' premise: the same rows right on average, as an exact fraction
+    family = summarise(selected)["multiclass"]
+    assert family.mean.loc[pair[0], dataset] == family.mean.loc[pair[1], dataset]
+    ranks = family.ranks[dataset]
+    assert ranks[pair[0]] == ranks[pair[1]] == 1 + (family.mean[dataset] > family.mean.loc[pair[0], dataset]).sum()
+    data, _, _ = errors({"multiclass": family})
+    error = data[data["dataset"] == dataset].set_index("method")["metric_error"]
+    assert error[pair[0]] == error[pair[1]]  # bencheval's Elo sees one result
+    folds = fold_results(selected).loc[dataset]
+    for (a, b), right in zip(folds[list(pair)].itertuples(index=False), rows_per_fold.values()):
+        assert (a == b) == (round(a * right) == round(b * right))  # a fold ties exactly where the counts do
+
+
+def test_a_count_metric_settles_only_float_noise_and_other_metrics_are_compared_as_they_are():
+    from tabbench.metrics import settle_ties
+
+    # two folds of ten rows: 1 + 2 right and 3 + 0 right are the same count, apart by the floats' rounding
+    noisy = pd.Series({"a": (1 / 10 + 2 / 10) / 2, "b": (3 / 10 + 0 / 10) / 2, "c": np.nan, "d": 0.5})
+    assert noisy["a"] != noisy["b"]
+    settled = settle_ties(noisy, "accuracy")
+    assert settled["a"] == settled["b"] and math.isnan(settled["c"]) and settled["d"] == 0.5
+    # the closest distinct results the tolerance keeps apart: ten folds of 100,000 and 100,001 rows, one row apart
+    n, folds = 100_000, 10
+    close = pd.Series({"x": 0.9, "y": 0.9 + 1 / (folds * n * (n + 1))})
+    assert settle_ties(close, "auroc")["x"] != settle_ties(close, "auroc")["y"]
+    assert settle_ties(noisy, "rmse").equals(noisy)

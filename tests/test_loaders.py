@@ -399,3 +399,19 @@ def test_a_bad_mapping_names_the_entry(tmp_path):
     bad.write_text("stand_ins:\n  openml:1:\n    path: x.csv\n    colums: original\n")
     with pytest.raises(mirror.MirrorError, match=r"openml:1.*colums"):
         mirror.load_mapping(bad)
+
+
+@pytest.mark.real_data(path="uci/yacht")
+def test_a_decimal_comma_csv_reads_as_the_original_with_read_tables_decimal_option(tmp_path):
+    """A European export of the real Yacht table (';' between fields, ',' as the decimal mark) reads back with
+    ``read_table(..., "csv", sep=";", decimal=",")`` as the values of the whitespace original (docs/datasets.md)."""
+    from tabbench.data.formats import FormatError, read_table
+    from tests.conftest import require_shared
+
+    original = read_table(require_shared("uci/yacht/yacht.txt"), "whitespace")
+    european = tmp_path / "yacht-de.csv"
+    original.to_csv(european, sep=";", decimal=",", header=False, index=False)
+    assert "," in european.read_text().splitlines()[0]  # decimal commas are there to be read
+    pd.testing.assert_frame_equal(read_table(european, "csv", sep=";", decimal=","), original)
+    with pytest.raises(FormatError, match=r"options \['decimal'\] do not apply to format 'parquet'"):
+        read_table(european, "parquet", decimal=",")

@@ -16,6 +16,7 @@ from tests.conftest import ROOT, pythonpath
 README = (ROOT / "README.md").read_text()
 (LINEAR_PLUGIN,) = [block for block in re.findall(r"```python\n(.*?)```", README, re.S) if "register_models" in block]
 (PYPROJECT,) = [block for block in re.findall(r"```toml\n(.*?)```", README, re.S) if "[build-system]" in block]
+(LINEAR_TEST,) = [block for block in re.findall(r"```python\n(.*?)```", README, re.S) if "def test_linear" in block]
 
 # Models that each break the contract one way, on top of a prior (class frequencies or the mean).
 BROKEN_PLUGIN = textwrap.dedent('''
@@ -196,3 +197,43 @@ def test_conformance_tests_pass_with_a_third_party_plugin_installed(tmp_path, sh
                       "test_categorical_columns_and_missing_values_are_handled[linear]"}
     assert "test_builtin_quality_on_the_test_split[knn-regression]" in passed  # the ceilings run on built-ins
     assert not re.search(r"test_builtin\w*\[linear", out.stdout)  # and never on the third-party model
+
+
+def _install_readme_plugin(tmp_path):
+    """The README's plugin folder (module, pyproject.toml and test), pip-installed into a folder of its own: its
+    dist-info on PYTHONPATH is the plugin installed, as `pip install .` in that folder does it."""
+    package = tmp_path / "tabbench-linear"
+    package.mkdir()
+    (package / "tabbench_linear.py").write_text(LINEAR_PLUGIN)
+    (package / "pyproject.toml").write_text(PYPROJECT)
+    (package / "test_tabbench_linear.py").write_text(LINEAR_TEST)
+    site = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+                    "--no-index", "--target", str(site), str(package)], check=True, capture_output=True)
+    return package, site
+
+
+@pytest.mark.slow  # a package installed and pytest run three times in children: about a minute on 2 cores
+def test_the_readme_plugin_test_and_the_projects_tests_pass_before_and_after_the_plugin_is_installed(tmp_path):
+    """The README's own order: its plugin's test beside the plugin passes before `pip install .` and after it
+    (where the file and the entry point both register 'linear'), and the project's tests that read the registry
+    (the schema, the suites' checks, the README's plugin) pass with the plugin installed and TABBENCH_PLUGINS unset."""
+    package, site = _install_readme_plugin(tmp_path)
+    user = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}  # a user's environment: no TABBENCH_PLUGINS
+    installed = subprocess.run([sys.executable, "-c", "from tabbench.plugins import load_models; "
+                                "print(load_models()['linear'].source)"], env={**user, "PYTHONPATH": pythonpath(site)},
+                               capture_output=True, text=True)
+    assert installed.stdout.strip() == "tabbench-linear==0.1.0", installed.stderr  # the entry point is there
+    for path in (pythonpath(), pythonpath(site)):
+        out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                              "test_tabbench_linear.py"], cwd=package, env={**user, "PYTHONPATH": path},
+                             capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stdout[-3000:]
+    tests = ["tests/test_schema.py::test_the_checked_in_schema_is_what_tabbench_schema_prints",
+             "tests/test_tabarena_suite.py::test_tabarena_suite_validates_with_its_models_and_no_network",
+             "tests/test_plugin_contract.py::test_the_readme_plugin_example_meets_the_contract",
+             "tests/test_plugin_contract.py::test_the_readme_plugin_shows_its_description_in_tabbench_models",
+             "tests/test_model_params.py"]
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests], cwd=ROOT,
+                         env={**user, "PYTHONPATH": pythonpath(site)}, capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0 and " passed" in out.stdout, out.stdout[-5000:]

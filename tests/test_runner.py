@@ -1,5 +1,6 @@
 """The runner on a real local Ray: end to end, resume, --force, and failures that do not stop a run."""
 
+import re
 import subprocess
 import sys
 import textwrap
@@ -211,15 +212,20 @@ def test_a_run_with_refused_jobs_or_unloadable_data_says_so_and_skip_refused_run
     message = str(stopped.value)
     assert "dataset 'gone': could not download" in message and "models.npt on dataset 'iris'" in message
     summary = message.splitlines()[-2:]  # after every reason, what is left out and the option that runs the rest
-    assert summary[0] == ("Not runnable: 1 dataset could not be loaded: gone; npt refused by its model's pre-run "
-                          "check on iris.")
-    assert f"`tabbench run {tmp_path / 'small.yaml'} ... --skip-refused` runs every other job" in summary[1]
+    assert re.fullmatch(r"Not runnable: 1 dataset could not be loaded \(their jobs are not counted\): gone; npt "
+                        r"refused by its model's pre-run check on iris; 3 refused jobs, about [\d,]+ CPU-hours by the "
+                        r"models' cost models\.", summary[0]), summary[0]
+    assert f"`tabbench run {tmp_path / 'small.yaml'} ... --skip-refused` runs every other job of the selection (3)" \
+        in summary[1]
     assert not (tmp_path / "results" / "partly" / "records").exists()  # nothing ran
 
     ran = _run(tmp_path, PARTLY_RUNNABLE, skip_refused=True, **options)
     assert (ran.planned, ran.done, ran.failed) == (3, 3, 0)  # k-NN's 3 folds of iris, and nothing else
-    assert ran.left_out == ["1 dataset could not be loaded: gone", "npt refused by its model's pre-run check on iris"]
-    assert "Not run (--skip-refused): 1 dataset could not be loaded: gone; npt refused" in capsys.readouterr().err
+    assert ran.left_out[:2] == ["1 dataset could not be loaded (their jobs are not counted): gone",
+                                "npt refused by its model's pre-run check on iris"]
+    assert re.fullmatch(r"3 refused jobs, about [\d,]+ CPU-hours by the models' cost models", ran.left_out[2])
+    assert "Not run (--skip-refused): 1 dataset could not be loaded (their jobs are not counted): gone; npt refused" \
+        in capsys.readouterr().err
     records = load_records(tmp_path / "results" / "partly")
     assert set(zip(records["method"], records["dataset"])) == {("knn", "iris")}
 

@@ -74,10 +74,12 @@ def _read_table(path: Path, fmt: str | None = None, header: bool = False, column
                 na_values=None, sep: str | None = None, **options) -> pd.DataFrame:
     """Read one file into a DataFrame of raw values; column names from the header or ``columns``.
 
-    ``options`` are format-specific: ``labels`` (idx: the labels file), ``pixel_prefix`` and
-    ``pixel_start`` (idx, image_tar: how pixel columns are named), ``sheet`` (excel).
+    ``options`` are format-specific: ``decimal`` (csv, tsv, whitespace: the decimal mark, e.g. ``","``),
+    ``labels`` (idx: the labels file), ``pixel_prefix`` and ``pixel_start`` (idx, image_tar: how pixel columns
+    are named).
     """
     fmt = fmt or infer_format(path)
+    decimal = options.pop("decimal", ".") if fmt in _SEPARATORS else "."
     if fmt in ("idx", "image_tar"):
         from tabbench.data import images
 
@@ -104,7 +106,7 @@ def _read_table(path: Path, fmt: str | None = None, header: bool = False, column
     else:
         # '\s+' runs on pandas' C parser (as delim_whitespace): leading/trailing blanks are ignored
         frame = pd.read_csv(path, sep=sep or _SEPARATORS[fmt], header=0 if header else None,
-                            skiprows=skip_rows or None, na_values=na_values, skipinitialspace=True)
+                            skiprows=skip_rows or None, na_values=na_values, skipinitialspace=True, decimal=decimal)
         if fmt == "whitespace":  # trailing separators make empty columns at the end of each line
             while frame.shape[1] > 1 and frame.iloc[:, -1].isna().all():
                 frame = frame.iloc[:, :-1]

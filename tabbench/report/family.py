@@ -2,7 +2,8 @@
 each method's mean test metric and its standard error per dataset, the ranks, and which results are partial.
 
 Ranking follows the NPT paper: within a dataset, methods are ranked by their test metric averaged
-over folds and seeds (ties share the better rank); a method with no complete result on a dataset
+over folds and seeds (ties share the better rank; equal counts of a count metric tie exactly,
+tabbench.metrics.settle_ties); a method with no complete result on a dataset
 takes the worst rank (the number of methods in the table); the table reports the mean rank over
 datasets +- its standard error (sample std / sqrt(#datasets)).
 """
@@ -15,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from tabbench.metrics import PRIMARY
+from tabbench.metrics import PRIMARY, settle_ties
 from tabbench.report.format import Cell
 
 RUN_KEYS = ["method", "dataset", "fold", "repeat", "seed"]  # one run: its selected trial is one row
@@ -152,6 +153,8 @@ def summarise(frame: pd.DataFrame, declared=None) -> dict[str, FamilyResults]:
                 continue
             mean.loc[method, dataset] = values.mean()
             se.loc[method, dataset] = value_se
+        for dataset in datasets:  # equal counts tie exactly (metrics.TIE_TOLERANCE)
+            mean[dataset] = settle_ties(mean[dataset], metric)
         out[task] = family
     return out
 

@@ -1,7 +1,8 @@
 """Pairwise win rates: the share of (dataset, fold) pairs on which the row's method beats the column's.
 
 Per (dataset, repeat, fold) a method's result is its test value of the dataset's primary metric,
-averaged over seeds (the tuning trial chosen as in the leaderboard); a fold with any failed or missing
+averaged over seeds (the tuning trial chosen as in the leaderboard; equal counts tie exactly,
+tabbench.metrics.settle_ties); a fold with any failed or missing
 run has no result. A result beats no result, a tie counts half, and a pair where neither method has a
 result is left out, so that failures count against a method as its worst rank does in the leaderboard.
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from tabbench.metrics import PRIMARY
+from tabbench.metrics import PRIMARY, settle_ties
 
 UNIT = ["dataset", "repeat", "fold"]
 
@@ -26,12 +27,12 @@ def fold_results(selected: pd.DataFrame) -> pd.DataFrame:
         if part.empty or column not in part:
             continue
         value = part[column].where(part["status"] == "ok") * (1 if higher else -1)
-        parts.append(part[["method", *UNIT]].assign(value=value))
+        grouped = part[["method", *UNIT]].assign(value=value).groupby(["method", *UNIT], dropna=False)["value"]
+        mean = grouped.mean().where(grouped.count() == grouped.size()).unstack("method")  # any failed seed: none
+        parts.append(mean.apply(settle_ties, axis=1, metric=metric))  # equal counts tie exactly
     if not parts:
         return pd.DataFrame()
-    grouped = pd.concat(parts).groupby(["method", *UNIT], dropna=False)["value"]
-    mean = grouped.mean().where(grouped.count() == grouped.size())  # any failed seed: no result
-    return mean.unstack("method")
+    return pd.concat(parts).sort_index().sort_index(axis=1)
 
 
 def win_rates(folds: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:

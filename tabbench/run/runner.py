@@ -60,6 +60,7 @@ class RunSummary:
     failures: Counter = field(default_factory=Counter)
     results_dir: Path | None = None
     left_out: list = field(default_factory=list)  # what --skip-refused left out (PreparedSuite.left_out)
+    stopped: int = 0  # jobs of this run that their time budget cut short (info.stopped_by_time_budget)
 
     @property
     def failed(self) -> int:
@@ -182,18 +183,42 @@ class PreparedSuite:
         """The selected jobs a model's pre-run check refused (``refusals``): never run, never planned."""
         return [job for job in self._expanded(gpu_available) if self._refused(job)]
 
+    def refused_cost(self, gpu_available: bool) -> tuple[int, float | None]:
+        """(the refused jobs, the CPU-hours their models' cost models give them, each at most its time budget;
+        None where a refused model has no cost model)."""
+        from tabbench.spec import SplitSizes
+
+        jobs, hours = self.refused_jobs(gpu_available), 0.0
+        for job in jobs:
+            spec, split = self.registry[job.model].spec, self.split_of(job)
+            if spec.estimate is None:
+                return len(jobs), None
+            sizes = SplitSizes(len(split.train), len(split.val), len(split.test))
+            seconds = spec.estimate(self.dataset_of(job).meta, sizes, job.params, job.time_budget_s)
+            hours += min(seconds, job.time_budget_s or seconds) * float(job.resources.get("num_cpus") or 0) / 3600
+        return len(jobs), hours
+
+    def stand_ins(self) -> dict:
+        """dataset -> its label, for every loaded dataset that is not the whole original (a mirror's subset, or a
+        SUBSTITUTE: another dataset), as its records and leaderboards will carry it."""
+        return {name: dataset.subset for name, (_, dataset, _) in self.loaded.items() if dataset.subset}
+
     def left_out(self) -> list[str]:
         """A few short lines naming what cannot run: the datasets that did not load, the refused methods per
-        dataset; empty when everything can."""
+        dataset with the refused jobs' count and cost; empty when everything can."""
         lines = []
         if self.unloaded:
-            lines.append(f"{len(self.unloaded)} dataset{'s' * (len(self.unloaded) > 1)} could not be loaded: "
-                         f"{', '.join(self.unloaded)}")
+            lines.append(f"{len(self.unloaded)} dataset{'s' * (len(self.unloaded) > 1)} could not be loaded "
+                         f"(their jobs are not counted): {', '.join(self.unloaded)}")
         by_method: dict = {}
         for r in self.refusals:
             by_method.setdefault(r.method, []).append(r.dataset)
         lines += [f"{method} refused by its model's pre-run check on {', '.join(dict.fromkeys(datasets))}"
                   for method, datasets in by_method.items()]
+        if self.refusals:
+            jobs, hours = self.refused_cost(gpu_available=False)
+            lines.append(f"{jobs:,} refused job{'s' * (jobs != 1)}" + ("" if hours is None else
+                         f", about {hours:,.0f} CPU-hours by the models' cost models"))
         return lines
 
     def raise_unless_ready(self, skip: bool = False, option: str = "") -> None:
@@ -207,12 +232,20 @@ class PreparedSuite:
         if skip and self.jobs(gpu_available=False):  # whether a job is left does not depend on the device
             return
         summary = ["", "Not runnable: " + "; ".join(self.left_out()) + "."]
+        summary += stand_in_lines(self.stand_ins()) if self.stand_ins() else []
         if option and not skip:
-            summary.append(f"{option} runs every other job of the selection (and says what it left out); "
+            runnable = len(self.jobs(gpu_available=False))
+            summary.append(f"{option} runs every other job of the selection ({runnable:,}) and says what it left out; "
                            "`tabbench plan SUITE` lists the jobs and their cost.")
         elif skip:
             summary.append("Nothing else is left to run.")
         raise RunError("\n".join(problems + summary))
+
+
+def stand_in_lines(stand_ins: dict) -> list[str]:
+    """The datasets that are not the whole original (``PreparedSuite.stand_ins``), one line each with what it is."""
+    return (["Not the original data (stand-ins; every record and leaderboard carries the label):"]
+            + [f"  {name}: {label}" for name, label in stand_ins.items()])
 
 
 def prepare_suite(suite: Suite, selection: Selection = Selection(), paths: DataPaths | None = None,
@@ -352,6 +385,7 @@ def _record_all(records, total: int, store: Store, summary: RunSummary, queue: J
                 summary.done += 1
                 if record["status"] != OK:
                     summary.failures[record["status"]] += 1
+                summary.stopped += bool((record.get("info") or {}).get("stopped_by_time_budget"))
                 bar.update(1)
                 bar.set_postfix(done=summary.done, failed=summary.failed, skipped=summary.skipped, refresh=False)
     finally:
