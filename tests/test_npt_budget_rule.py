@@ -168,7 +168,7 @@ def test_plan_and_fit_size_a_job_by_one_rule_at_the_speed_the_machine_stored(tmp
 
     from tabbench.clock import CPU
     from tabbench_plugins.npt.cost import planned_speed
-    from tabbench_plugins.npt.speed import SpeedBook
+    from tabbench_plugins.npt.cost import SpeedBook
 
     monkeypatch.setenv("TABBENCH_CACHE", str(tmp_path / "cache"))
     ds, sp = _sklearn_split("diabetes")

@@ -1,4 +1,5 @@
-"""NPT's batching rule and the CPU cost model of its pre-run check (``check_cost``).
+"""NPT's batching rule, the CPU cost model of its pre-run check (``check_cost``), the cost model's per-machine
+calibration (``SpeedBook``, measured by speed.py) and the one rule that sizes a job to its budget (``sizing``).
 
 What the defaults cost on a CPU (e = 32, 8 layers, 500 steps; one core of an AMD EPYC with bf16,
 benchmarks/npt_default_cost.py). The model has about 4 x 13 x (e x columns)^2 parameters (ABD's width
@@ -19,8 +20,14 @@ No torch here: the check runs before any job, in the process that plans the run.
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import json
 import math
+import os
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
 from typing import Callable, Optional, Union
 
 from tabbench.estimator import PREDICT_SLOWDOWN, TRAINING_SHARE
@@ -280,11 +287,114 @@ def sizing(meta, sizes, params, budget_s: float, slowdown_of: Callable[[dict], t
     return Sizing(taken.params, taken.steps, taken.slowdown, taken.reserve_s, rung.name, tried, taken.speed)
 
 
+@functools.lru_cache(maxsize=1)
+def _machine() -> str:
+    """This machine's kind (tabbench.measure.fingerprint's ``id``), read once a process."""
+    from tabbench.measure import fingerprint
+
+    return fingerprint()["id"]
+
+
+@functools.lru_cache(maxsize=1)
+def _torch_version() -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("torch")
+    except PackageNotFoundError:
+        return None
+
+
+#: The rows a fit may time (speed.py): a probe's, and at most this many of a batch.
+PROBE_ROWS, TIMED_ROWS = 64, 512
+#: The params that change what a training pass computes or how, besides the table's shape (they are in the key).
+SHAPE_PARAMS = ("e", "n_layers", "n_heads", "residual", "attention", "checkpointing", "amp", "n_patches", "cpus",
+                "device")
+
+
+class SpeedBook:
+    """The cost model's per-machine calibration (speed.py measures it): the slowdowns measured on this kind of
+    machine: one JSON file per machine ``id`` in ``folder`` (default:
+    the data cache's ``npt-speed/``: --cache, $TABBENCH_CACHE or the user cache dir), pass shape -> slowdown."""
+
+    def __init__(self, folder: Path | None = None):
+        from tabbench.data.cache import DataPaths
+
+        self.folder = Path(folder) if folder is not None else DataPaths.from_env().cache / "npt-speed"
+        self.machine = _machine()
+        self.path = self.folder / f"{self.machine}.json"
+
+    # --- keys ----------------------------------------------------------------------------------------------
+
+    @staticmethod
+    def rows_to_time(batch_rows: int) -> list[int]:
+        """The rows a fit may time, in the order it prefers them: a whole batch, TIMED_ROWS, the probe's."""
+        return list(dict.fromkeys([batch_rows, min(batch_rows, TIMED_ROWS), min(batch_rows, PROBE_ROWS)]))
+
+    def key(self, meta, sizes, params, rows: int) -> str:
+        """The pass shape a calibration holds for: the params of SHAPE_PARAMS, the table's columns and the rows
+        timed, with torch's version and device (the machine is the file)."""
+        est = estimate_cpu_seconds(meta, sizes, {**params, "steps": 0})
+        device = params.get("device", "cpu")
+        shape = {**{k: params.get(k) for k in SHAPE_PARAMS}, "device": "cpu" if device == "auto" else device,
+                 "columns": est["d"], "rows": int(rows), "torch": _torch_version()}
+        return json.dumps(shape, sort_keys=True)
+
+    # --- reading and writing --------------------------------------------------------------------------------
+
+    def _read(self) -> dict:
+        try:
+            return json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            return {}
+
+    def lookup(self, meta, sizes, params) -> float | None:
+        """The stored slowdown for a pass at ``params`` on this table shape, or None where none is stored."""
+        book = self._read()
+        if not book:
+            return None
+        rows = estimate_cpu_seconds(meta, sizes, {**params, "steps": 0})["rows"]
+        for timed in self.rows_to_time(rows):
+            entry = book.get(self.key(meta, sizes, params, timed))
+            if entry is not None:
+                return float(entry["slowdown"])
+        return None
+
+    def store(self, key: str, slowdown: float) -> None:
+        """Add one calibration, under a lock so that jobs measuring at once on the same machine both keep theirs;
+        written whole and renamed into place, so a reader never sees half a file. A folder that cannot be written
+        (a read-only cache) keeps nothing: the fit goes on with what it measured."""
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            with open(self.folder / f"{self.machine}.lock", "a") as lock:
+                with _locked(lock):
+                    book = self._read()
+                    book[key] = {"slowdown": slowdown,
+                                 "measured_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+                    partial = self.path.with_suffix(f".{os.getpid()}.part")
+                    partial.write_text(json.dumps(book, indent=1, sort_keys=True))
+                    os.replace(partial, self.path)
+        except OSError:
+            pass
+
+
+@contextlib.contextmanager
+def _locked(handle):
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: no lock (a lost update only means a later fit measures again)
+        yield
+        return
+    fcntl.flock(handle, fcntl.LOCK_EX)
+    try:
+        yield
+    finally:
+        fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def planned_speed(meta, sizes, params) -> tuple:
     """``tabbench plan``'s speed for a training pass at ``params``: this machine's stored calibration where a fit
     has made one (speed.py), else the reference CPU's (1)."""
-    from tabbench_plugins.npt.speed import SpeedBook
-
     stored = SpeedBook().lookup(meta, sizes, params)
     return (1.0, "reference") if stored is None else (stored, "stored")
 

@@ -246,8 +246,8 @@ class NPT(Estimator):
         from tabbench.spec import SplitSizes
 
         from tabbench_plugins.npt import checkpoints
-        from tabbench_plugins.npt.cost import Sizing, sizing
-        from tabbench_plugins.npt.speed import SpeedBook, calibrated_slowdown
+        from tabbench_plugins.npt.cost import Sizing, SpeedBook, sizing
+        from tabbench_plugins.npt.speed import calibrated_slowdown
 
         budget, folder = context.time_budget_s, context.checkpoint_dir
         if self.params["steps"] != "auto":
