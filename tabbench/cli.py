@@ -206,6 +206,8 @@ def cmd_run(args) -> int:
     elsewhere = f", {summary.elsewhere} ran in another run on the folder" if summary.elsewhere else ""
     print(f"{summary.planned} jobs: {summary.done} ran{elsewhere}, {summary.skipped} skipped (already done), "
           f"{summary.failed} failed ({failures}).")
+    if summary.failed:
+        print("\n".join(["Failed:", *summary.failure_lines()]))
     print(f"Records:     {summary.results_dir / 'records' / 'records.jsonl'}")
     print(f"Leaderboard: {summary.results_dir / 'leaderboard.md'}")
     if summary.left_out:

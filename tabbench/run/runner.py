@@ -59,10 +59,20 @@ class RunSummary:
     failures: Counter = field(default_factory=Counter)
     results_dir: Path | None = None
     left_out: list = field(default_factory=list)  # what --skip-refused left out (PreparedSuite.left_out)
+    failed_records: list = field(default_factory=list)  # of each failed job: method, dataset, status, error_message
 
     @property
     def failed(self) -> int:
         return sum(self.failures.values())
+
+    def failure_lines(self, most: int = 12) -> list[str]:
+        """What failed and why: a line per method, dataset and status (tabbench.run.jobs.failure_rows)."""
+        from tabbench.run.jobs import failure_rows
+
+        rows = failure_rows(self.failed_records)
+        lines = [f"  {method} on {dataset}: {n} {status}: {why}" for method, dataset, status, n, why in rows[:most]]
+        return lines + ([f"  ... and {len(rows) - most} more; each record's error_message says why"]
+                        if len(rows) > most else [])
 
 
 #: The option of `tabbench run` that runs what can run when some datasets do not load or some jobs are refused.
@@ -351,6 +361,8 @@ def _record_all(records, total: int, store: Store, summary: RunSummary, queue: J
                 summary.done += 1
                 if record["status"] != OK:
                     summary.failures[record["status"]] += 1
+                    summary.failed_records.append({k: record.get(k) for k in ("method", "dataset", "status",
+                                                                              "error_message")})
                 bar.update(1)
                 bar.set_postfix(done=summary.done, failed=summary.failed, skipped=summary.skipped, refresh=False)
     finally:
