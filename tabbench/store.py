@@ -28,8 +28,12 @@ import fcntl
 import gzip
 import json
 import os
+import sys
+import zlib
 from contextlib import contextmanager
 from pathlib import Path
+
+from tabbench.record_schema import parse_line
 
 RECORDS_DIR = "records"
 RECORDS_FILE = "records.jsonl"
@@ -47,6 +51,7 @@ class Store:
         self.dir = Path(suite_dir)
         self.path = self.dir / RECORDS_DIR / RECORDS_FILE
         self.checkpoints = Path(checkpoints) / self.dir.name if checkpoints else self.dir / CHECKPOINTS_DIR
+        self.skipped: dict[Path, int] = {}  # damaged lines the last read of each records file skipped
 
     def checkpoint_dir(self, key: str) -> Path:
         """Where the job ``key`` may keep its training state until its record is ``ok``."""
@@ -110,19 +115,32 @@ class Store:
             return target
 
     def records(self) -> list[dict]:
-        """Every complete record, newest last per key: the archives', then the live file's."""
+        """Every complete, well-formed record, newest last per key: the archives', then the live file's. A damaged
+        line (tabbench/record_schema.py) or a cut-short archive is said on stderr, naming the file and line, and
+        skipped; ``skipped`` counts them per file."""
         out = []
-        for path, opener in [*((a, gzip.open) for a in self.archives()), (self.path, open)]:
-            if not path.exists():
-                continue
-            with opener(path, "rb") as fh:
-                for raw in fh:
-                    if not raw.endswith(b"\n"):
-                        break  # a partial last line from a killed writer
-                    try:
-                        out.append(json.loads(raw))
-                    except json.JSONDecodeError:
-                        continue
+        for path in [*self.archives(), self.path]:
+            if path.exists():
+                out += self._read(path)
+        return out
+
+    def _read(self, path: Path) -> list[dict]:
+        out, problems, cut = [], [], ""
+        data = path.read_bytes()
+        if path.suffix == ".gz":
+            data, cut = _gunzip(data)
+        lines = data.split(b"\n")
+        if lines[-1] and not cut and path.suffix == ".gz":  # an archive is written whole: a partial line is damage
+            problems.append((len(lines), "the line is cut short"))
+        # the last piece: empty, or a partial line (from a killed writer in the live file, which the next cuts off)
+        for number, raw in enumerate(lines[:-1], 1):
+            record, problem = parse_line(raw)
+            if problem:
+                problems.append((number, problem))
+            else:
+                out.append(record)
+        self.skipped[path] = len(problems)
+        _say_damage(path, problems, cut, len(out))
         return out
 
     def mark(self) -> int:
@@ -156,10 +174,11 @@ class Store:
         data = data[: data.rfind(b"\n") + 1]
         out = []
         for raw in data.splitlines():
-            try:
-                out.append(json.loads(raw))
-            except json.JSONDecodeError:
-                continue
+            record, problem = parse_line(raw)
+            if record is not None:
+                out.append(record)
+            else:
+                _say_damage(self.path, [(None, problem)], "", None)
         return out, mark + len(data)
 
     def latest(self) -> dict[str, dict]:
@@ -174,6 +193,49 @@ class Store:
     def frame(self):
         """The newest record per key as a flat pandas DataFrame (metrics as ``test_auroc`` etc.)."""
         return records_frame(self.latest().values())
+
+
+def _gunzip(data: bytes) -> tuple[bytes, str]:
+    """(what decompresses, "" or what is wrong): a truncated or corrupt archive gives every line before the damage,
+    where gzip.open would give none of the block it fails in."""
+    out, step = [], 1 << 16
+    while data:
+        member = zlib.decompressobj(wbits=31)  # one gzip member; archives have one, a concatenation several
+        for start in range(0, len(data), step):
+            try:
+                out.append(member.decompress(data[start:start + step]))
+            except zlib.error as exc:
+                return b"".join(out), f"corrupt compressed data near byte {start}: {exc}"
+            if member.eof:
+                break
+        if not member.eof:
+            return b"".join(out), "the compressed data ends early (truncated)"
+        data = member.unused_data
+    return b"".join(out), ""
+
+
+#: What this process has already said about damaged records files (a command reads them more than once).
+_SAID: set = set()
+
+
+def _say_damage(path: Path, problems: list, cut: str, kept: int | None) -> None:
+    """Say on stderr, once per process, which lines of ``path`` were skipped and why, and where it is cut short."""
+    if not problems and not cut:
+        return
+    shown = "; ".join(f"line {n}: {why}" if n else why for n, why in problems[:5])
+    more = f"; and {len(problems) - 5} more" if len(problems) > 5 else ""
+    lines = []
+    if problems:
+        lines.append(f"{path}: {len(problems)} damaged line{'s' * (len(problems) > 1)} skipped ({shown}{more}); "
+                     "every other record is read. Fix or delete those lines; a re-run recomputes any job they held.")
+    if cut:
+        lines.append(f"{path}: {cut}: the {kept} records before the damage are read, any "
+                     "after it are lost from this file. Restore the file (e.g. `git checkout -- FILE` for a published "
+                     "folder) or move it aside and re-run the missing jobs.")
+    for line in lines:
+        if line not in _SAID:
+            _SAID.add(line)
+            print(f"tabbench: {line}", file=sys.stderr)
 
 
 def newer(record: dict, than: dict) -> bool:

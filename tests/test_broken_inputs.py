@@ -65,3 +65,76 @@ def test_a_folder_where_every_job_failed_gets_the_runs_summary_and_a_leaderboard
     again = _cli("leaderboard", folder, "--tables-only")
     assert again.returncode == 0 and (folder / "leaderboard.md").read_text() == board
     assert len(Store(folder).records()) == jobs
+
+
+# --- damaged records --------------------------------------------------------------------------------------
+
+
+def _ran_folder(tmp_path) -> Path:
+    """A results folder of 6 good records (2 folds of 3 methods), run as a user runs a suite."""
+    suite = _suite(tmp_path, {f"prior{i}": {"model": "flaky"} for i in range(3)},
+                   [{"name": "iris", "source": "sklearn", "id": "iris", "split": {"protocol": "kfold", "k": 2}}])
+    out = _cli("run", suite, "--results", tmp_path / "runs", "--executor", "local", "--no-progress", "--tables-only")
+    assert out.returncode == 0, out.stderr
+    return tmp_path / "runs" / "broken"
+
+
+DAMAGED = {  # a line, and the words that must say what is wrong with it
+    "not JSON": (b"{'key': 'single quotes'}", "not JSON"),
+    "not an object": (b"[1, 2, 3]", "a JSON list, not a record"),
+    "no key": (b'{"status": "ok", "method": "x"}', "key: field required"),
+    "metrics a string": (None, "metrics: input should be a valid dictionary"),
+    "status 5": (None, "status: input should be 'ok'"),
+    "fold zero": (None, "fold: input should be a valid integer, got 'zero'"),
+}
+
+
+def test_damaged_record_lines_are_skipped_and_said_by_file_and_line_and_every_good_record_is_kept(tmp_path):
+    folder = _ran_folder(tmp_path)
+    store = Store(folder)
+    good = store.records()
+    assert len(good) == 6
+    base = good[0]
+    bad = {"metrics a string": {**base, "key": "m", "metrics": "0.9"}, "status 5": {**base, "key": "s", "status": 5},
+           "fold zero": {**base, "key": "f", "fold": "zero"}}
+    lines = [DAMAGED[name][0] or json.dumps(bad[name]).encode() for name in DAMAGED]
+    text = store.path.read_bytes().splitlines()
+    # the damaged lines between the good ones: lines 2, 4, ... of the file
+    mixed = [line for pair in zip(text, lines) for line in pair]
+    store.path.write_bytes(b"\n".join(mixed) + b"\n")
+    for archived in (False, True):  # the live file, then the archive it moved into (the lines moved as they were)
+        if archived:
+            assert _cli("archive", folder).returncode == 0
+        out = _cli("leaderboard", folder, "--tables-only")
+        assert out.returncode == 0, out.stderr
+        name = "records.jsonl.gz" if archived else "records.jsonl"
+        assert f"{folder / 'records' / name}: 6 damaged lines skipped" in out.stderr
+        for number, (name, (_, words)) in enumerate(DAMAGED.items(), 1):
+            if number <= 5:  # the message shows five and counts the rest
+                assert f"line {2 * number}: {words}" in out.stderr, (name, out.stderr)
+        assert "and 1 more" in out.stderr
+    reread = Store(folder)
+    assert sorted(r["key"] for r in reread.records()) == sorted(r["key"] for r in good)
+    assert reread.skipped == {folder / "records" / "records.jsonl.gz": 6, folder / "records" /
+                                     "records.jsonl": 0}
+    assert "| prior0 |" in (folder / "leaderboard.md").read_text()
+
+
+def test_a_truncated_archive_keeps_every_record_before_the_cut_and_says_which_file(tmp_path):
+    folder = _ran_folder(tmp_path)
+    store = Store(folder)
+    base = store.records()[0]
+    for i in range(40):  # records that do not compress to nothing: the cut falls after most of them
+        store.append({**base, "key": f"extra-{i}", "fold": 100 + i, "padding": os.urandom(300).hex()})
+    archive = store.archive()
+    data = archive.read_bytes()
+    archive.write_bytes(data[: len(data) - 400])
+    for command in ("leaderboard", "run"):
+        args = [folder, "--tables-only"] if command == "leaderboard" else [
+            tmp_path / "broken.yaml", "--results", tmp_path / "runs", "--executor", "local", "--no-progress",
+            "--tables-only"]
+        out = _cli(command, *args)
+        assert f"{archive}: the compressed data ends early (truncated)" in out.stderr, out.stderr
+        assert "Restore the file" in out.stderr
+    kept = Store(folder).records()
+    assert 30 < len(kept) < 46 and {r["key"] for r in kept} >= {f"extra-{i}" for i in range(20)}

@@ -17,6 +17,7 @@ from datetime import datetime, timezone
 #: ``invalid``: the model ran, but its predictions break the contract (NaN, wrong shape, ...).
 OK, ERROR, TIMEOUT, OOM, GPU_OOM, CRASH, LOST = "ok", "error", "timeout", "oom", "gpu_oom", "crash", "lost"
 INVALID = "invalid"
+STATUSES = (OK, ERROR, TIMEOUT, OOM, GPU_OOM, CRASH, LOST, INVALID)
 
 
 @dataclass(frozen=True)
