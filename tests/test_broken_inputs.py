@@ -138,3 +138,48 @@ def test_a_truncated_archive_keeps_every_record_before_the_cut_and_says_which_fi
         assert "Restore the file" in out.stderr
     kept = Store(folder).records()
     assert 30 < len(kept) < 46 and {r["key"] for r in kept} >= {f"extra-{i}" for i in range(20)}
+
+
+# --- a data source that raises ------------------------------------------------------------------------------
+
+RAISING_SOURCE = '''
+import tabbench
+from tabbench.data.source import DataSource
+
+
+class Raising(DataSource):
+    """A source whose service fails its own way: a KeyError, not SourceError."""
+
+    name = "raising"
+
+    def load(self, cfg, paths):
+        raise KeyError("table 7 is not in the service")
+
+
+@tabbench.hookimpl
+def register_sources(register):
+    register(Raising)
+'''
+
+
+def test_a_data_source_that_raises_fails_its_dataset_not_the_run_or_the_plan(tmp_path):
+    plugin = tmp_path / "raising_source.py"
+    plugin.write_text(RAISING_SOURCE)
+    split = {"protocol": "kfold", "k": 2}
+    suite = _suite(tmp_path, {"prior": {"model": "flaky"}},
+                   [{"name": "remote", "source": "raising", "split": split},
+                    {"name": "iris", "source": "sklearn", "id": "iris", "split": split}],
+                   plugins=(PLUGIN_FILE, str(plugin)))
+    said = (f"dataset 'remote': data source 'raising' (from {plugin}) failed: KeyError: 'table 7 is not in the "
+            "service'")
+    run = ["run", suite, "--results", tmp_path / "runs", "--executor", "local", "--no-progress", "--tables-only"]
+    stopped = _cli(*run)
+    assert stopped.returncode == 2 and said in stopped.stderr and "--skip-refused" in stopped.stderr
+    assert not (tmp_path / "runs" / "broken" / "records").exists()
+    rest = _cli(*run, "--skip-refused")
+    assert rest.returncode == 0, rest.stderr
+    assert "2 jobs: 2 ran" in rest.stdout and "Not run (--skip-refused): 1 dataset could not be loaded: remote" in (
+        rest.stdout)
+    assert len(Store(tmp_path / "runs" / "broken").records()) == 2
+    plan = _cli("plan", suite, "--results", tmp_path / "runs")
+    assert plan.returncode == 0 and said in plan.stdout and "2 jobs planned, 2 already done" in plan.stdout

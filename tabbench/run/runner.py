@@ -100,9 +100,21 @@ def load_data(suite: Suite, paths: DataPaths, only=()) -> dict:
             loaded[cfg.name] = (cfg, dataset, make_splits(dataset, dataset.split))
         except (DataError, SourceError, DownloadError, OSError, ValueError) as exc:
             errors.append(f"{suite.path}: dataset {cfg.name!r}: {exc}")
+        except Exception as exc:  # noqa: BLE001 - a source's own failure is its dataset's failure, not the run's
+            errors.append(f"{suite.path}: dataset {cfg.name!r}: data source {_source_of(cfg)} failed: "
+                          f"{type(exc).__name__}: {exc} (a source reports a problem as SourceError naming the field "
+                          "at fault; anything else is a bug in the source or its service: tell its authors)")
     if errors:
         raise RunError("\n".join(errors))
     return loaded
+
+
+def _source_of(cfg) -> str:
+    """'NAME (from FILE)': a dataset's source and the file its class is defined in (a plugin's or tabbench's)."""
+    cls = type(cfg.source)
+    module = sys.modules.get(cls.__module__)
+    where = getattr(module, "__file__", None) or cls.__module__
+    return f"{getattr(cls, 'name', cls.__name__)!r} (from {where})"
 
 
 @dataclass(frozen=True)
