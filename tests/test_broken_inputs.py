@@ -183,3 +183,42 @@ def test_a_data_source_that_raises_fails_its_dataset_not_the_run_or_the_plan(tmp
     assert len(Store(tmp_path / "runs" / "broken").records()) == 2
     plan = _cli("plan", suite, "--results", tmp_path / "runs")
     assert plan.returncode == 0 and said in plan.stdout and "2 jobs planned, 2 already done" in plan.stdout
+
+
+# --- two datasets on the same table and split -----------------------------------------------------------------
+
+
+def test_two_dataset_entries_declaring_the_same_data_and_split_are_refused_naming_both(tmp_path):
+    split = {"protocol": "kfold", "k": 3}
+    for twin in ({"name": "wine_b"}, {"name": "wine_b", "subset": "the first rows"}):
+        suite = _suite(tmp_path, {"prior": {"model": "flaky"}},
+                       [{"name": "wine_a", "source": "sklearn", "id": "wine", "split": split},
+                        {"source": "sklearn", "id": "wine", "split": split, **twin}])
+        for command in (["validate", suite], ["plan", suite], ["run", suite, "--results", tmp_path / "runs"]):
+            out = _cli(*command)
+            assert out.returncode == 2
+            assert (f"{suite}: datasets[1]: dataset 'wine_b' declares the same data and split as datasets[0] "
+                    "'wine_a': their jobs would be the same jobs") in out.stderr
+            assert "Keep one of them, or make them differ" in out.stderr
+    assert not (tmp_path / "runs").exists()
+    # another split seed makes them two datasets
+    suite = _suite(tmp_path, {"prior": {"model": "flaky"}},
+                   [{"name": "wine_a", "source": "sklearn", "id": "wine", "split": split},
+                    {"name": "wine_b", "source": "sklearn", "id": "wine", "split": {**split, "seed": 7}}])
+    assert _cli("validate", suite).returncode == 0
+
+
+@pytest.mark.real_data("uci/concrete")
+def test_two_files_holding_the_same_table_are_refused_before_any_job_naming_both(tmp_path, shared):
+    for name in ("a.txt", "b.txt"):  # two copies of one table: only their data shows they are twins
+        (tmp_path / name).write_bytes((shared / "uci/concrete/concrete.txt").read_bytes())
+    entry = {"source": "file", "format": "whitespace", "split": {"protocol": "holdout"}}
+    suite = _suite(tmp_path, {"prior": {"model": "flaky"}}, [{"name": "concrete_a", "path": "a.txt", **entry},
+                                                              {"name": "concrete_b", "path": "b.txt", **entry}])
+    Store(tmp_path / "runs" / "broken").append({"key": "earlier", "status": "ok"})
+    for command in (["plan", suite], ["run", suite, "--results", tmp_path / "runs", "--executor", "local"]):
+        out = _cli(*command)
+        assert out.returncode == 2
+        assert (f"{suite}: datasets 'concrete_a' and 'concrete_b' load the same table (data fingerprint ") in out.stderr
+        assert "with the same split: their jobs would be the same jobs" in out.stderr
+    assert [r["key"] for r in Store(tmp_path / "runs" / "broken").records()] == ["earlier"]

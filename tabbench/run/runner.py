@@ -254,8 +254,22 @@ def prepare_suite(suite: Suite, selection: Selection = Selection(), paths: DataP
                 loaded.update(load_data(suite, paths, (cfg.name,)))
             except RunError as exc:
                 unloaded[cfg.name] = str(exc)
+    refuse_twin_jobs(suite, registry, loaded)
     return PreparedSuite(suite, registry, selection, loaded, unloaded,
                          model_refusals(suite, registry, loaded, selection.models))
+
+
+def refuse_twin_jobs(suite: Suite, registry: dict, loaded: dict) -> None:
+    """A RunError for two loaded datasets whose jobs share keys: the same table with the same split under two names
+    (two copies of one file, say; entries that declare the same data are refused on load, tabbench.suite.load)."""
+    from tabbench.suite.load import TWINS
+
+    first: dict = {}
+    for job in expand(suite, registry, loaded):
+        twin = first.setdefault(job.key, job)
+        if twin.dataset != job.dataset:
+            raise RunError(f"{suite.path}: datasets {twin.dataset!r} and {job.dataset!r} load the same table (data "
+                           f"fingerprint {job.dataset_fingerprint}) with the same split: {TWINS}")
 
 
 def run_suite(suite: Suite, options: RunOptions) -> RunSummary:
