@@ -288,6 +288,10 @@ def cmd_leaderboard(args) -> int:
     except ValueError as exc:
         print(f"tabbench: {exc}", file=sys.stderr)
         return 2
+    from tabbench.store import Store
+
+    Store(given["suite_dir"]).check_writable("the leaderboard was not written (elsewhere: --name NAME --results DIR)",
+                                             records=False)
     print(f"Leaderboard: {write_leaderboard(**given)}")
     return 0
 
@@ -423,6 +427,7 @@ def cmd_archive(args) -> int:
     if not store.path.exists():
         raise TabbenchError(f"{store.path}: no live records file; name a suite's results folder (the one "
                             f"holding {RECORDS_DIR}/), e.g. results/breadth")
+    store.check_writable("nothing was archived")
     written = store.archive()
     print(f"{store.path}: nothing to archive" if written is None else f"archived {store.path} into {written}")
     return 0

@@ -33,6 +33,7 @@ import zlib
 from contextlib import contextmanager
 from pathlib import Path
 
+from tabbench.errors import TabbenchError
 from tabbench.record_schema import parse_line
 
 RECORDS_DIR = "records"
@@ -41,6 +42,29 @@ ARCHIVE_FILE = "records.jsonl.gz"
 #: Training state of unfinished jobs, one folder per job key (models that checkpoint: JobContext.checkpoint_dir,
 #: tabbench/estimator.py).
 CHECKPOINTS_DIR = "checkpoints"
+
+
+class StoreError(TabbenchError):
+    """A results folder cannot be written: said before anything is computed or changed."""
+
+
+def unwritable(path: str | Path) -> str:
+    """Why ``path``, a file or folder about to be written (existing or not), cannot be: '' where it can. Asks the
+    file system (``os.access``, which a read-only mount refuses even to root) at ``path`` or the nearest folder
+    that exists above it."""
+    target = Path(os.path.abspath(path))
+    probe = target
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if probe != target and not probe.is_dir():
+        return f"{probe} is a file, not a folder"
+    if os.access(probe, os.W_OK):
+        return ""
+    try:
+        read_only = bool(os.statvfs(probe).f_flag & os.ST_RDONLY)
+    except OSError:
+        read_only = False
+    return f"{probe} is on a read-only file system" if read_only else f"{probe} is not writable (permission denied)"
 
 
 class Store:
@@ -52,6 +76,15 @@ class Store:
         self.path = self.dir / RECORDS_DIR / RECORDS_FILE
         self.checkpoints = Path(checkpoints) / self.dir.name if checkpoints else self.dir / CHECKPOINTS_DIR
         self.skipped: dict[Path, int] = {}  # damaged lines the last read of each records file skipped
+
+    def check_writable(self, action: str, records: bool = True) -> None:
+        """A StoreError, saying what would fail (``action``) and how to go on, unless the folder and its tables, and
+        with ``records`` the records file and its folder, can all be written."""
+        for path in (*(self.path, self.path.parent) * records, self.dir / "leaderboard.md", self.dir):
+            problem = unwritable(path)
+            if problem:
+                raise StoreError(f"{problem}: {action}. Make {self.dir} writable (its owner, permissions or mount), "
+                                 f"or work on a writable copy of it")
 
     def checkpoint_dir(self, key: str) -> Path:
         """Where the job ``key`` may keep its training state until its record is ``ok``."""

@@ -222,3 +222,52 @@ def test_two_files_holding_the_same_table_are_refused_before_any_job_naming_both
         assert (f"{suite}: datasets 'concrete_a' and 'concrete_b' load the same table (data fingerprint ") in out.stderr
         assert "with the same split: their jobs would be the same jobs" in out.stderr
     assert [r["key"] for r in Store(tmp_path / "runs" / "broken").records()] == ["earlier"]
+
+
+# --- a results folder that cannot be written ------------------------------------------------------------------
+
+
+def _read_only(folder: Path) -> list:
+    """A command prefix that runs what follows with ``folder`` mounted read-only in a mount namespace of its own
+    (tests run as root, whom chmod does not stop); the test is skipped where namespaces or mounts are refused."""
+    probe = subprocess.run(["unshare", "-m", "sh", "-c", f"mount --bind -o ro {folder} {folder} && "
+                            f"! touch {folder}/.probe 2>/dev/null"], capture_output=True)
+    if probe.returncode:
+        pytest.skip(f"no read-only bind mount here: {probe.stderr.decode()[-200:]}")
+    return ["unshare", "-m", "sh", "-c", f'mount --bind -o ro {folder} {folder} && exec "$@"', "sh"]
+
+
+def test_a_read_only_results_folder_stops_run_leaderboard_and_archive_before_anything_is_computed(tmp_path):
+    folder = _ran_folder(tmp_path)
+    before = folder.joinpath("records", "records.jsonl").read_bytes()
+    board = (folder / "leaderboard.md").read_text()
+    prefix = _read_only(tmp_path / "runs")
+    suite = tmp_path / "broken.yaml"
+    raw = yaml.safe_load(suite.read_text())
+    raw["datasets"][0]["split"]["k"] = 3  # new jobs to run
+    suite.write_text(yaml.safe_dump(raw))
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "plugins"),
+                                                                os.environ.get("PYTHONPATH", "")])}
+    for command, said in ((["run", suite, "--results", tmp_path / "runs", "--executor", "local", "--no-progress",
+                            "--tables-only"], "a run could not save its records there, so it runs nothing"),
+                          (["leaderboard", folder, "--tables-only"], "the leaderboard was not written"),
+                          (["archive", folder], "nothing was archived")):
+        out = subprocess.run([*prefix, sys.executable, "-m", "tabbench.cli", *map(str, command)], env=environment,
+                             capture_output=True, text=True, timeout=300)
+        assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+        assert f"is on a read-only file system: {said}" in out.stderr and f"Make {folder} writable" in out.stderr
+    assert folder.joinpath("records", "records.jsonl").read_bytes() == before
+    assert (folder / "leaderboard.md").read_text() == board
+
+
+def test_a_results_folder_under_a_file_stops_run_and_leaderboard_naming_the_file(tmp_path):
+    folder = _ran_folder(tmp_path)
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the results root should be\n")
+    run = _cli("run", tmp_path / "broken.yaml", "--results", blocker, "--executor", "local", "--no-progress")
+    assert run.returncode == 2
+    assert f"{blocker} is a file, not a folder: a run could not save its records there" in run.stderr
+    board = _cli("leaderboard", folder, "--name", "pooled", "--results", blocker, "--tables-only")
+    assert board.returncode == 2 and f"{blocker} is a file, not a folder: the leaderboard was not written" in (
+        board.stderr)
+    assert len(Store(folder).records()) == 6

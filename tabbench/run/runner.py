@@ -294,6 +294,8 @@ def run_suite(suite: Suite, options: RunOptions) -> RunSummary:
 
 def _run(suite: Suite, options: RunOptions, store: Store, summary: RunSummary, stop: StopRequest) -> RunSummary:
     executor = make_executor(options.executor, options.address)  # an unknown name stops the run before any load
+    store.check_writable("a run could not save its records there, so it runs nothing (a results folder elsewhere: "
+                         "--results DIR)")
     claims = Claims(store.path.parent)
     stop.pause_point("load")
     prepared = prepare_suite(suite, options.selection(), options.data_paths, options.plugin_files)
