@@ -271,3 +271,25 @@ def test_a_results_folder_under_a_file_stops_run_and_leaderboard_naming_the_file
     assert board.returncode == 2 and f"{blocker} is a file, not a folder: the leaderboard was not written" in (
         board.stderr)
     assert len(Store(folder).records()) == 6
+
+
+# --- a cluster that is not there -------------------------------------------------------------------------------
+
+
+def test_run_address_where_no_cluster_answers_says_it_waits_then_gives_up_saying_what_to_check(tmp_path):
+    pytest.importorskip("ray")
+    import socket
+
+    with socket.socket() as probe:  # a loopback port nothing listens on (bound, then freed)
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    suite = _suite(tmp_path, {"prior": {"model": "flaky"}})
+    Store(tmp_path / "runs" / "broken").append({"key": "earlier", "status": "ok"})
+    out = _cli("run", suite, "--address", f"127.0.0.1:{port}", "--results", tmp_path / "runs", "--no-progress",
+               env={"TABBENCH_RAY_CONNECT_TIMEOUT": "3"}, timeout=120)
+    assert out.returncode == 2
+    assert f"Waiting for the Ray cluster at 127.0.0.1:{port} to answer (up to 3 s" in out.stderr
+    assert f"no Ray cluster answered at 127.0.0.1:{port} within 3 s (Connection refused)" in out.stderr
+    for check in ("that its head is running", "the address is the one `ray start --head` printed", "RAY_AUTH_TOKEN"):
+        assert check in out.stderr
+    assert [r["key"] for r in Store(tmp_path / "runs" / "broken").records()] == ["earlier"]
