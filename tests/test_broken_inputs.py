@@ -293,3 +293,66 @@ def test_run_address_where_no_cluster_answers_says_it_waits_then_gives_up_saying
     for check in ("that its head is running", "the address is the one `ray start --head` printed", "RAY_AUTH_TOKEN"):
         assert check in out.stderr
     assert [r["key"] for r in Store(tmp_path / "runs" / "broken").records()] == ["earlier"]
+
+
+# --- a local Ray that dies mid-run ----------------------------------------------------------------------------
+
+
+def _children(pid: int) -> list:
+    """(pid, command line) of every descendant of ``pid``: the local Ray a driver started is its children."""
+    table = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except (OSError, ValueError):
+            continue
+        table[int(entry.name)] = (int(stat.rsplit(")", 1)[1].split()[1]), cmdline)
+    found, frontier = [], {pid}
+    while frontier:
+        frontier = {p for p, (parent, _) in table.items() if parent in frontier}
+        found += [(p, table[p][1]) for p in frontier]
+    return found
+
+
+@pytest.mark.slow
+def test_a_local_ray_that_dies_mid_run_ends_saying_what_was_saved_and_the_rerun_completes(tmp_path):
+    """The raylet of the run's own local Ray is killed (as the kernel's OOM killer would) while jobs run: the run
+    ends with tabbench's own ending (what is saved, run the same command again), not Ray's state dump alone."""
+    from tests.conftest import require_ray
+    from tests.test_reliability import _suite as slow_suite
+
+    require_ray()
+    import signal
+    import time
+
+    suite, results = slow_suite(tmp_path, seconds=0.5), tmp_path / "results"  # 30 jobs of ~0.5 s on Ray
+    store = Store(results / "slow")
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "plugins"),
+                                                                os.environ.get("PYTHONPATH", "")])}
+    driver = subprocess.Popen([sys.executable, "-m", "tabbench.cli", "run", suite, "--results", str(results),
+                               "--no-progress", "--tables-only"], env=environment, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.time() + 240
+        while time.time() < deadline and len(store.records()) < 3:
+            assert driver.poll() is None, driver.stderr.read()[-3000:]
+            time.sleep(0.2)
+        raylets = [pid for pid, cmd in _children(driver.pid) if "/raylet/raylet " in cmd]
+        assert len(raylets) == 1, _children(driver.pid)
+        os.kill(raylets[0], signal.SIGKILL)
+        out, err = driver.communicate(timeout=120)
+    finally:
+        if driver.poll() is None:
+            os.killpg(driver.pid, signal.SIGKILL)
+            driver.wait()
+    saved = len(store.records())
+    assert driver.returncode == 2 and "Traceback" not in out + err, err[-3000:]
+    assert "tabbench: the local Ray stopped mid-run: its raylet process exited (code -9" in err
+    assert f"{saved} jobs finished and are saved in {store.path}; run the same command again to resume" in err
+    assert 3 <= saved < 30
+    again = _cli("run", suite, "--results", results, "--no-progress", "--tables-only", timeout=600)
+    assert again.returncode == 0 and f"30 jobs: {30 - saved} ran, {saved} skipped" in again.stdout
+    assert len({r["key"] for r in store.records()}) == len(store.records()) == 30

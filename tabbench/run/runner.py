@@ -18,6 +18,7 @@ from tabbench.data.splits import make_splits
 from tabbench.errors import TabbenchError
 from tabbench.run.claims import Claims, JobQueue
 from tabbench.run.executors import DEFAULT, make_executor
+from tabbench.run.executors.base import ExecutorLost
 from tabbench.run.expand import Selection, expand
 from tabbench.suite.trials import method_params
 from tabbench.run.interrupts import StopRequest
@@ -282,6 +283,9 @@ def run_suite(suite: Suite, options: RunOptions) -> RunSummary:
     with StopRequest() as stop:
         try:
             return _run(suite, options, store, summary, stop)
+        except ExecutorLost as exc:
+            raise RunError(f"{exc}. {summary.done} jobs finished and are saved in {store.path}; run the same command "
+                           "again to resume (finished jobs are skipped).") from None
         except KeyboardInterrupt:
             if store.path.exists():
                 print(f"\nInterrupted: {summary.done} jobs finished and are saved in {store.path}. Run the same "

@@ -11,7 +11,7 @@ import os
 import sys
 from collections.abc import Iterator
 
-from tabbench.run.executors.base import Executor, ExecutorError, preload
+from tabbench.run.executors.base import Executor, ExecutorError, ExecutorLost, preload
 from tabbench.run.isolation import execute_isolated
 from tabbench.run.jobs import LOST, failure_record
 
@@ -118,6 +118,21 @@ class RayExecutor(Executor):
         if self.started:
             self.ray.shutdown()
 
+    def _check_alive(self) -> None:
+        """ExecutorLost where the local Ray this run started has lost its raylet or GCS (killed, out of memory):
+        Ray would end the driver about 15 s later, from C++, with no word of what was kept. A cluster's
+        (``--address``) lost nodes are Ray's to handle (INFRA_RETRIES)."""
+        if not self.started or self.address or os.environ.get("RAY_ADDRESS"):
+            return
+        node = getattr(self.ray._private.worker, "_global_node", None)
+        dead = [(kind, process.returncode) for kind, process in (node.dead_processes() if node else ())
+                if kind in ("raylet", "gcs_server")]
+        if dead:
+            self.started = False  # nothing left to shut down cleanly
+            kind, code = dead[0]
+            raise ExecutorLost(f"the local Ray stopped mid-run: its {kind} process exited (code {code}; -9 is a "
+                               "kill, by the kernel's out-of-memory killer for one)")
+
     def run(self, queue, prepared, store, stop) -> Iterator[tuple]:
         """(job, record) as each job finishes, inside stop.deferred(): a first Ctrl-C is seen by
         stop.check() within a second (ray.wait's timeout, JobQueue.wait's). Jobs still running are not cancelled
@@ -162,6 +177,7 @@ class RayExecutor(Executor):
                 if not queue.done:  # every job left is held by another live run
                     queue.wait()
                 continue
+            self._check_alive()
             ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=1.0)
             for ref in ready:
                 job = in_flight.pop(ref)
