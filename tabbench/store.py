@@ -231,19 +231,18 @@ class Store:
 def _gunzip(data: bytes) -> tuple[bytes, str]:
     """(what decompresses, "" or what is wrong): a truncated or corrupt archive gives every line before the damage,
     where gzip.open would give none of the block it fails in."""
-    out, step = [], 1 << 16
-    while data:
+    out, step, start = [], 1 << 16, 0
+    while start < len(data):
         member = zlib.decompressobj(wbits=31)  # one gzip member; archives have one, a concatenation several
-        for start in range(0, len(data), step):
+        while start < len(data) and not member.eof:  # in steps, so that a corrupt block keeps what came before it
             try:
                 out.append(member.decompress(data[start:start + step]))
             except zlib.error as exc:
                 return b"".join(out), f"corrupt compressed data near byte {start}: {exc}"
-            if member.eof:
-                break
+            start = min(start + step, len(data))
         if not member.eof:
             return b"".join(out), "the compressed data ends early (truncated)"
-        data = member.unused_data
+        start -= len(member.unused_data)  # the next member starts where this one's data ended
     return b"".join(out), ""
 
 

@@ -140,6 +140,16 @@ def test_a_truncated_archive_keeps_every_record_before_the_cut_and_says_which_fi
     assert 30 < len(kept) < 46 and {r["key"] for r in kept} >= {f"extra-{i}" for i in range(20)}
 
 
+
+def test_an_archive_of_several_gzip_members_is_read_whole_and_a_cut_in_the_last_keeps_the_first(tmp_path):
+    from tabbench.store import _gunzip
+
+    first, second = b"".join(b'{"key": "a%d"}\n' % i for i in range(30000)), b'{"key": "b"}\n' * 10
+    both = gzip.compress(first) + gzip.compress(second)  # `cat a.gz b.gz`: gzip readers read both
+    assert _gunzip(both) == (first + second, "")
+    kept, said = _gunzip(both[:-12])
+    assert kept.startswith(first) and said == "the compressed data ends early (truncated)"
+
 # --- a data source that raises ------------------------------------------------------------------------------
 
 RAISING_SOURCE = '''
