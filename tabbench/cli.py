@@ -221,6 +221,8 @@ def cmd_run(args) -> int:
     if summary.stopped:
         print(f"{summary.stopped} of them stopped at their time budget: they kept what they had trained by then, "
               "less on a busy or slower machine (records: info.stopped_by_time_budget).")
+    if summary.failed:
+        print("\n".join(["Failed:", *summary.failure_lines()]))
     print(f"Records:     {summary.results_dir / 'records' / 'records.jsonl'}")
     print(f"Leaderboard: {summary.results_dir / 'leaderboard.md'}")
     if summary.left_out:
@@ -301,6 +303,10 @@ def cmd_leaderboard(args) -> int:
     except ValueError as exc:
         print(f"tabbench: {exc}", file=sys.stderr)
         return 2
+    from tabbench.store import Store
+
+    Store(given["suite_dir"]).check_writable("the leaderboard was not written (elsewhere: --name NAME --results DIR)",
+                                             records=False)
     print(f"Leaderboard: {write_leaderboard(**given)}")
     return 0
 
@@ -331,10 +337,8 @@ def cmd_models(args) -> int:
     if described:
         print()
         print("\n".join(f"{name}: {text}" for name, text in described))
-    from tabbench.plugins import BROKEN
+    from tabbench.plugins import BROKEN  # each said on stderr as it was left out
 
-    for name, reason in BROKEN.items():
-        print(f"plugin {name!r} failed to load: {reason}", file=sys.stderr)
     return 1 if BROKEN else 0
 
 
@@ -442,6 +446,7 @@ def cmd_archive(args) -> int:
     if not store.path.exists():
         raise TabbenchError(f"{store.path}: no live records file; name a suite's results folder (the one "
                             f"holding {RECORDS_DIR}/), e.g. results/breadth")
+    store.check_writable("nothing was archived")
     written = store.archive()
     print(f"{store.path}: nothing to archive" if written is None else f"archived {store.path} into {written}")
     return 0

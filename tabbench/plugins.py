@@ -17,7 +17,6 @@ import importlib.util
 import os
 import re
 import sys
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
@@ -94,12 +93,41 @@ def get_plugin_manager(plugin_files=()) -> pluggy.PluginManager:
         try:
             pm.load_setuptools_entrypoints(ENTRY_POINT_GROUP, name=name)
         except Exception as exc:  # one broken package must not hide every other model
-            BROKEN[name] = f"{type(exc).__name__}: {exc}"
-            warnings.warn(f"tabbench plugin {name!r} failed to load and is skipped: {BROKEN[name]}", stacklevel=2)
+            _broken(name, exc, "on import")
     for path in plugin_files:
         module = load_plugin_file(path)
         pm.register(module, name=str(Path(path).resolve()))
     return pm
+
+
+#: The advice for a plugin written for the API before tabbench's Params classes (README: "Migrating a plugin").
+MIGRATION = ("if it was written for an older tabbench: ModelSpec no longer takes default_params (declare the "
+             "params once, as a Params class on the estimator) and fit takes context= (see 'Migrating a plugin from "
+             "the old API' in tabbench's README)")
+
+#: What this process has already said about broken plugins (a command builds the registry more than once).
+_SAID: set = set()
+
+
+def _entry_point(name: str) -> str:
+    """'entry point NAME = MODULE of DIST==VERSION' for an installed entry point of the group."""
+    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP, name=name):
+        dist = f" of {ep.dist.name}=={ep.dist.version}" if ep.dist else ""
+        return f"entry point {ep.name} = {ep.value}{dist}"
+    return f"entry point {name}"
+
+
+def _broken(name: str, exc: BaseException, what: str) -> None:
+    """An installed plugin that failed is left out: said once on stderr, with what to change and how to leave it
+    out, and kept in BROKEN (shown by `tabbench models` and in an unknown model's message)."""
+    others = sorted({ep.name for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)} - {name} - set(BROKEN))
+    BROKEN[name] = f"{type(exc).__name__}: {exc}"
+    message = (f"tabbench plugin {name!r} failed to load: {BROKEN[name]} ({what}; {_entry_point(name)}). It is "
+               f"left out; every other model is usable. To fix it, update the package ({MIGRATION}). To leave it "
+               f"out without this message: {PLUGINS_ENV}={','.join(others)}")
+    if message not in _SAID:
+        _SAID.add(message)
+        print(message, file=sys.stderr)
 
 
 def _plugin_sources(pm: pluggy.PluginManager) -> dict[int, str]:
@@ -115,18 +143,31 @@ def collect(hook: str, what: str, plugin_files, key, check) -> dict:
     ``PluginError`` naming the source); a key registered twice is an error naming both sources."""
     pm = get_plugin_manager(plugin_files)
     sources = _plugin_sources(pm)
+    files = {str(Path(p).resolve()) for p in plugin_files}
     found: dict = {}
     for impl in getattr(pm.hook, hook).get_hookimpls():
         source = sources.get(id(impl.plugin), impl.plugin_name)
+        mine: dict = {}  # this plugin's, added to found only when its hook ran through
 
-        def register(thing, _source=source):
+        def register(thing, _source=source, _mine=mine):
             check(thing, _source)
             name = key(thing)
-            if name in found:
-                raise PluginError(f"{what} {name!r} is registered twice: by {found[name][1]} and by {_source}")
-            found[name] = (thing, _source)
+            if name in found or name in _mine:
+                raise PluginError(f"{what} {name!r} is registered twice: by {(found.get(name) or _mine[name])[1]} "
+                                  f"and by {_source}")
+            _mine[name] = (thing, _source)
 
-        impl.function(register=register)
+        try:
+            impl.function(register=register)
+        except PluginError:
+            raise
+        except Exception as exc:  # a plugin of another API: its own failure, never every command's
+            if impl.plugin_name in files:  # a file the user or the suite named: the command cannot go on without it
+                raise PluginError(f"plugin file {impl.plugin_name} failed in {hook}: {type(exc).__name__}: {exc}; "
+                                  f"{MIGRATION}") from None
+            _broken(impl.plugin_name, exc, f"in its {hook} hook")
+            continue
+        found.update(mine)
     return found
 
 

@@ -28,8 +28,13 @@ import fcntl
 import gzip
 import json
 import os
+import sys
+import zlib
 from contextlib import contextmanager
 from pathlib import Path
+
+from tabbench.errors import TabbenchError
+from tabbench.record_schema import parse_line
 
 RECORDS_DIR = "records"
 RECORDS_FILE = "records.jsonl"
@@ -37,6 +42,29 @@ ARCHIVE_FILE = "records.jsonl.gz"
 #: Training state of unfinished jobs, one folder per job key (models that checkpoint: JobContext.checkpoint_dir,
 #: tabbench/estimator.py).
 CHECKPOINTS_DIR = "checkpoints"
+
+
+class StoreError(TabbenchError):
+    """A results folder cannot be written: said before anything is computed or changed."""
+
+
+def unwritable(path: str | Path) -> str:
+    """Why ``path``, a file or folder about to be written (existing or not), cannot be: '' where it can. Asks the
+    file system (``os.access``, which a read-only mount refuses even to root) at ``path`` or the nearest folder
+    that exists above it."""
+    target = Path(os.path.abspath(path))
+    probe = target
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if probe != target and not probe.is_dir():
+        return f"{probe} is a file, not a folder"
+    if os.access(probe, os.W_OK):
+        return ""
+    try:
+        read_only = bool(os.statvfs(probe).f_flag & os.ST_RDONLY)
+    except OSError:
+        read_only = False
+    return f"{probe} is on a read-only file system" if read_only else f"{probe} is not writable (permission denied)"
 
 
 class Store:
@@ -47,6 +75,16 @@ class Store:
         self.dir = Path(suite_dir)
         self.path = self.dir / RECORDS_DIR / RECORDS_FILE
         self.checkpoints = Path(checkpoints) / self.dir.name if checkpoints else self.dir / CHECKPOINTS_DIR
+        self.skipped: dict[Path, int] = {}  # damaged lines the last read of each records file skipped
+
+    def check_writable(self, action: str, records: bool = True) -> None:
+        """A StoreError, saying what would fail (``action``) and how to go on, unless the folder and its tables, and
+        with ``records`` the records file and its folder, can all be written."""
+        for path in (*(self.path, self.path.parent) * records, self.dir / "leaderboard.md", self.dir):
+            problem = unwritable(path)
+            if problem:
+                raise StoreError(f"{problem}: {action}. Make {self.dir} writable (its owner, permissions or mount), "
+                                 f"or work on a writable copy of it")
 
     def checkpoint_dir(self, key: str) -> Path:
         """Where the job ``key`` may keep its training state until its record is ``ok``."""
@@ -110,19 +148,32 @@ class Store:
             return target
 
     def records(self) -> list[dict]:
-        """Every complete record, newest last per key: the archives', then the live file's."""
+        """Every complete, well-formed record, newest last per key: the archives', then the live file's. A damaged
+        line (tabbench/record_schema.py) or a cut-short archive is said on stderr, naming the file and line, and
+        skipped; ``skipped`` counts them per file."""
         out = []
-        for path, opener in [*((a, gzip.open) for a in self.archives()), (self.path, open)]:
-            if not path.exists():
-                continue
-            with opener(path, "rb") as fh:
-                for raw in fh:
-                    if not raw.endswith(b"\n"):
-                        break  # a partial last line from a killed writer
-                    try:
-                        out.append(json.loads(raw))
-                    except json.JSONDecodeError:
-                        continue
+        for path in [*self.archives(), self.path]:
+            if path.exists():
+                out += self._read(path)
+        return out
+
+    def _read(self, path: Path) -> list[dict]:
+        out, problems, cut = [], [], ""
+        data = path.read_bytes()
+        if path.suffix == ".gz":
+            data, cut = _gunzip(data)
+        lines = data.split(b"\n")
+        if lines[-1] and not cut and path.suffix == ".gz":  # an archive is written whole: a partial line is damage
+            problems.append((len(lines), "the line is cut short"))
+        # the last piece: empty, or a partial line (from a killed writer in the live file, which the next cuts off)
+        for number, raw in enumerate(lines[:-1], 1):
+            record, problem = parse_line(raw)
+            if problem:
+                problems.append((number, problem))
+            else:
+                out.append(record)
+        self.skipped[path] = len(problems)
+        _say_damage(path, problems, cut, len(out))
         return out
 
     def mark(self) -> int:
@@ -156,10 +207,11 @@ class Store:
         data = data[: data.rfind(b"\n") + 1]
         out = []
         for raw in data.splitlines():
-            try:
-                out.append(json.loads(raw))
-            except json.JSONDecodeError:
-                continue
+            record, problem = parse_line(raw)
+            if record is not None:
+                out.append(record)
+            else:
+                _say_damage(self.path, [(None, problem)], "", None)
         return out, mark + len(data)
 
     def latest(self) -> dict[str, dict]:
@@ -174,6 +226,48 @@ class Store:
     def frame(self):
         """The newest record per key as a flat pandas DataFrame (metrics as ``test_auroc`` etc.)."""
         return records_frame(self.latest().values())
+
+
+def _gunzip(data: bytes) -> tuple[bytes, str]:
+    """(what decompresses, "" or what is wrong): a truncated or corrupt archive gives every line before the damage,
+    where gzip.open would give none of the block it fails in."""
+    out, step, start = [], 1 << 16, 0
+    while start < len(data):
+        member = zlib.decompressobj(wbits=31)  # one gzip member; archives have one, a concatenation several
+        while start < len(data) and not member.eof:  # in steps, so that a corrupt block keeps what came before it
+            try:
+                out.append(member.decompress(data[start:start + step]))
+            except zlib.error as exc:
+                return b"".join(out), f"corrupt compressed data near byte {start}: {exc}"
+            start = min(start + step, len(data))
+        if not member.eof:
+            return b"".join(out), "the compressed data ends early (truncated)"
+        start -= len(member.unused_data)  # the next member starts where this one's data ended
+    return b"".join(out), ""
+
+
+#: What this process has already said about damaged records files (a command reads them more than once).
+_SAID: set = set()
+
+
+def _say_damage(path: Path, problems: list, cut: str, kept: int | None) -> None:
+    """Say on stderr, once per process, which lines of ``path`` were skipped and why, and where it is cut short."""
+    if not problems and not cut:
+        return
+    shown = "; ".join(f"line {n}: {why}" if n else why for n, why in problems[:5])
+    more = f"; and {len(problems) - 5} more" if len(problems) > 5 else ""
+    lines = []
+    if problems:
+        lines.append(f"{path}: {len(problems)} damaged line{'s' * (len(problems) > 1)} skipped ({shown}{more}); "
+                     "every other record is read. Fix or delete those lines; a re-run recomputes any job they held.")
+    if cut:
+        lines.append(f"{path}: {cut}: the {kept} records before the damage are read, any "
+                     "after it are lost from this file. Restore the file (e.g. `git checkout -- FILE` for a published "
+                     "folder) or move it aside and re-run the missing jobs.")
+    for line in lines:
+        if line not in _SAID:
+            _SAID.add(line)
+            print(f"tabbench: {line}", file=sys.stderr)
 
 
 def newer(record: dict, than: dict) -> bool:

@@ -155,6 +155,61 @@ def test_a_broken_plugin_package_is_reported_and_does_not_hide_the_others(tmp_pa
     assert "plugin 'broken' failed to load: ModuleNotFoundError: No module named 'no_such_dependency_xyz'" in out.stderr
 
 
+OLD_API_PLUGIN = textwrap.dedent("""
+    \"\"\"A plugin written for the API before Params classes: default_params on ModelSpec, fit without context.\"\"\"
+    import numpy as np
+    import tabbench
+    from tabbench.spec import MULTICLASS, ModelSpec
+
+    class Majority:
+        def __init__(self, meta, seed, **params):
+            self.meta = meta
+
+        def fit(self, X, y, X_val=None, y_val=None):
+            self.p_ = np.bincount(y, minlength=self.meta.n_classes) / len(y)
+            return self
+
+    @tabbench.hookimpl
+    def register_models(register):
+        register(ModelSpec(name="majority", factory=Majority, tasks=frozenset({MULTICLASS}),
+                           default_params={"smoothing": 0.0}))
+""")
+
+
+def test_a_plugin_of_the_old_api_is_left_out_naming_its_package_the_fix_and_how_to_leave_it_out(tmp_path):
+    """Installed as a real distribution (a dist-info folder with its entry point on the path): `tabbench models` and
+    `tabbench validate` name it, say what to change and how to leave it out, and every other model stays usable."""
+    site = tmp_path / "site"
+    info = site / "tabbench_old-0.1.dist-info"
+    info.mkdir(parents=True)
+    (site / "tabbench_old.py").write_text(OLD_API_PLUGIN)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: tabbench-old\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[tabbench]\nold = tabbench_old\n")
+    env = {"PYTHONPATH": pythonpath(site), "PATH": ""}
+
+    def tabbench(*args, **extra):
+        out = subprocess.run([sys.executable, "-m", "tabbench.cli", *args], env={**env, **extra}, capture_output=True,
+                             text=True, cwd=ROOT)
+        assert "Traceback" not in out.stdout + out.stderr, out.stderr
+        return out
+
+    models = tabbench("models")
+    assert models.returncode == 1
+    assert "knn" in models.stdout and "gradient_boosting" in models.stdout and "majority" not in models.stdout
+    said = models.stderr
+    assert "plugin 'old' failed to load: TypeError: " in said and "'default_params'" in said
+    assert "in its register_models hook; entry point old = tabbench_old of tabbench-old==0.1" in said
+    assert "Migrating a plugin from the old API" in said and "Migrating a plugin from the old API" in (
+        ROOT / "README.md").read_text()
+    leave_out = re.search(rf"{PLUGINS_ENV}=(\S+)", said).group(1)
+    assert "old" not in leave_out.split(",") and "sklearn_models" in leave_out.split(",")
+    assert said.count("failed to load") == 1  # said once, however often the registry is built
+    validate = tabbench("validate", "suites/quickstart.yaml")
+    assert validate.returncode == 0 and "valid" in validate.stdout and "plugin 'old' failed to load" in validate.stderr
+    quiet = tabbench("models", **{PLUGINS_ENV: leave_out})
+    assert quiet.returncode == 0 and quiet.stderr == "" and "knn" in quiet.stdout
+
+
 def test_run_params_are_left_out_of_the_job_key_and_published_keys_are_unchanged():
     """A job's key holds a model's run params (NPT: cpus, checkpoint_minutes, deterministic, cuda_graph) at their
     defaults: the same job run with more threads, or without CUDA's deterministic algorithms or graphs, is found

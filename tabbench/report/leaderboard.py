@@ -173,6 +173,9 @@ def _write(suite_dir, published_path, sources, report, first_complete, splits, a
     if records.empty:
         md_path.write_text(f"# Leaderboard: {suite_dir.name}\n\nNo records yet.\n")
         return None
+    if not (records["status"] == "ok").any():  # nothing to rank: say what failed and why instead
+        _write_every_job_failed(suite_dir, records)
+        return None
     ctx = make_context(suite_dir, sources, records, published, report, first_complete, splits, restricted, compared)
     parts = [(section, section.markdown(ctx)) for section in sections(ctx)]
     md_path.write_text("\n".join(line for _, lines in parts for line in lines))
@@ -189,6 +192,22 @@ def _write(suite_dir, published_path, sources, report, first_complete, splits, a
         (suite_dir / "leaderboard.tex").write_text("\n".join(tex))
         write_page(ctx, parts)
     return ctx
+
+
+def _write_every_job_failed(suite_dir: Path, records: pd.DataFrame) -> None:
+    """leaderboard.md and .csv of a folder where no job succeeded: no ranking, but each method, dataset and status
+    that failed, how many jobs, and the first job's error (tabbench.run.jobs.failure_rows)."""
+    from tabbench.report.format import markdown_table
+    from tabbench.run.jobs import failure_rows
+
+    rows = failure_rows(records.to_dict("records"))
+    header = ["method", "dataset", "status", "jobs", "why (the first job's error)"]
+    cells = [[str(c).replace("|", "\\|") for c in row] for row in rows]
+    (suite_dir / "leaderboard.md").write_text(
+        f"# Leaderboard: {suite_dir.name}\n\nEvery job failed ({len(records)} records): nothing to rank. Each "
+        "record's error_message and traceback are in records/.\n\n" + markdown_table(header, cells) + "\n")
+    pd.DataFrame(rows, columns=["method", "dataset", "status", "jobs", "why"]).to_csv(
+        suite_dir / "leaderboard.csv", index=False)
 
 
 def load_all(published_path) -> tuple:

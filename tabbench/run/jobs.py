@@ -17,6 +17,7 @@ from datetime import datetime, timezone
 #: ``invalid``: the model ran, but its predictions break the contract (NaN, wrong shape, ...).
 OK, ERROR, TIMEOUT, OOM, GPU_OOM, CRASH, LOST = "ok", "error", "timeout", "oom", "gpu_oom", "crash", "lost"
 INVALID = "invalid"
+STATUSES = (OK, ERROR, TIMEOUT, OOM, GPU_OOM, CRASH, LOST, INVALID)
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,23 @@ def job_key(method, model, params, dataset_fingerprint, split_fingerprint, fold,
     payload = json.dumps([method, model, params, dataset_fingerprint, split_fingerprint, fold, repeat, seed],
                          sort_keys=True, default=str)
     return hashlib.sha256(payload.encode()).hexdigest()[:24]
+
+
+def failure_rows(records) -> list[tuple]:
+    """(method, dataset, status, jobs, why) for each method, dataset and status among the failed ``records`` (dicts),
+    ``why`` being the first line of the first one's error message (cut to 160 characters): what a run's summary and
+    a leaderboard where every job failed say."""
+    rows: dict = {}
+    for r in records:
+        if r.get("status") == OK:
+            continue
+        group = (str(r.get("method")), str(r.get("dataset")), str(r.get("status")))
+        count, why = rows.get(group, (0, None))
+        if why is None:
+            lines = str(r.get("error_message") or r.get("error_type") or "").strip().splitlines()
+            why = (lines[0] if lines else "")[:160]
+        rows[group] = (count + 1, why)
+    return [(*group, count, why) for group, (count, why) in rows.items()]
 
 
 def failure_record(job: Job, status: str, message: str, error_type: str | None = None) -> dict:

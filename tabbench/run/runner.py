@@ -19,6 +19,7 @@ from tabbench.data.splits import make_splits
 from tabbench.errors import TabbenchError
 from tabbench.run.claims import Claims, JobQueue
 from tabbench.run.executors import DEFAULT, make_executor
+from tabbench.run.executors.base import ExecutorLost
 from tabbench.run.expand import Selection, expand
 from tabbench.suite.trials import method_params
 from tabbench.run.interrupts import StopRequest
@@ -61,10 +62,20 @@ class RunSummary:
     results_dir: Path | None = None
     left_out: list = field(default_factory=list)  # what --skip-refused left out (PreparedSuite.left_out)
     stopped: int = 0  # jobs of this run that their time budget cut short (info.stopped_by_time_budget)
+    failed_records: list = field(default_factory=list)  # of each failed job: method, dataset, status, error_message
 
     @property
     def failed(self) -> int:
         return sum(self.failures.values())
+
+    def failure_lines(self, most: int = 12) -> list[str]:
+        """What failed and why: a line per method, dataset and status (tabbench.run.jobs.failure_rows)."""
+        from tabbench.run.jobs import failure_rows
+
+        rows = failure_rows(self.failed_records)
+        lines = [f"  {method} on {dataset}: {n} {status}: {why}" for method, dataset, status, n, why in rows[:most]]
+        return lines + ([f"  ... and {len(rows) - most} more; each record's error_message says why"]
+                        if len(rows) > most else [])
 
 
 #: The option of `tabbench run` that runs what can run when some datasets do not load or some jobs are refused.
@@ -92,9 +103,21 @@ def load_data(suite: Suite, paths: DataPaths, only=()) -> dict:
             loaded[cfg.name] = (cfg, dataset, make_splits(dataset, dataset.split))
         except (DataError, SourceError, DownloadError, OSError, ValueError) as exc:
             errors.append(f"{suite.path}: dataset {cfg.name!r}: {exc}")
+        except Exception as exc:  # noqa: BLE001 - a source's own failure is its dataset's failure, not the run's
+            errors.append(f"{suite.path}: dataset {cfg.name!r}: data source {_source_of(cfg)} failed: "
+                          f"{type(exc).__name__}: {exc} (a source reports a problem as SourceError naming the field "
+                          "at fault; anything else is a bug in the source or its service: tell its authors)")
     if errors:
         raise RunError("\n".join(errors))
     return loaded
+
+
+def _source_of(cfg) -> str:
+    """'NAME (from FILE)': a dataset's source and the file its class is defined in (a plugin's or tabbench's)."""
+    cls = type(cfg.source)
+    module = sys.modules.get(cls.__module__)
+    where = getattr(module, "__file__", None) or cls.__module__
+    return f"{getattr(cls, 'name', cls.__name__)!r} (from {where})"
 
 
 @dataclass(frozen=True)
@@ -266,8 +289,22 @@ def prepare_suite(suite: Suite, selection: Selection = Selection(), paths: DataP
                 loaded.update(load_data(suite, paths, (cfg.name,)))
             except RunError as exc:
                 unloaded[cfg.name] = str(exc)
+    refuse_twin_jobs(suite, registry, loaded)
     return PreparedSuite(suite, registry, selection, loaded, unloaded,
                          model_refusals(suite, registry, loaded, selection.models))
+
+
+def refuse_twin_jobs(suite: Suite, registry: dict, loaded: dict) -> None:
+    """A RunError for two loaded datasets whose jobs share keys: the same table with the same split under two names
+    (two copies of one file, say; entries that declare the same data are refused on load, tabbench.suite.load)."""
+    from tabbench.suite.load import TWINS
+
+    first: dict = {}
+    for job in expand(suite, registry, loaded):
+        twin = first.setdefault(job.key, job)
+        if twin.dataset != job.dataset:
+            raise RunError(f"{suite.path}: datasets {twin.dataset!r} and {job.dataset!r} load the same table (data "
+                           f"fingerprint {job.dataset_fingerprint}) with the same split: {TWINS}")
 
 
 def run_suite(suite: Suite, options: RunOptions) -> RunSummary:
@@ -280,6 +317,9 @@ def run_suite(suite: Suite, options: RunOptions) -> RunSummary:
     with StopRequest() as stop:
         try:
             return _run(suite, options, store, summary, stop)
+        except ExecutorLost as exc:
+            raise RunError(f"{exc}. {summary.done} jobs finished and are saved in {store.path}; run the same command "
+                           "again to resume (finished jobs are skipped).") from None
         except KeyboardInterrupt:
             if store.path.exists():
                 print(f"\nInterrupted: {summary.done} jobs finished and are saved in {store.path}. Run the same "
@@ -294,6 +334,8 @@ def _run(suite: Suite, options: RunOptions, store: Store, summary: RunSummary, s
     plugin_files = tuple(options.plugin_files) + tuple(suite.plugins)
     # an unknown name stops the run before any load
     executor = make_executor(options.executor, options.address, plugin_files)
+    store.check_writable("a run could not save its records there, so it runs nothing (a results folder elsewhere: "
+                         "--results DIR)")
     claims = Claims(store.path.parent)
     stop.pause_point("load")
     prepared = prepare_suite(suite, options.selection(), options.data_paths, options.plugin_files)
@@ -385,6 +427,8 @@ def _record_all(records, total: int, store: Store, summary: RunSummary, queue: J
                 summary.done += 1
                 if record["status"] != OK:
                     summary.failures[record["status"]] += 1
+                    summary.failed_records.append({k: record.get(k) for k in ("method", "dataset", "status",
+                                                                              "error_message")})
                 summary.stopped += bool((record.get("info") or {}).get("stopped_by_time_budget"))
                 bar.update(1)
                 bar.set_postfix(done=summary.done, failed=summary.failed, skipped=summary.skipped, refresh=False)

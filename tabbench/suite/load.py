@@ -136,6 +136,7 @@ def parse_suite(raw, file="<suite>", plugin_files=()) -> Suite:
     base = Path(str(file)).parent
     plugins = tuple(str((base / p).resolve()) for p in doc.plugins or ())
     datasets = tuple(_dataset_config(d) for d in doc.datasets)
+    _refuse_twins(datasets, file)
     published = _published(doc.published, datasets, base, file)
     budget = Budget()
     if doc.budget:
@@ -143,6 +144,30 @@ def parse_suite(raw, file="<suite>", plugin_files=()) -> Suite:
         budget = Budget(**{**given, "points_s": tuple(float(p) for p in given.get("points_s", ()))})
     return Suite(name, Path(str(file)), datasets, tuple(_model_entry(label, m) for label, m in doc.models.items()),
                  tuple(doc.seeds), budget, plugins, doc.description or "", published)
+
+
+#: Why two datasets on the same table and split are refused (here, and in tabbench.run.runner.refuse_twin_jobs for
+#: twins that only the data shows): a job's key hashes the data and split fingerprints, not the dataset's name, so
+#: both would be one set of jobs; keying by name would change every committed key, and the twin would only repeat
+#: the same fits and count the table twice in every rank.
+TWINS = ("their jobs would be the same jobs (a job's key is the data and its split, not the dataset's name): one "
+         "dataset's records would stand for the other's, which would vanish from the leaderboard. Keep one of them, "
+         "or make them differ (another split seed, other rows or columns)")
+
+
+def _refuse_twins(datasets: tuple, file) -> None:
+    """A SuiteError for two dataset entries that declare the same data and split, differing only in their name,
+    ``subset`` label or per-method params."""
+    from dataclasses import replace
+
+    seen = []  # compared, not hashed: a plugin source's fields may be lists
+    for i, cfg in enumerate(datasets):
+        same = replace(cfg, name="", subset=None, model_params=None)
+        for j, twin in enumerate(seen):
+            if twin == same:
+                raise SuiteError(file, f"datasets[{i}]", f"dataset {cfg.name!r} declares the same data and split "
+                                 f"as datasets[{j}] {datasets[j].name!r}: {TWINS}")
+        seen.append(same)
 
 
 def _published(given, datasets: tuple, base: Path, file) -> tuple:

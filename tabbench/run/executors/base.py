@@ -45,6 +45,11 @@ class ExecutorError(TabbenchError):
     """An executor cannot be chosen or set up as asked (an unknown name, an option it does not take)."""
 
 
+class ExecutorLost(ExecutorError):
+    """The processes an executor started died mid-run (a local Ray killed, by the OOM killer say): raised from
+    ``run``; the driver keeps every record it wrote and says how to resume."""
+
+
 class Executor(abc.ABC):
     """One execution mode of a run's jobs.
 

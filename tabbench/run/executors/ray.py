@@ -11,12 +11,51 @@ import os
 import sys
 from collections.abc import Iterator
 
-from tabbench.run.executors.base import Executor, ExecutorError, preload
+from tabbench.run.executors.base import Executor, ExecutorError, ExecutorLost, preload
 from tabbench.run.isolation import execute_isolated
 from tabbench.run.jobs import LOST, failure_record
 
 #: Ray retries a job whose worker or node died this many times (infrastructure failures only).
 INFRA_RETRIES = 2
+
+
+#: How long `--address` waits for the cluster's head to answer before giving up (seconds; the environment variable
+#: overrides it): long enough for a head that is still starting (a batch script's), far short of Ray's own retries.
+CONNECT_TIMEOUT_S, CONNECT_TIMEOUT_ENV = 60.0, "TABBENCH_RAY_CONNECT_TIMEOUT"
+#: What to check when no cluster answers.
+CHECK = ("Check that its head is running (`ray status` on the head node), that the address is the one `ray start "
+         "--head` printed (host and port, default 6379) and reachable from here (firewall), and, where the cluster "
+         "uses token authentication, that RAY_AUTH_MODE and RAY_AUTH_TOKEN here match the head's. Without --address "
+         "(and RAY_ADDRESS unset) the run starts its own Ray on this machine")
+
+
+def wait_for_head(address: str) -> None:
+    """Wait, saying so, until something listens at the cluster's address (``host:port`` or ``ray://host:port``),
+    at most TABBENCH_RAY_CONNECT_TIMEOUT seconds (default 60); an ExecutorError saying what to check after that.
+    Ray's own connection attempts to an address where nothing listens go on for about 14 minutes."""
+    import socket
+    import time
+
+    host, _, port = address.split("://", 1)[-1].rpartition(":")
+    if not host or not port.isdigit():  # "auto" and other forms: Ray resolves them itself
+        return
+    timeout = float(os.environ.get(CONNECT_TIMEOUT_ENV) or CONNECT_TIMEOUT_S)
+    deadline, said, error = time.monotonic() + timeout, False, None
+    while True:
+        try:
+            socket.create_connection((host.strip("[]"), int(port)), timeout=2).close()
+            return
+        except OSError as exc:
+            error = exc
+        if time.monotonic() >= deadline:
+            break
+        if not said:
+            print(f"Waiting for the Ray cluster at {address} to answer (up to {timeout:g} s, "
+                  f"{CONNECT_TIMEOUT_ENV})...", file=sys.stderr, flush=True)
+            said = True
+        time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
+    raise ExecutorError(f"no Ray cluster answered at {address} within {timeout:g} s "
+                        f"({error.strerror or error}). {CHECK}")
 
 
 class RayMissing(ExecutorError, ImportError):
@@ -39,7 +78,13 @@ def _start_ray(address: str | None):
         return ray, False
     common = dict(logging_level=logging.ERROR, log_to_driver=False, configure_logging=True)
     if address or os.environ.get("RAY_ADDRESS"):
-        ray.init(address=address or os.environ["RAY_ADDRESS"], **common)
+        address = address or os.environ["RAY_ADDRESS"]
+        wait_for_head(address)
+        try:
+            ray.init(address=address, **common)
+        except Exception as exc:  # noqa: BLE001 - Ray's own failure to join: said with what to check, no traceback
+            raise ExecutorError(f"could not join the Ray cluster at {address}: {type(exc).__name__}: "
+                                f"{str(exc)[:500]}. {CHECK}") from None
     else:
         # address="local": always a new instance, never a cluster some earlier `ray start` left behind
         ray.init(address="local", num_cpus=os.cpu_count(), include_dashboard=False, **common)
@@ -72,6 +117,21 @@ class RayExecutor(Executor):
     def close(self) -> None:
         if self.started:
             self.ray.shutdown()
+
+    def _check_alive(self) -> None:
+        """ExecutorLost where the local Ray this run started has lost its raylet or GCS (killed, out of memory):
+        Ray would end the driver about 15 s later, from C++, with no word of what was kept. A cluster's
+        (``--address``) lost nodes are Ray's to handle (INFRA_RETRIES)."""
+        if not self.started or self.address or os.environ.get("RAY_ADDRESS"):
+            return
+        node = getattr(self.ray._private.worker, "_global_node", None)
+        dead = [(kind, process.returncode) for kind, process in (node.dead_processes() if node else ())
+                if kind in ("raylet", "gcs_server")]
+        if dead:
+            self.started = False  # nothing left to shut down cleanly
+            kind, code = dead[0]
+            raise ExecutorLost(f"the local Ray stopped mid-run: its {kind} process exited (code {code}; -9 is a "
+                               "kill, by the kernel's out-of-memory killer for one)")
 
     def run(self, queue, prepared, store, stop) -> Iterator[tuple]:
         """(job, record) as each job finishes, inside stop.deferred(): a first Ctrl-C is seen by
@@ -117,6 +177,7 @@ class RayExecutor(Executor):
                 if not queue.done:  # every job left is held by another live run
                     queue.wait()
                 continue
+            self._check_alive()
             ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=1.0)
             for ref in ready:
                 job = in_flight.pop(ref)
