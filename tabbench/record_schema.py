@@ -38,6 +38,8 @@ class RecordLine(BaseModel):
     finished_at: str | None = None
     fit_seconds: float | None = None
     wall_seconds: float | None = None
+    cpu_seconds: float | None = None
+    clock: Literal["cpu", "wall"] | None = None  # tabbench/clock.py; absent: wall (older records)
 
 
 def parse_line(raw: bytes) -> tuple[dict | None, str]:
