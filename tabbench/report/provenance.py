@@ -246,8 +246,10 @@ def comparison_note(runs, show: dict, sources=(), what: str = "") -> list:
     all_clocks = {c for v in clocks.values() for c in v}
     if len(all_machines) < 2 and len(all_clocks) < 2:
         return []
-    usual_machine = Counter({m: n for c in machines.values() for m, n in c.items()}).most_common(1)[0][0]
-    usual_clock = Counter({c: n for v in clocks.values() for c, n in v.items()}).most_common(1)[0][0]
+    # the machine and clock of most records (a recorded machine where any is), said once; the rest named per method
+    usual_machine = (sum(machines.values(), Counter()) - Counter({NOT_RECORDED: len(rows)}) or
+                     Counter({NOT_RECORDED: 1})).most_common(1)[0][0]
+    usual_clock = sum(clocks.values(), Counter()).most_common(1)[0][0]
     odd = defaultdict(list)  # what differs -> the methods it differs for
     for method in sorted(machines):
         parts = []

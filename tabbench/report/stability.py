@@ -23,15 +23,15 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-import pandas as pd
-
 TARGET = 0.9  # bencheval's default target reliability
 
 
-def split_errors(selected: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+def split_errors(selected):
     """(one row per method, dataset and split with ``metric_error``, over the splits every method has a record on;
-    the number of (dataset, split) pairs left out because some method has none)."""
+    the number of (dataset, split) pairs left out because some method has none). ``selected``: a records frame."""
+    import numpy as np
+    import pandas as pd
+
     from tabbench.metrics import PRIMARY
 
     rows = []
@@ -54,9 +54,11 @@ def split_errors(selected: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     return frame[complete], len(left_out)
 
 
-def estimate(selected: pd.DataFrame) -> tuple[pd.DataFrame | None, int, str | None]:
-    """(per dataset: splits, fold agreement, reliability at its splits, splits needed for ``TARGET``; or None;
-    the splits left out; why there is no estimate, else None)."""
+def estimate(selected):
+    """(per dataset, a DataFrame: splits, fold agreement, reliability at its splits, splits needed for ``TARGET``;
+    or None; the splits left out; why there is no estimate, else None)."""
+    import pandas as pd
+
     try:
         from bencheval.evaluator import BenchmarkEvaluator
     except ImportError:
@@ -80,10 +82,12 @@ def estimate(selected: pd.DataFrame) -> tuple[pd.DataFrame | None, int, str | No
     return pd.DataFrame.from_dict(rows, orient="index").sort_index(), left_out, None
 
 
-def fold_agreement(ranks: pd.DataFrame) -> float:
+def fold_agreement(ranks) -> float:
     """bencheval's fold agreement of one dataset (``dataset_fold_similarity``): the mean Spearman correlation, over
     every two splits, of the methods' ranks there. ``ranks``: splits x methods. Computed here because bencheval
     0.1.0's own function writes into a pandas array that pandas 3 makes read-only (copy-on-write), and fails."""
+    import numpy as np
+
     similarity = ranks.T.corr(method="spearman").to_numpy(copy=True)
     np.fill_diagonal(similarity, np.nan)
     return float(np.nanmean(similarity)) if np.isfinite(similarity).any() else float("nan")
