@@ -151,7 +151,7 @@ def _rerun_text(runs_by_key: dict, names: dict, ordered: list, position: dict) -
     for runs in rerun.values():
         for old, new in zip(runs, runs[1:]):
             field = new.get("rerun") if isinstance(new.get("rerun"), dict) else None
-            reasons[(field or {}).get("reason") or "reason not recorded"] += 1
+            reasons[(field.get("reason") or "no reason given") if field else "reason not recorded"] += 1
             hid = hardware_id(old)
             where = names.get(hid) if hid else None
             if where is None:
@@ -223,8 +223,9 @@ def provenance_block(ctx) -> list:
     out += ["", markdown_table(header, rows), "",
             "Results: the newest record of each job key. Clock: what its time budget counted (`clock`; a record "
             "without one counted wall seconds). Re-run: job keys with more than one record; the reason is the "
-            "re-run record's `rerun.reason` (`tabbench run --rerun-reason`), and the replaced record's status and "
-            "machine are its own; 'reason not recorded': re-runs made before the field existed. Steps: "
+            "re-run record's `rerun.reason` (`tabbench run --rerun-reason`; 'no reason given': a --retry-failed "
+            "without one), and the replaced record's status and machine are its own; 'reason not recorded': "
+            "re-runs made before the field existed. Steps: "
             "`info.steps_run`. Generated from the records by `tabbench report` (tabbench/report/provenance.py)."]
     return out
 
