@@ -66,6 +66,9 @@ def _run_parser(sub) -> None:
     _checkpoints_arg(run)
     run.add_argument("--force", action="store_true", help="re-run jobs that already have a record")
     run.add_argument("--retry-failed", action="store_true", help="re-run jobs whose record is a failure")
+    run.add_argument("--rerun-reason", metavar="TEXT",
+                     help="why jobs with a record run again, kept in each re-run record's `rerun` field beside the "
+                          "record it replaces (a results README's provenance block shows it); required with --force")
     run.add_argument("--skip-refused", action="store_true",
                      help="run every job that can run when some datasets cannot be loaded or a model's pre-run "
                           "check refuses some jobs (else the run stops before any job); what is left out is said "
@@ -198,15 +201,31 @@ def build_parser(commands: dict | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _check_rerun_reason(args) -> None:
+    """--force replaces records that succeeded, for a reason only its user knows (a fixed model, budget points,
+    another machine), so it must be given; --retry-failed's reason is the failure its records replace, so one is
+    optional; without either nothing that has a record runs, and a reason would mark nothing."""
+    from tabbench.errors import TabbenchError
+
+    reason = (args.rerun_reason or "").strip()
+    if args.force and not reason:
+        raise TabbenchError("tabbench run --force replaces records that may have succeeded: say why with --rerun-reason "
+                       "TEXT (e.g. --rerun-reason 'budget points added'); each re-run record keeps it")
+    if args.rerun_reason is not None and not (args.force or args.retry_failed):
+        raise TabbenchError("tabbench run --rerun-reason is for jobs run again: add --force or --retry-failed, or drop it")
+    args.rerun_reason = reason or None
+
+
 def cmd_run(args) -> int:
     from tabbench.report import report_installed
     from tabbench.data.cache import DataPaths
     from tabbench.run.runner import RunOptions, run_suite
     from tabbench.suite import load_suite
 
+    _check_rerun_reason(args)
     suite = load_suite(args.suite, tuple(args.plugin))
     options = RunOptions(results=Path(args.results or RunOptions.results), executor=_executor_of(args),
-                         address=args.address, force=args.force,
+                         address=args.address, force=args.force, rerun_reason=args.rerun_reason,
                          retry_failed=args.retry_failed, models=args.models, datasets=args.datasets, folds=args.folds,
                          plugin_files=tuple(args.plugin),
                          checkpoints=Path(args.checkpoints) if args.checkpoints else None,

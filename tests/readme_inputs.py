@@ -280,10 +280,7 @@ CLAIMS: dict[str, list] = {
          lambda f: (f.records["method"].nunique(), f.records["dataset"].nunique())),
     ],
     "uci-small": [
-        (r"the paper's nine methods' ([\d,]+) jobs", lambda f: (f.jobs(PAPER),)),
         (r"and ([\d.]+) for Concrete's 80", lambda f: (f.hours("tabm", "concrete"),)),
-        (r"the four later models' ([\d,]+) jobs below; ([\d,]+) jobs in all, none failed",
-         lambda f: (f.jobs(MODERN, "ok"), f.jobs(PAPER + " " + MODERN, "ok"))),
         (r"([\d,]+) of the records were carried over from", lambda f: (f.carried_from("uci-small-kfold"),)),
         (r"\(([\d,]+) records, partly gzipped", lambda f: (len(f.records),)),
         (r"\(ten folds, 8 draws each, ([\d,]+) jobs, none failed\)", lambda f: (f.jobs(MODERN, "ok"),)),

@@ -188,7 +188,8 @@ def test_the_cost_section_names_the_machines_when_records_come_from_several(tmp_
     assert "2 different machines" in note and "Another CPU" in note and hardware_label(here, torch=False) in note
     assert f"`{a}`" in note and f"`{b}`" in note
     per_method = ", ".join(f"{m} {n}" for m, n in Store(b).frame()["method"].value_counts(sort=False).items())
-    other_row, = [line for line in note.splitlines() if "Another CPU" in line]
+    other_row, = [line for line in note.splitlines() if line.startswith("|") and "Another CPU" in line]
+    assert "**Mixed 2 machines in these costs.**" in note  # and which methods that touches (provenance.py)
     assert f"| {per_method} |" in other_row  # which methods each machine ran, with their record counts
     assert hardware_note(Store(a).frame().assign(source=str(a))) == []  # one machine: nothing to say
     assert hardware_note(Store(QUICKSTART).frame()) == []  # published records, before the fingerprint

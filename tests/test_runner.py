@@ -39,9 +39,13 @@ def test_resume_runs_no_job_twice_and_force_reruns_all(tmp_path, ray_session):
     second = _run(tmp_path)
     assert (second.done, second.skipped) == (0, 8)
     assert len(store.records()) == 8  # nothing appended
-    forced = _run(tmp_path, force=True)
+    forced = _run(tmp_path, force=True, rerun_reason="a fixed model")
     assert (forced.done, forced.skipped) == (8, 0)
     assert len(store.records()) == 16 and len(store.latest()) == 8  # newest record per key wins
+    first, again = store.records()[:8], {r["key"]: r for r in store.records()[8:]}
+    assert all("rerun" not in r for r in first)  # each re-run names its reason and the record it replaced
+    assert [again[r["key"]]["rerun"] for r in first] == [
+        {"reason": "a fixed model", "replaces": {"finished_at": r["finished_at"], "status": "ok"}} for r in first]
 
 
 def test_filters_restrict_models_and_datasets(tmp_path, ray_session):

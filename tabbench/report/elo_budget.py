@@ -210,9 +210,13 @@ def figure(result: EloAgainstBudget, show: dict):
     return fig
 
 
-def section(out_dir, selected: pd.DataFrame, show: dict, declared=None) -> list:
+def section(out_dir, selected: pd.DataFrame, show: dict, declared=None, sources=()) -> list:
     """leaderboard.md's "Elo against budget" ([] when no record carries budget points): the figure, Elo and
-    mean rank per point, where each method reaches its final Elo; writes elo-against-budget.{svg,png,csv}."""
+    mean rank per point, where each method reaches its final Elo; writes elo-against-budget.{svg,png,csv}.
+    ``sources``: the result folders of the records, whose every record says how fast each machine ran a job
+    (tabbench.report.provenance.comparison_note: what the section says when its records mix machines or clocks)."""
+    from tabbench.report.provenance import comparison_note
+
     from tabbench.report.format import markdown_table
     from tabbench.report.plots import save
 
@@ -234,7 +238,7 @@ def section(out_dir, selected: pd.DataFrame, show: dict, declared=None) -> list:
              "its final state, as a job that finished early records it; before that its state is unknown, and its "
              "method is left out (named below) rather than counted as failed. `elo-against-budget.csv` has "
              "the numbers, with the runs that had no state at each point (`no_state`).")
-    md = title + [intro, ""]
+    md = title + [intro, "", *comparison_note(selected, show, sources, "at the budget points")]
     if table.empty:
         return md + [result.reason, "", *_left_out(result, show)]
     if result.reason:

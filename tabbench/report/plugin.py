@@ -23,6 +23,11 @@ def register_readme_blocks(register):
 
     for name, lines in README_BLOCKS.items():
         register(ReadmeBlock(name, lines))
+    from tabbench.report.provenance import provenance_block
+    from tabbench.report.stability import stability_block
+
+    register(ReadmeBlock("provenance", provenance_block))  # machines, clocks, dates and re-runs, from the records
+    register(ReadmeBlock("split-stability", stability_block))  # the splits a stable ranking needs, per dataset
 
 
 @hookimpl(tryfirst=True)

@@ -62,8 +62,9 @@ def win_rate_section(out_dir: Path, selected: pd.DataFrame) -> list:
             *_image("win-rate", "win-rate matrix")]
 
 
-def cost_section(out_dir: Path, runs: pd.DataFrame, mean_rank: pd.Series, show=None) -> list:
-    """``show``: method -> its name in the tables, marks included (leaderboard.display_names)."""
+def cost_section(out_dir: Path, runs: pd.DataFrame, mean_rank: pd.Series, show=None, sources=()) -> list:
+    """``show``: method -> its name in the tables, marks included (leaderboard.display_names); ``sources``: the
+    result folders of the records (hardware_note)."""
     show = show or {}
     table = cost.cost_table(runs, mean_rank)
     columns = [c for c in COST_AXES if c != "gpu_mib" or table[c].notna().any()]
@@ -82,7 +83,7 @@ def cost_section(out_dir: Path, runs: pd.DataFrame, mean_rank: pd.Series, show=N
             "Pareto front (circled) holds the methods no other method beats on both.", "",
             *figure,
             markdown_table(["method", "mean rank", "fit s per result", "peak RSS MiB", "peak GPU MiB",
-                            "on the front of"], rows), "", *budget_note(runs, table.index, show), *hardware_note(runs)]
+                            "on the front of"], rows), "", *budget_note(runs, table.index, show), *hardware_note(runs, show, sources)]
 
 
 def budget_note(runs: pd.DataFrame, order, show) -> list:
@@ -107,18 +108,22 @@ def budget_note(runs: pd.DataFrame, order, show) -> list:
             markdown_table(["method", "jobs", "stopped", "killed", "steps run"], rows), ""]
 
 
-def hardware_note(runs: pd.DataFrame) -> list:
-    """When the records were made on more than one machine (by their hardware fingerprints), which ones:
-    their times are then not comparable across machines. Nothing when all share one, or none recorded it."""
+def hardware_note(runs: pd.DataFrame, show=None, sources=()) -> list:
+    """When the records were made on more than one machine (by their hardware fingerprints) or clock, which
+    methods that touches (tabbench.report.provenance.comparison_note) and the machines: their times are then not
+    comparable across machines. Nothing when all share one machine and clock, or none recorded it."""
+    from tabbench.report.provenance import comparison_note
+
     if "environment" not in runs:
         return []
+    mixed = comparison_note(runs, show or {}, sources, "in these costs")
     found = machines(runs["environment"], list(runs["source"]) if "source" in runs else None,
                      list(runs["method"]) if "method" in runs else None)
     if len(found) < 2:
-        return []
+        return mixed
     rows = [[m["label"], f"{m['records']:,}", ", ".join(f"{k} {n:,}" for k, n in m["methods"].items()) or "–",
              ", ".join(f"`{s}`" for s in m["sources"]) or "–"] for m in found]
-    return [f"These records were made on {len(found)} different machines (hardware fingerprints; records from "
+    return mixed + [f"These records were made on {len(found)} different machines (hardware fingerprints; records from "
             "before the fingerprint was recorded count as one, unknown): fit times and memory compare only "
             "between methods run on the same machine, and under a time budget a method's results depend on the "
             "machine that ran it.", "",
@@ -400,7 +405,7 @@ class CostAgainstQuality(Section):
     report_only = True
 
     def markdown(self, ctx):
-        return cost_section(ctx.out_dir, ctx.all_runs, ctx.pooled.mean(axis=1), ctx.show)
+        return cost_section(ctx.out_dir, ctx.all_runs, ctx.pooled.mean(axis=1), ctx.show, ctx.sources)
 
     def html(self, ctx, markdown):
         from tabbench.report.html import from_markdown
@@ -431,7 +436,7 @@ class EloAgainstBudget(Section):
         from tabbench.report.elo_budget import section
         from tabbench.report.family import dataset_splits
 
-        return section(ctx.out_dir, ctx.selected, ctx.show, dataset_splits(ctx.selected, ctx.splits))
+        return section(ctx.out_dir, ctx.selected, ctx.show, dataset_splits(ctx.selected, ctx.splits), ctx.sources)
 
 
 class CostsPerJob(Section):

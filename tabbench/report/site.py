@@ -146,8 +146,11 @@ def _job_times_block(ctx) -> list:
     seconds = runs.groupby("method")["wall_seconds"].agg(["count", "min", "median", "max"]).sort_values("median")
     rows = [[ctx.show.get(m, m), f"{int(r['count']):,}", f"{r['min']:.1f}", f"{r['median']:.1f}", f"{r['max']:.1f}"]
             for m, r in seconds.iterrows()]
+    from tabbench.report.provenance import comparison_note
+
     return [markdown_table(["method", "jobs", "shortest s", "median s", "longest s"], rows), "",
-            "Wall seconds a job (fit, predict and scoring in its worker), from each record's `wall_seconds`."]
+            "Wall seconds a job (fit, predict and scoring in its worker), from each record's `wall_seconds`.", "",
+            *comparison_note(runs, ctx.show, ctx.sources, "in these times")]
 
 
 def _tabarena_block(ctx) -> list:

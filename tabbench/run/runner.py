@@ -37,6 +37,8 @@ class RunOptions:
     address: str | None = None  # the Ray cluster to run on (default: $RAY_ADDRESS, else a local Ray)
     force: bool = False
     retry_failed: bool = False
+    # why --force / --retry-failed re-run jobs that have a record: each re-run record names it (``rerun``)
+    rerun_reason: str | None = None
     models: tuple = ()  # restrict to these method labels
     datasets: tuple = ()  # restrict to these dataset names
     folds: tuple = ()  # restrict to these fold indices
@@ -353,8 +355,8 @@ def _run(suite: Suite, options: RunOptions, store: Store, summary: RunSummary, s
         summary.planned = len(jobs)
         claims.open()
         mark = store.mark()  # before reading what is done: a record written in between is seen by the queue
+        existing = store.latest()
         if not options.force:
-            existing = store.latest()
             keep = lambda r: r is None or (options.retry_failed and r.get("status") != OK)  # noqa: E731
             pending = [j for j in jobs if keep(existing.get(j.key))]
         else:
@@ -363,8 +365,8 @@ def _run(suite: Suite, options: RunOptions, store: Store, summary: RunSummary, s
         _say_held_elsewhere(claims.sweep(), pending)
         queue = JobQueue(pending, store, claims, mark, stop)
         try:
-            _record_all(executor.run(queue, prepared, store, stop), len(pending), store, summary, queue,
-                        options.progress, stop, describe_jobs(pending))
+            done = rerun_marked(executor.run(queue, prepared, store, stop), existing, options.rerun_reason)
+            _record_all(done, len(pending), store, summary, queue, options.progress, stop, describe_jobs(pending))
         finally:
             summary.elsewhere = queue.recorded_elsewhere
     finally:
@@ -376,6 +378,19 @@ def _run(suite: Suite, options: RunOptions, store: Store, summary: RunSummary, s
     get_plugin_manager(plugin_files).hook.after_run(folder=store.dir, suite=suite, options=options)
     stop.check()  # a SIGINT whose KeyboardInterrupt something swallowed still stops the run
     return summary
+
+
+def rerun_marked(records, existing: dict, reason: str | None):
+    """Each (job, record) as it comes, a record that replaces one of ``existing`` (key -> the newest record before
+    the run) marked ``rerun``: ``reason`` (``--rerun-reason``; None: not given) and the replaced record's
+    ``finished_at`` and ``status``, so that a folder's history says which jobs ran again and why
+    (tabbench/report/provenance.py)."""
+    for job, record in records:
+        old = existing.get(job.key)
+        if old is not None:
+            record = {**record, "rerun": {"reason": reason, "replaces": {"finished_at": old.get("finished_at"),
+                                                                        "status": old.get("status")}}}
+        yield job, record
 
 
 def describe_jobs(jobs) -> str:
