@@ -14,7 +14,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from tabbench.run.jobs import STATUSES
+#: Every status a record can have (tabbench/run/jobs.py re-exports them). ``lost`` is an infrastructure failure (a
+#: Ray worker or node died and Ray's bounded retries were spent); the others are the job's own outcome and never
+#: retried. ``invalid``: the model ran, but its predictions break the contract (NaN, wrong shape, ...).
+OK, ERROR, TIMEOUT, OOM, GPU_OOM, CRASH, LOST = "ok", "error", "timeout", "oom", "gpu_oom", "crash", "lost"
+INVALID = "invalid"
+STATUSES = (OK, ERROR, TIMEOUT, OOM, GPU_OOM, CRASH, LOST, INVALID)
 
 
 class RecordLine(BaseModel):

@@ -12,12 +12,8 @@ import json
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 
-#: Every status a record can have. ``lost`` is an infrastructure failure (a Ray worker or node died
-#: and Ray's bounded retries were spent); the others are the job's own outcome and never retried.
-#: ``invalid``: the model ran, but its predictions break the contract (NaN, wrong shape, ...).
-OK, ERROR, TIMEOUT, OOM, GPU_OOM, CRASH, LOST = "ok", "error", "timeout", "oom", "gpu_oom", "crash", "lost"
-INVALID = "invalid"
-STATUSES = (OK, ERROR, TIMEOUT, OOM, GPU_OOM, CRASH, LOST, INVALID)
+from tabbench.record_schema import (CRASH, ERROR, GPU_OOM, INVALID, LOST, OK, OOM, STATUSES,  # noqa: F401 (re-exported)
+                                    TIMEOUT)
 
 
 @dataclass(frozen=True)
