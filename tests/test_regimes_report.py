@@ -76,11 +76,17 @@ def test_the_section_pairs_the_regimes_and_its_taus_are_scipys_on_the_leaderboar
     assert means.to_dict() == pytest.approx(matching.to_dict())
 
 
-def test_the_npt_sentence_leads_and_names_its_places_under_both_regimes(folder):
+def test_the_npt_study_asks_whether_npts_place_holds_and_names_its_places_under_both_regimes(folder):
+    """The harness's section leads with the largest moves; the NPT study's own section, right after it, with NPT's
+    place (tabbench_plugins.npt_study.verdict.RegimesVerdict)."""
     section = _section(folder)
     csv = pd.read_csv(folder / "leaderboard.csv").set_index(["table", "method"])
-    npt = section.split("\n\n")[2]  # the headline, after the title's paragraph
+    text = (folder / "leaderboard.md").read_text()
+    study = text.split("## Does NPT's place hold under splits that match the data?", 1)[1].split("\n## ", 1)[0]
+    npt = study.strip().split("\n\n")[0]
+    assert text.index("## Splits that match the data") < text.index("## Does NPT's place hold")
     assert npt.startswith("Does NPT's place hold when a test row's neighbours are no longer its twins?")
+    assert "NPT" not in section  # the harness's own section names no study's model
     random_rank, matching_rank = (csv.loc[(f"regime_rank_{r}", "npt-small"), "value"] for r in ("random", "matching"))
     assert f"mean rank {random_rank:.2f} -> {matching_rank:.2f}" in npt
     for method in ("knn", "lightgbm", "random_forest", "npt-small"):

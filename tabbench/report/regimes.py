@@ -16,8 +16,8 @@ the worst rank):
   overall rank), its place (1 = best mean rank; ties share the better place), Kendall's tau between the two
   orders of mean ranks, and its Elo under each regime (tabbench.report.arena: bencheval, anchored as there);
 - per method, the change in mean rank, place and Elo from random to matching splits, and one generated sentence
-  per method, the NPT methods' first (those whose records ran the model ``npt``): whether its place holds once a
-  test row's twin (its group, or its later self) is no longer among the training rows.
+  per method; a study leads with its own methods' (``led_by``: the NPT study asks whether NPT's place holds once a
+  test row's twin, its group or its later self, is no longer among the training rows).
 """
 
 from __future__ import annotations
@@ -33,7 +33,6 @@ from tabbench.report.section import Context, Section
 
 MATCHING = ("grouped", "temporal")
 RANDOM = "random"
-NPT_MODEL = "npt"  # the model whose place the sentence leads with: it attends from test rows to training rows
 
 
 @dataclass(frozen=True)
@@ -95,7 +94,6 @@ class Comparison:
     overall: pd.DataFrame  # per method: rank_random, rank_matching, place_random, place_matching, elo_random, ...
     tau: float
     n_methods: int
-    npt_methods: list
 
 
 def compare(ctx: Context) -> Comparison | None:
@@ -116,9 +114,8 @@ def compare(ctx: Context) -> Comparison | None:
                                     ("matching", matching, overall["rank_matching"])):
         overall[f"elo_{name}"] = _elo(tables, ctx.selected, mean_rank)
     overall = overall.sort_values(["rank_matching", "rank_random"]).rename_axis("method")
-    npt = [m for m in overall.index if ctx.model_of(m) == NPT_MODEL]
     return Comparison(found, per_dataset, overall, _tau(overall["rank_random"], overall["rank_matching"]),
-                      len(overall), npt)
+                      len(overall))
 
 
 def _elo(tables: dict, selected: pd.DataFrame, mean_rank: pd.Series) -> pd.Series:
@@ -146,15 +143,18 @@ def sentence(cmp: Comparison, method: str) -> str:
             f"rank {row['rank_random']:.2f} -> {row['rank_matching']:.2f}{elo}): {_moved(before, after)}.")
 
 
+def led_by(cmp: Comparison, methods: list, question: str) -> str:
+    """``question`` answered for ``methods`` (a study's own, e.g. the NPT study's): whether their places hold from
+    random to matching splits, then each one's move."""
+    held = [m for m in methods if cmp.overall.loc[m, "place_random"] == cmp.overall.loc[m, "place_matching"]]
+    verdict = ("holds" if len(held) == len(methods) else "does not hold" if not held
+               else f"holds for {', '.join(held)} only")
+    return (f"{question} Over {len(cmp.found)} paired datasets it {verdict}. "
+            + " ".join(sentence(cmp, m) for m in methods))
+
+
 def headline(cmp: Comparison) -> str:
-    """The question the section answers first: the NPT methods' places, else the largest moves."""
-    if cmp.npt_methods:
-        held = [m for m in cmp.npt_methods
-                if cmp.overall.loc[m, "place_random"] == cmp.overall.loc[m, "place_matching"]]
-        verdict = ("holds" if len(held) == len(cmp.npt_methods) else "does not hold" if not held
-                   else f"holds for {', '.join(held)} only")
-        return (f"Does NPT's place hold when a test row's neighbours are no longer its twins? Over {len(cmp.found)} "
-                f"paired datasets it {verdict}. " + " ".join(sentence(cmp, m) for m in cmp.npt_methods))
+    """What the section says first: the largest moves from random to matching splits."""
     change = cmp.overall["place_matching"] - cmp.overall["place_random"]
     if not change.any():
         return f"Over {len(cmp.found)} paired datasets no method's place changes with the split."

@@ -18,9 +18,10 @@ def register_answers(register):
 
 @hookimpl
 def register_sections(register):
-    from tabbench_plugins.npt_study.verdict import Pairwise
+    from tabbench_plugins.npt_study.verdict import Pairwise, RegimesVerdict
 
     register(Pairwise())
+    register(RegimesVerdict())
 
 
 @hookimpl

@@ -56,8 +56,16 @@ def verdict(contexts: dict) -> list:
             place = _elo_place(ctx, method) if method in npt_methods(ctx) else None
             if place is None:
                 continue
-            out.append(f"- **{what}** (`{method}`) is {place} over {n} datasets in {link} ({budget_text(ctx)}). "
+            out.append(f"- **{what}** (`{method}`) is {place} over {n} datasets in {link}, {budget_text(ctx)}. "
                        f"By Wilcoxon-Holm over the datasets it is {standing(ctx, method, found)}.")
+        if out:
+            splits = ctx.selected.groupby("dataset").apply(lambda d: len(set(zip(d["repeat"], d["fold"]))))
+            single = int((splits == 1).sum())
+            if single:
+                out.append(f"- **How settled**: {single} of breadth's {n} datasets have one split each, so a dataset's "
+                           "rank there rests on one test part; the split-stability block of "
+                           f"[its README]({VERDICT}/README.md) says how many splits a stable ranking needs, and the "
+                           "intervals above overlap where a pair is not settled.")
     gpu = contexts.get(REPRODUCTION)
     if gpu is not None:
         judged = [agree for *_, agree in paper_comparisons(gpu) if agree is not None]

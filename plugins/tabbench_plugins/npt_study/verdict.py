@@ -122,3 +122,21 @@ class Pairwise(Section):
     def markdown(self, ctx):
         body = lines(ctx)
         return ["## Which of NPT's pairs are settled", "", *body] if body else []
+
+
+class RegimesVerdict(Section):
+    """Under splits that match the data (tabbench.report.regimes, a folder of paired regimes): whether NPT's
+    place holds once a test row's twin is no longer among the training rows. NPT attends from test rows to
+    training rows, so a twin there helps it as it helps k-NN, and more than a booster."""
+
+    after = "SplitRegimes"
+
+    def markdown(self, ctx):
+        from tabbench.report.regimes import compare, led_by
+
+        cmp = compare(ctx)
+        npt = [m for m in cmp.overall.index if ctx.model_of(m) == "npt"] if cmp is not None else []
+        if not npt:
+            return []
+        return ["## Does NPT's place hold under splits that match the data?", "",
+                led_by(cmp, npt, "Does NPT's place hold when a test row's neighbours are no longer its twins?"), ""]
