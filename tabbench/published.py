@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tabbench.errors import TabbenchError
+from tabbench.errors import TabbenchError, did_you_mean
 from tabbench.metrics import PRIMARY
 
 
@@ -145,8 +145,9 @@ def load_published(path) -> Published:
         raise PublishedError(f"{path}: expected a mapping with keys {', '.join(sorted(KEYS))}, got {kind(raw)}")
     unknown = set(map(str, raw)) - KEYS
     if unknown:
+        hint = "".join(did_you_mean(key, KEYS, what=None) for key in sorted(unknown)[:1])  # names a known key
         raise PublishedError(f"{path}: {len(unknown)} unknown key{'s' if len(unknown) != 1 else ''} on "
-                             f"{key_lines(text, unknown)}; the keys are {', '.join(sorted(KEYS))}")
+                             f"{key_lines(text, unknown)}{hint}; the keys are {', '.join(sorted(KEYS))}")
     if not isinstance(raw.get("note") or "", str):
         raise PublishedError(f"{path}: note: expected text, got {kind(raw['note'])}")
     note_datasets = raw.get("note_datasets") or []

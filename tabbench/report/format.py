@@ -79,15 +79,16 @@ class Cell:
                 f"{html.escape(self.markdown())}</span>")
 
 
-#: What makes text Markdown: a backslash, code, emphasis, links and images, raw HTML and entities, table cells, headings.
-_MARKDOWN = re.compile(r"[\\`*\[\]<>&|#~]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+#: What makes text Markdown: a backslash, code, emphasis, raw HTML and entities, table cells, headings, and the
+#: ``]`` that closes a link, an image or a reference (followed by ``(``, ``[`` or ``:``; without it a bracket is text).
+_MARKDOWN = re.compile(r"[\\`*<>&|#~]|\](?=[(\[:])|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
 
 
 def markdown_text(text) -> str:
     """User text (a dataset's or method's name, a subset label, a published file's note) as Markdown that shows it
     as written: every character that could start a link, an image, raw HTML, code, emphasis or a table cell is
     backslash-escaped, and a line break becomes a space (the text stays in its line, cell or list item). Plain names
-    and labels (letters, digits, spaces, ``.,;:'"()+-``, an ``_`` inside a word) come back unchanged."""
+    and labels (letters, digits, spaces, ``.,;:'"()[]+-``, an ``_`` inside a word) come back unchanged."""
     return _MARKDOWN.sub(lambda m: "\\" + m[0], " ".join(str(text).splitlines()))
 
 
