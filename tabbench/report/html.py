@@ -38,7 +38,7 @@ th.desc::after{content:" \\25BC"}tr:nth-child(even) td{background:#fafafa}.best{
 .partial{color:#a15c00}.within{color:#1a7f37}.outside{color:#b42318}svg{max-width:100%;height:auto}
 .note{color:#555;font-size:12.5px}nav a{margin-right:1em}.facts td:first-child{font-weight:bold}
 code{background:#f3f3f3;padding:0 3px}table{display:block;max-width:100%;overflow-x:auto}select{max-width:100%}
-p,li,h1,h2,h3{overflow-wrap:anywhere}@media (max-width:600px){body{padding:.5em .8em}figure{margin:.5em 0}}
+p,li,h1,h2,h3{overflow-wrap:anywhere}nav{display:flex;flex-wrap:wrap}@media (max-width:600px){body{padding:.5em .8em}figure{margin:.5em 0}}
 """
 SCRIPT = """
 function cellValue(td){var s=td.querySelector('[data-v]');var t=s?s.getAttribute('data-v'):td.textContent;
