@@ -44,7 +44,7 @@ def _plain_names(record: dict, folder: Path, key: str) -> None:
     them); anything else was not written by a suite's run and is refused before it reaches a report."""
     import re
 
-    from tabbench.suite.types import NAME_PATTERN, NAME_RULE
+    from tabbench.names import NAME_PATTERN, NAME_RULE
 
     for field in ("method", "dataset"):
         if not re.fullmatch(NAME_PATTERN, str(record.get(field))):
