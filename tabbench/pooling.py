@@ -39,6 +39,20 @@ class PoolingError(TabbenchError, ValueError):
 DEVICE_PARAMS = ("device",)
 
 
+def _plain_names(record: dict, folder: Path, key: str) -> None:
+    """A record's method and dataset are plain names, as a suite's are (tables, pages and folders are named by
+    them); anything else was not written by a suite's run and is refused before it reaches a report."""
+    import re
+
+    from tabbench.names import NAME_PATTERN, NAME_RULE
+
+    for field in ("method", "dataset"):
+        if not re.fullmatch(NAME_PATTERN, str(record.get(field))):
+            raise PoolingError(f"{folder / 'records'}: the record {key} names its {field} {record.get(field)!r}, "
+                               f"which is not {NAME_RULE} as a suite's {field} is; it was not written by a suite's "
+                               "run: remove that record (its line in records/) and run the leaderboard again")
+
+
 def pooled_records(folders, across_devices: bool = False):
     """The newest record per job key over ``folders`` as a DataFrame, with a ``source`` column naming
     each record's folder. ``across_devices``: pool one method made on different devices (see above)."""
@@ -49,6 +63,7 @@ def pooled_records(folders, across_devices: bool = False):
         if not (folder / "records").is_dir():
             raise PoolingError(f"{folder}: no records/ folder; run its suite first or name another results folder")
         for key, record in Store(folder).latest().items():
+            _plain_names(record, folder, key)
             compared = key_params(record)
             if across_devices:
                 compared = {k: v for k, v in compared.items() if k not in DEVICE_PARAMS}

@@ -19,11 +19,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tabbench.errors import TabbenchError
+from tabbench.errors import TabbenchError, did_you_mean
 from tabbench.metrics import PRIMARY
 
 
 KEYS = {"name", "note", "note_datasets", "metrics", "ranks", "corruption", "corruption_model", "corruption_label"}
+
+#: The project's folder of published files (suites/published), which any suite may name beside its own folder.
+PUBLISHED_DIR = Path(__file__).resolve().parents[1] / "suites" / "published"
 
 
 @dataclass(frozen=True)
@@ -65,9 +68,59 @@ class Published:
         return self.note if self.note and (not self.note_datasets or set(datasets) & set(self.note_datasets)) else ""
 
 
+def allowed_folders(suite_folder) -> tuple:
+    """Where a suite's ``published:`` files may lie: its own folder (and below) and the project's PUBLISHED_DIR."""
+    return (Path(suite_folder).resolve(), PUBLISHED_DIR)
+
+
+def outside(path, suite_folder) -> bool:
+    """Whether ``path`` (links followed) lies outside every folder a suite's published file may lie in."""
+    resolved = Path(path).resolve()
+    return not any(resolved.is_relative_to(folder) for folder in allowed_folders(suite_folder))
+
+
+def kind(value) -> str:
+    """What a value is, for a message about a file that must not quote the file: "text", "a number", "a list of
+    3 items", "a mapping of 2 keys", "nothing"."""
+    if value is None:
+        return "nothing"
+    if isinstance(value, bool):
+        return "true/false"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "text"
+    if isinstance(value, dict):
+        return f"a mapping of {len(value)} key{'s' if len(value) != 1 else ''}"
+    if isinstance(value, list):
+        return f"a list of {len(value)} item{'s' if len(value) != 1 else ''}"
+    return type(value).__name__
+
+
+def yaml_problem(exc) -> str:
+    """A YAML error's place and kind, without the file's text that PyYAML quotes around it (or in it)."""
+    import re
+
+    mark = getattr(exc, "problem_mark", None)
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+    return where + re.sub(r"'[^']*'|\"[^\"]*\"", "(...)", getattr(exc, "problem", None) or "cannot be parsed")
+
+
+def key_lines(text: str, keys) -> str:
+    """The lines of ``text`` (a YAML mapping) on which ``keys`` stand, as "lines 3, 7", so that a message can
+    point at a key without quoting it."""
+    import yaml
+
+    wanted = {str(k) for k in keys}
+    node = yaml.compose(text)
+    lines = [k.start_mark.line + 1 for k, _ in getattr(node, "value", ()) if isinstance(k, yaml.ScalarNode)
+             and k.value in wanted]
+    return f"line{'s' if len(lines) != 1 else ''} {', '.join(map(str, lines))}" if lines else "its top level"
+
+
 def _pairs(value, where, file) -> dict:
     if not isinstance(value, dict):
-        raise PublishedError(f"{file}: {where}: expected a mapping of method -> value or [mean, se], got {value!r}")
+        raise PublishedError(f"{file}: {where}: expected a mapping of method -> value or [mean, se], got {kind(value)}")
     out = {}
     for method, v in value.items():
         if isinstance(v, (int, float)) and not isinstance(v, bool):
@@ -75,7 +128,7 @@ def _pairs(value, where, file) -> dict:
         elif isinstance(v, list) and len(v) == 2 and all(isinstance(x, (int, float)) for x in v):
             out[str(method)] = (float(v[0]), float(v[1]))
         else:
-            raise PublishedError(f"{file}: {where}.{method}: expected a number or [mean, standard error], got {v!r}")
+            raise PublishedError(f"{file}: {where}.{method}: expected a number or [mean, standard error], got {kind(v)}")
     return out
 
 
@@ -84,23 +137,29 @@ def load_published(path) -> Published:
 
     path = Path(path)
     try:
-        raw = yaml.safe_load(path.read_text())
-    except OSError as exc:
-        raise PublishedError(f"{path}: cannot read the published-results file: {exc.strerror or exc}") from exc
+        text = path.read_text()
+        raw = yaml.safe_load(text)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PublishedError(f"{path}: cannot read the published-results file: "
+                             f"{getattr(exc, 'strerror', None) or 'not UTF-8 text'}") from None
     except yaml.YAMLError as exc:
-        raise PublishedError(f"{path}: not valid YAML: {exc}") from exc
-    if not isinstance(raw, dict) or set(raw) - KEYS:
-        unknown = sorted(set(raw) - KEYS) if isinstance(raw, dict) else []
-        raise PublishedError(f"{path}: expected a mapping with keys {', '.join(sorted(KEYS))}"
-                             + (f"; unknown key(s) {', '.join(map(str, unknown))}" if unknown else ""))
+        raise PublishedError(f"{path}: not valid YAML: {yaml_problem(exc)}") from None
+    # the messages below name fields and kinds, never the file's text: a suite may name any file (tabbench.suite)
+    if not isinstance(raw, dict):
+        raise PublishedError(f"{path}: expected a mapping with keys {', '.join(sorted(KEYS))}, got {kind(raw)}")
+    unknown = set(map(str, raw)) - KEYS
+    if unknown:
+        hint = "".join(did_you_mean(key, KEYS, what=None) for key in sorted(unknown)[:1])  # names a known key
+        raise PublishedError(f"{path}: {len(unknown)} unknown key{'s' if len(unknown) != 1 else ''} on "
+                             f"{key_lines(text, unknown)}{hint}; the keys are {', '.join(sorted(KEYS))}")
     if not isinstance(raw.get("note") or "", str):
-        raise PublishedError(f"{path}: note: expected text, got {raw['note']!r}")
+        raise PublishedError(f"{path}: note: expected text, got {kind(raw['note'])}")
     note_datasets = raw.get("note_datasets") or []
     if not isinstance(note_datasets, list) or not all(isinstance(d, str) for d in note_datasets):
-        raise PublishedError(f"{path}: note_datasets: expected a list of dataset names, got {note_datasets!r}")
+        raise PublishedError(f"{path}: note_datasets: expected a list of dataset names, got {kind(note_datasets)}")
     for key in ("metrics", "ranks", "corruption"):
         if not isinstance(raw.get(key) or {}, dict):
-            raise PublishedError(f"{path}: {key}: expected a mapping, got {raw[key]!r}")
+            raise PublishedError(f"{path}: {key}: expected a mapping, got {kind(raw[key])}")
     metrics = {str(d): _pairs(v, f"metrics.{d}", path) for d, v in (raw.get("metrics") or {}).items()}
     known = {metric for metric, _ in PRIMARY.values()}
     ranks = {}
@@ -112,7 +171,7 @@ def load_published(path) -> Published:
     for dataset, v in (raw.get("corruption") or {}).items():
         if not isinstance(v, (int, float)) or isinstance(v, bool):
             raise PublishedError(f"{path}: corruption.{dataset}: expected a number (the published change: accuracy "
-                                 f"points, or the relative RMSE change in percent), got {v!r}")
+                                 f"points, or the relative RMSE change in percent), got {kind(v)}")
         corruption[str(dataset)] = float(v)
     model = raw.get("corruption_model") or ""
     if corruption and not (isinstance(model, str) and model):

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tabbench.errors import did_you_mean
-from tabbench.published import PublishedError
+from tabbench.published import PublishedError, kind
 
 KEYS = {"name", "note", "results", "results_env", "leave_out_suites", "folds", "methods", "datasets"}
 DATASET_KEYS = {"task_id", "rows", "positives"}
@@ -116,22 +116,22 @@ def parse_declaration(raw: dict, path) -> Declaration:
         _fail(path, "results", "expected the path of TabArena's results_per_split.csv, relative to this file")
     folds = raw.get("folds", 3)
     if not isinstance(folds, int) or isinstance(folds, bool) or folds < 2:
-        _fail(path, "folds", f"expected the folds of TabArena's cross-validation (an integer of at least 2), got {folds!r}")
+        _fail(path, "folds", f"expected the folds of TabArena's cross-validation (an integer of at least 2), got {kind(folds)}")
     methods = raw.get("methods") or {}
     if not isinstance(methods, dict) or not all(isinstance(v, str) for v in methods.values()):
-        _fail(path, "methods", f"expected a mapping of our model -> TabArena's config_type, got {methods!r}")
+        _fail(path, "methods", f"expected a mapping of our model -> TabArena's config_type, got {kind(methods)}")
     datasets = {}
     for name, entry in (raw.get("datasets") or {}).items():
         where = f"datasets.{name}"
         if not isinstance(entry, dict) or set(entry) - DATASET_KEYS or not {"task_id", "rows"} <= set(entry):
-            _fail(path, where, f"expected {{task_id: ..., rows: ...}} (and positives: for a binary dataset), got {entry!r}")
+            _fail(path, where, f"expected {{task_id: ..., rows: ...}} (and positives: for a binary dataset), got {kind(entry)}")
         for key in entry:
             if not isinstance(entry[key], int) or isinstance(entry[key], bool) or entry[key] < 1:
-                _fail(path, f"{where}.{key}", f"expected a positive integer, got {entry[key]!r}")
+                _fail(path, f"{where}.{key}", f"expected a positive integer, got {kind(entry[key])}")
         datasets[str(name)] = TabArenaDataset(entry["task_id"], entry["rows"], entry.get("positives"))
     leave_out = raw.get("leave_out_suites") or []
     if not isinstance(leave_out, list):
-        _fail(path, "leave_out_suites", f"expected a list of ta_suite names, got {leave_out!r}")
+        _fail(path, "leave_out_suites", f"expected a list of ta_suite names, got {kind(leave_out)}")
     return Declaration(str(raw.get("name") or path.stem), path, (path.parent / raw["results"]).resolve(),
                        str(raw.get("results_env") or ""), tuple(leave_out), folds,
                        {str(k): v for k, v in methods.items()}, datasets, str(raw.get("note") or "").strip())

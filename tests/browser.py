@@ -56,14 +56,18 @@ class Browser:
                 return reply.get("result", {})
             self.events.append(reply)
 
-    def open(self, url: str, screenshot: Path) -> dict:
+    def open(self, url: str, screenshot: Path, phone_width: int | None = None) -> dict:
         """Load ``url`` in a fresh tab; return its problems (console errors, exceptions, failed requests), the
-        number of requests it made, and write a screenshot of the page's first 1280 x 1600 pixels."""
+        number of requests it made, and write a screenshot of the page's first 1280 x 1600 pixels. With
+        ``phone_width``: as a phone of that many CSS pixels across shows it (its viewport meta honoured)."""
         self.events = []
         target = self.send("Target.createTarget", url="about:blank")["targetId"]
         session = self.send("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
         for domain in ("Page", "Runtime", "Log", "Network"):
             self.send(f"{domain}.enable", session)
+        if phone_width:
+            self.send("Emulation.setDeviceMetricsOverride", session, width=phone_width, height=844,
+                      deviceScaleFactor=1, mobile=True)
         self.send("Page.navigate", session, url=url)
         deadline = time.monotonic() + 60
         while not any(e.get("method") == "Page.loadEventFired" for e in self.events):

@@ -185,7 +185,7 @@ def test_a_published_note_is_printed_only_under_tables_of_the_datasets_it_concer
     with pytest.raises(ValueError, match="note: expected text"):
         load_published(paper)
     paper.write_text("name: p\nnotes: x\nmetrics: {}\nranks: {}\n")
-    with pytest.raises(ValueError, match="unknown key.*notes"):
+    with pytest.raises(ValueError, match="1 unknown key on line 2; did you mean 'note'"):
         load_published(paper)
 
 

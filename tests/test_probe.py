@@ -368,7 +368,7 @@ def test_the_published_file_holds_the_papers_corruption_changes_and_rejects_a_ma
     assert paper.corruption["breast_cancer"] == 0.0 and len(paper.corruption) == 12
     bad = tmp_path / "paper.yaml"
     bad.write_text("name: p\ncorruption: {yacht: -52%}\n")
-    with pytest.raises(PublishedError, match=rf"^{bad}: corruption.yacht: expected a number .*got '-52%'$"):
+    with pytest.raises(PublishedError, match=rf"^{bad}: corruption.yacht: expected a number .*got text$"):
         load_published(bad)
     bad.write_text("name: p\ncorruption: [-52]\n")
     with pytest.raises(PublishedError, match=rf"^{bad}: corruption: expected a mapping"):

@@ -143,3 +143,12 @@ def test_the_site_workers_start_with_one_numerical_thread_and_the_caller_keeps_i
                                 f"{THREAD_VARIABLES!r}])"], capture_output=True, text=True, check=True)
     assert child.stdout.strip() == str(["1"] * len(THREAD_VARIABLES))
     assert os.environ["OMP_NUM_THREADS"] == "3" and "OPENBLAS_NUM_THREADS" not in os.environ
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.parent.name if p.name == "report.html" else "index")
+def test_every_committed_page_reads_on_a_phone_without_sideways_scrolling(browser, page, tmp_path):
+    from tests.test_report_security import NO_SIDEWAYS, PHONE
+
+    browser.open(page.as_uri(), tmp_path / "phone.png", phone_width=PHONE)
+    seen = browser.evaluate(NO_SIDEWAYS)
+    assert seen["viewport"] and seen["width"] == PHONE and seen["scroll"] <= PHONE and seen["out"] == [], seen

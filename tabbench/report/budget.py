@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from tabbench.report.agreement import within
-from tabbench.report.format import Cell, markdown_table
+from tabbench.report.format import Cell, markdown_table, markdown_text
 
 def budget_table(selected: pd.DataFrame, primary: dict) -> pd.DataFrame:
     """Rows (method, model, dataset, metric, steps, mean, runs, folds, se) of the primary test metric over
@@ -128,4 +128,4 @@ def budget_section(out_dir: Path, selected: pd.DataFrame, primary: dict, publish
             "than the dataset has shows its fold count. `budget-curves.csv` has the numbers.", "",
             "![test metric against training steps](budget-curves.svg)", "",
             markdown_table(["method", "dataset", "steps", "test metric (mean ± SE)", "runs", "vs paper"], rows), "",
-            *([published.note_for(table["dataset"]), ""] if published and published.note_for(table["dataset"]) else [])]
+            *([markdown_text(published.note_for(table["dataset"])), ""] if published and published.note_for(table["dataset"]) else [])]

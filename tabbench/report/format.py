@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 import math
+import re
 from dataclasses import dataclass
 
 #: A cell with no value (a missing result, no standard error to show).
@@ -76,6 +77,19 @@ class Cell:
         classes = " ".join(c for c, on in (("best", self.bold), ("partial", self.partial)) if on)
         return (f'<span data-v="{value}"' + (f' class="{classes}"' if classes else "") + f">"
                 f"{html.escape(self.markdown())}</span>")
+
+
+#: What makes text Markdown: a backslash, code, emphasis, raw HTML and entities, table cells, headings, and the
+#: ``]`` that closes a link, an image or a reference (followed by ``(``, ``[`` or ``:``; without it a bracket is text).
+_MARKDOWN = re.compile(r"[\\`*<>&|#~]|\](?=[(\[:])|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+
+
+def markdown_text(text) -> str:
+    """User text (a dataset's or method's name, a subset label, a published file's note) as Markdown that shows it
+    as written: every character that could start a link, an image, raw HTML, code, emphasis or a table cell is
+    backslash-escaped, and a line break becomes a space (the text stays in its line, cell or list item). Plain names
+    and labels (letters, digits, spaces, ``.,;:'"()[]+-``, an ``_`` inside a word) come back unchanged."""
+    return _MARKDOWN.sub(lambda m: "\\" + m[0], " ".join(str(text).splitlines()))
 
 
 def significant(value, digits: int = 4) -> str:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from tabbench.report.format import Cell
+from tabbench.report.format import Cell, count
 
 #: The page's own style and script: inline, so that the page is one file and fetches nothing.
 STYLE = """
@@ -37,7 +37,8 @@ text-align:left}th{background:#f3f3f3;cursor:pointer;user-select:none}th.asc::af
 th.desc::after{content:" \\25BC"}tr:nth-child(even) td{background:#fafafa}.best{font-weight:bold}
 .partial{color:#a15c00}.within{color:#1a7f37}.outside{color:#b42318}svg{max-width:100%;height:auto}
 .note{color:#555;font-size:12.5px}nav a{margin-right:1em}.facts td:first-child{font-weight:bold}
-code{background:#f3f3f3;padding:0 3px}
+code{background:#f3f3f3;padding:0 3px}table{display:block;max-width:100%;overflow-x:auto}select{max-width:100%}
+p,li,h1,h2,h3{overflow-wrap:anywhere}nav{display:flex;flex-wrap:wrap}@media (max-width:600px){body{padding:.5em .8em}figure{margin:.5em 0}}
 """
 SCRIPT = """
 function cellValue(td){var s=td.querySelector('[data-v]');var t=s?s.getAttribute('data-v'):td.textContent;
@@ -58,18 +59,38 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
 
+#: An inline part of a Markdown line: a backslash escape, code, bold, or a link (its label may hold escapes).
+_INLINE = re.compile(r"\\([!-/:-@\[-`{-~])|`([^`]+)`|\*\*((?:\\.|[^*\\])+)\*\*"
+                     r"|\[((?:\\.|[^\]\\])+)\]\(([^)\s]+)\)")
+
+
+#: The link targets a page may hold: an ``#anchor``, an http(s) address, or a relative path (no scheme, host or
+#: leading slash); anything else (``javascript:``, ``data:``, a control character before a scheme) is not a link.
+SAFE_TARGET = re.compile(r"#[\w.~%-]*|https?://[^\s\x00-\x1f\\]+|[\w.~%-][\w./~%#?=&+-]*", re.I)
+
+
+def safe_target(target: str) -> bool:
+    """Whether a link may point at ``target`` (SAFE_TARGET)."""
+    return SAFE_TARGET.fullmatch(target) is not None
+
+
 def _inline(text: str) -> str:
-    """A Markdown line's inline parts as HTML: code, bold and links (anchors and files beside the page)."""
+    """A Markdown line's inline parts as HTML: backslash escapes (tabbench.report.format.markdown_text), code,
+    bold and links; a link whose target is not safe (safe_target) stays text, as written."""
     out, pos = [], 0
-    for match in re.finditer(r"`([^`]+)`|\*\*([^*]+)\*\*|\[([^\]]+)\]\(([^)\s]+)\)", text):
+    for match in _INLINE.finditer(text):
         out.append(html.escape(text[pos:match.start()], quote=False))
-        code, bold, label, target = match.groups()
-        if code is not None:
+        escaped, code, bold, label, target = match.groups()
+        if escaped is not None:
+            out.append(html.escape(escaped, quote=False))
+        elif code is not None:
             out.append(f"<code>{html.escape(code, quote=False)}</code>")
         elif bold is not None:
-            out.append(f"<strong>{html.escape(bold, quote=False)}</strong>")
-        else:
+            out.append(f"<strong>{_inline(bold)}</strong>")
+        elif safe_target(target):
             out.append(f'<a href="{html.escape(target)}">{_inline(label)}</a>')
+        else:
+            out.append(f"{_inline(f'[{label}]')}({html.escape(target, quote=False)})")
         pos = match.end()
     return "".join(out) + html.escape(text[pos:], quote=False)
 
@@ -119,7 +140,7 @@ def from_markdown(lines: list, out_dir: Path) -> str:
             head = "".join(f"<th>{_inline(c)}</th>" for c in cells[0])
             body = "".join("<tr>" + "".join(f"<td>{_inline(c)}</td>" for c in row) + "</tr>" for row in cells[2:])
             out.append(f"<table class=sortable><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
-        elif (image := re.fullmatch(r"!\[([^\]]*)\]\(([^)]+\.svg)\)", line.strip())):
+        elif (image := re.fullmatch(r"!\[([^\]]*)\]\(([\w.-]+\.svg)\)", line.strip())):  # a figure beside it
             out.append(f'<figure role="img" aria-label="{html.escape(image[1])}">{svg(out_dir / image[2])}</figure>')
             i += 1
         elif line.startswith("- "):
@@ -165,14 +186,32 @@ def _elo_figure(agg, show) -> str:
     plt = _pyplot()
     t = agg.table.iloc[::-1]
     fig, ax = plt.subplots(figsize=(7, 0.28 * len(t) + 1.1))
-    low = (t["elo"] - t["elo_low"]).fillna(0).clip(lower=0)
-    high = (t["elo_high"] - t["elo"]).fillna(0).clip(lower=0)
-    ax.errorbar(t["elo"], range(len(t)), xerr=[low, high], fmt="o", color="tab:blue", ecolor="tab:gray", capsize=3)
+    below, above = t["elo"] < ELO_AXIS[0], t["elo"] > ELO_AXIS[1]
+    y = pd.Series(range(len(t)), index=t.index)
+    near = t[~(below | above)]
+    low = (near["elo"] - near["elo_low"]).fillna(0).clip(lower=0)
+    high = (near["elo_high"] - near["elo"]).fillna(0).clip(lower=0)
+    ax.errorbar(near["elo"], y[near.index], xerr=[low, high], fmt="o", color="tab:blue", ecolor="tab:gray", capsize=3)
     ax.set_yticks(range(len(t)), [show.get(m, m) for m in t.index])
     ax.axvline(1000, color="k", lw=0.6, ls=":")
     what = ("Elo (95% bootstrap interval)" if t["elo_low"].notna().any() else
             f"Elo (no interval on {agg.n_datasets} dataset{'s' if agg.n_datasets != 1 else ''}: see the notes)")
-    ax.set_xlabel(what + (f"; {agg.anchor} = 1000" if agg.anchor else ", mean 1000"))
+    what += f"; {agg.anchor} = 1000" if agg.anchor else ", mean 1000"
+    left, right = ax.get_xlim() if len(near) else ELO_AXIS
+    margin = 0.06 * (ELO_AXIS[1] - ELO_AXIS[0])
+    for beyond, edge, marker, shift in ((below, ELO_AXIS[0] - margin, "<", 6), (above, ELO_AXIS[1] + margin, ">", -6)):
+        if beyond.any():  # at the edge, its Elo written
+            left, right = min(left, edge - margin / 2), max(right, edge + margin / 2)
+            ax.plot([edge] * int(beyond.sum()), y[beyond], marker, color="tab:red")
+            for m in t.index[beyond]:
+                ax.annotate(f"{t.loc[m, 'elo']:.0f}", (edge, y[m]), xytext=(shift, 0), textcoords="offset points",
+                            va="center", ha="left" if shift > 0 else "right", color="tab:red", fontsize=8)
+    if (below | above).any():
+        left, right = max(left, ELO_AXIS[0] - 1.5 * margin), min(right, ELO_AXIS[1] + 1.5 * margin)
+        ax.set_xlim(left, right)
+        what += (f"\naxis cut at {ELO_AXIS[0]:.0f} to {ELO_AXIS[1]:.0f}: "
+                 f"{count(int((below | above).sum()), 'method')} beyond drawn at its edge, Elo written")
+    ax.set_xlabel(what)
     ax.grid(True, axis="x", alpha=0.3)
     fig.tight_layout()
     buffer = StringIO()
@@ -180,6 +219,12 @@ def _elo_figure(agg, show) -> str:
     plt.close(fig)
     text = buffer.getvalue()
     return text[text.index("<svg"):]
+
+
+#: The Elo figure's axis at most: 1000 ± 1000 (odds of 1 in 316 against the anchor at either end). A method beyond
+#: is drawn at the axis' edge with its Elo written (the tables give every number), so that one collapse such as
+#: an Elo of -1963 does not squash the others into a few pixels.
+ELO_AXIS = (0.0, 2000.0)
 
 
 def headline(ctx) -> str:
@@ -264,10 +309,13 @@ def downloads(ctx) -> str:
 def page(ctx, parts) -> str:
     """The page over ``parts``: (section, the Markdown it gave) in their order on the page (leaderboard.sections)."""
     name = ctx.out_dir.name
-    body = [f"<h1>{html.escape(name)}</h1>",
-            '<nav><a href="../index.html">all results</a><a href="#tables">tables</a>'
-            '<a href="#drill-down">per dataset</a><a href="#machines">machines</a><a href="#downloads">downloads</a>'
-            '<a href="leaderboard.md">leaderboard.md</a><a href="README.md">README</a></nav>',
+    # a published folder has a README (`tabbench report` lists it in ../index.html); a run's folder has neither
+    published = (ctx.out_dir / "README.md").exists()
+    nav = (['<a href="../index.html">all results</a>'] if published else []) + [
+        '<a href="#tables">tables</a><a href="#drill-down">per dataset</a><a href="#machines">machines</a>'
+        '<a href="#downloads">downloads</a><a href="leaderboard.md">leaderboard.md</a>'] + (
+        ['<a href="README.md">README</a>'] if published else [])
+    body = [f"<h1>{html.escape(name)}</h1>", f"<nav>{''.join(nav)}</nav>",
             '<p class="note">Generated by <code>tabbench leaderboard</code> from the records (do not edit by hand); '
             'click a column\'s header to sort a table.</p>',
             "<h2 id=headline>Headline</h2>", headline(ctx), '<div id="tables"></div>']

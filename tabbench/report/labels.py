@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from tabbench.report.family import RUN_KEYS
-from tabbench.report.format import NOT_PUBLISHED_MARK, TRANSDUCTIVE_MARK
+from tabbench.report.format import NOT_PUBLISHED_MARK, TRANSDUCTIVE_MARK, markdown_text
 
 
 TRANSDUCTIVE_NOTE = (f"{TRANSDUCTIVE_MARK} transductive: the method's fit saw the validation and test rows' features "
@@ -25,7 +25,7 @@ FOLDS_NOTE = ("A mean marked \"(k of n folds)\" is over the k of the dataset's n
 
 
 def not_published_note(published) -> str:
-    return (f"{NOT_PUBLISHED_MARK} not in {published.name}: a model the publication did not run, so it has no "
+    return (f"{NOT_PUBLISHED_MARK} not in {markdown_text(published.name)}: a model the publication did not run, so it has no "
             "published number or rank; its ranks here are among this run's methods only.")
 
 

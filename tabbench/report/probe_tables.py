@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from tabbench.report.format import MISSING, markdown_table, mean_se
+from tabbench.report.format import MISSING, markdown_table, markdown_text, mean_se
 
 #: The unit of the paper's change per metric, as its cells print it.
 UNIT = {"accuracy": " points", "rmse": "%"}
@@ -85,7 +85,7 @@ def markdown(table: pd.DataFrame, suite_name: str, published=None) -> str:
     notes = [CONVENTION + " Mean over the folds probed ± standard error (none for one fold); rows changed: test "
              "rows whose prediction changed, of those probed."]
     if published is not None:
-        notes.append(f"Published: {published.name}, for {published.corruption_label} (model "
+        notes.append(f"Published: {markdown_text(published.name)}, for {published.corruption_label} (model "
                      f"{published.corruption_model}) rows; its models, budgets and data "
                      "differ from this suite's (see the suite's header).")
     fold_header, fold_rows = folds(table)

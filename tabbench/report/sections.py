@@ -15,7 +15,7 @@ import pandas as pd
 
 from tabbench.measure import machines
 from tabbench.report import cost, plots, significance as sig, winrate
-from tabbench.report.format import markdown_table, mean_se
+from tabbench.report.format import markdown_table, markdown_text, mean_se
 from tabbench.report.section import Context, Section
 
 COST_AXES = {"fit_seconds": ("time", "fit seconds per result (geometric mean over datasets)"),
@@ -121,7 +121,7 @@ def hardware_note(runs: pd.DataFrame, show=None, sources=()) -> list:
                      list(runs["method"]) if "method" in runs else None)
     if len(found) < 2:
         return mixed
-    rows = [[m["label"], f"{m['records']:,}", ", ".join(f"{k} {n:,}" for k, n in m["methods"].items()) or "–",
+    rows = [[markdown_text(m["label"]), f"{m['records']:,}", ", ".join(f"{k} {n:,}" for k, n in m["methods"].items()) or "–",
              ", ".join(f"`{s}`" for s in m["sources"]) or "–"] for m in found]
     return mixed + [f"These records were made on {len(found)} different machines (hardware fingerprints; records from "
             "before the fingerprint was recorded count as one, unknown): fit times and memory compare only "
@@ -137,7 +137,7 @@ def _cost_rows(frame: pd.DataFrame, show: dict) -> list:
         ok = part[part["status"] == "ok"]
         gpu = ok["peak_gpu_allocated_bytes"].dropna() if "peak_gpu_allocated_bytes" in ok else pd.Series(dtype=float)
         failures = part.loc[part["status"] != "ok", "status"].value_counts()
-        rows.append([show.get(method, method), len(part), ", ".join(f"{k} {v}" for k, v in failures.items()) or "0",
+        rows.append([show.get(method, method), len(part), ", ".join(f"{markdown_text(k)} {v}" for k, v in failures.items()) or "0",
                      mean_se(ok["fit_seconds"].mean(), None, 2) if len(ok) else "–",
                      mean_se(ok["predict_seconds"].mean(), None, 3) if len(ok) else "–",
                      f"{ok['job_rss_bytes'].max() / mib:.0f}" if len(ok) else "–",
@@ -210,9 +210,9 @@ class Table1(Section):
         notes = ["Mean rank ± standard error over the datasets of each metric family (lower is better), methods in "
                  "order of their mean rank over all datasets."]
         if published:
-            notes.append(f"Published: {published.name}, ranked over the publication's own datasets of each family.")
+            notes.append(f"Published: {markdown_text(published.name)}, ranked over the publication's own datasets of each family.")
             if published.note_for(published.metrics):
-                notes.append(published.note_for(published.metrics))
+                notes.append(markdown_text(published.note_for(published.metrics)))
         notes += mark_notes(show, published)
         md = ["## Table 1: mean rank per metric family", "", markdown_table(header, rows), "", " ".join(notes), ""]
         return md + ([" ".join(ctx.combined_notes), ""] if ctx.combined_notes else [])
@@ -289,7 +289,7 @@ class Variants(Section):
                         cells.append(f"{name} {next(iter(groups))}")
                     else:
                         cells.append(f"{name} " + ", ".join(f"{v} ({', '.join(ds)})" for v, ds in groups.items()))
-                rows.append([show.get(method, method), model, "; ".join(cells) or "–"])
+                rows.append([show.get(method, method), markdown_text(model), markdown_text("; ".join(cells)) or "–"])
         if not rows:
             return []
         return ["## Methods of one model", "", "Models run under more than one method name, and the parameters "
@@ -305,7 +305,7 @@ def published_table(ctx: Context, t) -> list:
     if not datasets:
         return []
     ours_n, theirs = len(t.datasets), published.ranks.get(metric, {})
-    header = ["method", f"mean rank (ours over {ours_n} / published)"] + [labels[d] for d in datasets]
+    header = ["method", f"mean rank (ours over {ours_n} / published)"] + [markdown_text(labels[d]) for d in datasets]
     rows = []
     for m, r in ranks.iterrows():
         rank = theirs.get(m)
@@ -320,8 +320,8 @@ def published_table(ctx: Context, t) -> list:
     if any(labels[d] != d for d in datasets):  # a subset's label names it
         notes.append("Subset or stand-in data (labelled above) is not the published dataset: compare with care.")
     if published.note_for(datasets):
-        notes.append(published.note_for(datasets))
-    return [f"### Against {published.name} (test {metric})", "", markdown_table(header, rows), "", *notes, ""]
+        notes.append(markdown_text(published.note_for(datasets)))
+    return [f"### Against {markdown_text(published.name)} (test {metric})", "", markdown_table(header, rows), "", *notes, ""]
 
 
 class Families(Section):
@@ -337,7 +337,7 @@ class Families(Section):
             md += [f"## {t.title}: average rank", "",
                    f"Rank by test {metric} ({'higher' if t.higher else 'lower'} is better) within each dataset, "
                    "averaged over datasets ± standard error.", ""]
-            header = ["method", "mean rank"] + [labels[d] for d in t.datasets]
+            header = ["method", "mean rank"] + [markdown_text(labels[d]) for d in t.datasets]
             rows = [[show[m], mean_se(r["mean_rank"], r["se"], 2)] + [f"{r[d]:g}" for d in t.datasets]
                     for m, r in ranks.iterrows()]
             md += [markdown_table(header, rows), "", *mark_note]
@@ -348,7 +348,7 @@ class Families(Section):
                     f"{m} on {d} ({why})" for m, d, why in t.incomplete) + ".")
             md += ["", f"### Test {metric} per dataset (mean ± standard error over folds and seeds)", ""]
             rows = [[show[m]] + [t.cell(m, d).markdown() for d in t.datasets] for m in ranks.index]
-            md += [markdown_table(["method"] + [labels[d] for d in t.datasets], rows), "", *mark_note]
+            md += [markdown_table(["method"] + [markdown_text(labels[d]) for d in t.datasets], rows), "", *mark_note]
             md += [FOLDS_NOTE, ""] if t.partial else []
             md += [DEVICE_NOTE, ""] if t.devices else []
             md += part_searched_note(part_searched(ctx.all_runs[ctx.all_runs["task"] == task]), show)

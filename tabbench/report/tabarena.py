@@ -18,7 +18,7 @@ import math
 import pandas as pd
 
 from tabbench.report.agreement import BAND_SE, band
-from tabbench.report.format import markdown_table
+from tabbench.report.format import markdown_table, markdown_text
 from tabbench.report.section import Context, Section
 
 SPREAD, SAMPLING = "¹", "²"
@@ -114,7 +114,7 @@ def _notes(comparison, rows: list) -> list[str]:
                      "residuals), Hanley and McNeil's for AUROC.")
     if test_rows:
         notes.append("Test rows assumed (ours, TabArena's): " + "; ".join(f"{a:,} and {b:,}" for a, b in test_rows) + ".")
-    return notes + ([comparison.decl.note] if comparison.decl.note else [])
+    return notes + ([markdown_text(comparison.decl.note)] if comparison.decl.note else [])
 
 
 class AgainstTabArena(Section):
@@ -125,7 +125,7 @@ class AgainstTabArena(Section):
         for comparison in ctx.compared:
             if comparison.board or not comparison.datasets:
                 continue
-            md += [f"## Against {comparison.decl.name}", ""]
+            md += [f"## Against {markdown_text(comparison.decl.name)}", ""]
             if comparison.rows is None:
                 md += [comparison.missing, ""]
                 continue
@@ -145,7 +145,7 @@ class AgainstTabArena(Section):
                 table = []
                 for (m, d), by in pairs.items():
                     first = next(iter(by.values()))
-                    table.append([ctx.show[m], ctx.labels[d], _ours(ctx, t, first),
+                    table.append([ctx.show[m], markdown_text(ctx.labels[d]), _ours(ctx, t, first),
                                   *(f"{by[s]['theirs']:.3f}" if s in by else "–" for s in SUBTYPE_NAMES),
                                   " ; ".join(dict.fromkeys(_estimate(by[s]) for s in SUBTYPE_NAMES if s in by)),
                                   *(_verdict(by[s]) if s in by else "–" for s in SUBTYPE_NAMES)])
@@ -181,7 +181,7 @@ def beyond_block(ctx: Context) -> list[str]:
             continue
         judged = [r for r in cells(ctx, comparison) if r["within"] is not None]
         beyond = sorted((r for r in judged if not r["within"]), key=lambda r: (r["dataset"], r["method"], r["subtype"]))
-        lines.append(f"Of {len(judged)} cells judged against {comparison.decl.name} (leaderboard.md, \"Against "
+        lines.append(f"Of {len(judged)} cells judged against {markdown_text(comparison.decl.name)} (leaderboard.md, \"Against "
                      f"TabArena\", has each), {len(beyond)} {'lies' if len(beyond) == 1 else 'lie'} beyond 2 SE"
                      + (":" if beyond else "."))
         for r in beyond:
@@ -206,22 +206,22 @@ class TabArenaBoard(Section):
         for comparison in ctx.compared:
             if not comparison.board:
                 continue
-            title = [f"## On {comparison.decl.name}'s board", ""]
+            title = [f"## On {markdown_text(comparison.decl.name)}'s board", ""]
             if comparison.rows is None:
                 md += title + [comparison.missing, ""]
                 continue
             ours = our_rows(ctx.selected, comparison)
             result = board(ours, comparison.rows) if not ours.empty else None
             if result is None or result.table is None:
-                md += title + [f"No complete record of ours is on one of the splits {comparison.decl.name} "
+                md += title + [f"No complete record of ours is on one of the splits {markdown_text(comparison.decl.name)} "
                                "published yet.", ""]
                 continue
             t = result.table
-            rows = [[str(i + 1), f"**{ctx.show.get(m, m)}**" if r["ours"] else m, "ours" if r["ours"] else "",
+            rows = [[str(i + 1), f"**{ctx.show.get(m, m)}**" if r["ours"] else markdown_text(m), "ours" if r["ours"] else "",
                      f"{r['elo']:.0f}", f"{r['elo_low']:.0f} to {r['elo_high']:.0f}", f"{r['rank']:.2f}",
                      f"{r['win_rate']:.3f}"] for i, (m, r) in enumerate(t.iterrows())]
             n_data = len({d for d, _ in result.tasks})
-            notes = [f"Our {int(t['ours'].sum())} methods (bold) among {comparison.decl.name}'s {int((~t['ours']).sum())} "
+            notes = [f"Our {int(t['ours'].sum())} methods (bold) among {markdown_text(comparison.decl.name)}'s {int((~t['ours']).sum())} "
                      f"on the {len(result.tasks)} of its splits our records cover ({n_data} datasets), ranked "
                      f"together by bencheval {result.version} as TabArena ranks its board: per (dataset, split), "
                      "TabArena's error (1 − AUROC, RMSE, log loss), Elo by Bradley-Terry anchored at "

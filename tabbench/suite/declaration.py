@@ -240,7 +240,8 @@ class BudgetSection(_Section):
 class PublishedEntry(_Section):
     """One published file beside our results, with how our datasets map onto the publication's."""
 
-    file: Text = Field(description="the published file, relative to the suite's folder (e.g. published/tabarena-lite.yaml)")
+    file: Text = Field(description="the published file, relative to the suite's folder (e.g. published/tabarena-lite.yaml); "
+                       "it lies in that folder or in the project's suites/published")
     datasets: Optional[dict[Name, Text]] = Field(None, description=(
         "a TabArena declaration: our dataset -> TabArena's dataset of the same table (an OpenML task of TabArena's "
         "maps by its task id without this)"))
@@ -265,7 +266,8 @@ class SuiteFile(_Section):
         None, description=("published results shown next to ours in the leaderboard, relative to the suite's folder: "
                            "a file, or a list of files and {file, datasets, board} entries (a publication's numbers "
                            "such as suites/published/npt-paper.yaml, at most one; TabArena declarations such as "
-                           "suites/published/tabarena-lite.yaml)"))
+                           "suites/published/tabarena-lite.yaml); each lies in the suite's folder or in the project's "
+                           "suites/published, and no other file is read"))
     catalogue: Optional[Text] = Field(None, description=(
         "a dataset catalogue file (relative to the suite's folder) whose entries datasets[] use with "
         "source: catalogue, e.g. datasets/uci.yaml"))

@@ -174,7 +174,7 @@ def _published(given, datasets: tuple, base: Path, file) -> tuple:
     """The suite's ``published:`` entries as PublishedUse, each file read and checked now: at most one
     publication's own numbers (tabbench/published.py), any TabArena declarations (tabbench/tabarena.py) with our
     datasets mapped onto TabArena's: those the suite maps, and every OpenML task whose id is one of TabArena's."""
-    from tabbench.published import PublishedError, load_published
+    from tabbench.published import PUBLISHED_DIR, PublishedError, load_published, outside
     from tabbench.tabarena import is_declaration, parse_declaration
 
     entries = [] if given is None else [given] if isinstance(given, str) else list(given)
@@ -183,9 +183,13 @@ def _published(given, datasets: tuple, base: Path, file) -> tuple:
         where = "published" if isinstance(given, str) else f"published[{i}]"
         entry = {"file": entry, "datasets": None, "board": False} if isinstance(entry, str) else entry.model_dump()
         path = (base / entry["file"]).resolve()
+        if outside(path, base):  # refused before it is read: a suite from elsewhere may name any file
+            raise SuiteError(file, where, f"{entry['file']} lies outside the suite's folder and the project's "
+                             f"published folder ({PUBLISHED_DIR}); a published file lies in one of them: copy it "
+                             "beside the suite and name it relative to the suite's folder")
         try:
             raw = yaml.safe_load(path.read_text()) if path.is_file() else None
-        except yaml.YAMLError:
+        except (yaml.YAMLError, UnicodeDecodeError, OSError):
             raw = None  # load_published says where
         try:
             if not is_declaration(raw):

@@ -9,14 +9,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tabbench.errors import TabbenchError, did_you_mean  # noqa: F401 - the suite modules' did-you-mean
+from tabbench.names import NAME_PATTERN, NAME_RULE  # noqa: F401 - the suite format's names
 from tabbench.published import PublishedUse  # noqa: F401 - what a Suite's published holds
 
 TUNING = ("none", "grid", "random", "configs")
-
-#: A name that becomes a folder (the suite's, under --results) or may become one (datasets, methods):
-#: letters, digits, '-', '_' and '.', not starting with a dot, so never '..', a '/' or an absolute path.
-NAME_PATTERN = r"^[A-Za-z0-9_-][A-Za-z0-9._-]*$"
-NAME_RULE = "a plain folder name (letters, digits, '-', '_' and '.', not starting with a dot)"
 
 
 class SuiteError(TabbenchError):

@@ -4,6 +4,7 @@ significance block with NPT's fit time and memory on the cost line (``npt-signif
 
 from __future__ import annotations
 
+from tabbench.report.format import markdown_text
 from tabbench.report.site import SiteError, significance_block
 from tabbench_plugins.npt_study.verdict import npt_methods
 
@@ -41,7 +42,7 @@ def paper_table(ctx) -> list:
     errors (√(SE ours² + SE paper²)), and whether it lies within 2 of them."""
     from tabbench.report.format import markdown_table
 
-    rows = [[ctx.labels[d], f"{metric}", ctx.show.get(m, m), cell.markdown(),
+    rows = [[markdown_text(ctx.labels[d]), f"{metric}", ctx.show.get(m, m), cell.markdown(),
              f"{paper[0]:g}" + (f" ± {paper[1]:g}" if paper[1] is not None else ""), f"{gap:+.3g}",
              f"{in_se:+.2f}" if in_se is not None else "–",
              {None: "not judged (no SE)", True: "within 2 SE", False: "**outside 2 SE**"}[agree]]
