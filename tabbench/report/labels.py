@@ -32,7 +32,7 @@ def not_published_note(published) -> str:
 def display_names(frame: pd.DataFrame, published=None) -> dict:
     """method -> the name shown in tables: transductive methods carry TRANSDUCTIVE_MARK; with ``published``,
     methods whose model (the records' ``model``, a registry name) the publication never reports carry
-    NOT_PUBLISHED_MARK. A method named apart from its model (npt-paper: model npt) counts as that model."""
+    NOT_PUBLISHED_MARK. A method named apart from its model (mlp-tuned: model mlp) counts as that model."""
     flags = frame["transductive"].fillna(False).astype(bool) if "transductive" in frame else \
         pd.Series(False, index=frame.index)
     transductive = set(frame.loc[flags, "method"])

@@ -55,9 +55,9 @@ def _dataset_label(frame: pd.DataFrame, dataset: str) -> str:
 class FirstComplete:
     """One row ``name`` holding, per dataset, the first of ``methods`` with a complete result there (every
     split the dataset has, none failed, each scored), else the records of ``fallback``, which keeps its own
-    row too; the other listed methods lose theirs. E.g. the most faithful NPT that has complete folds, the
-    reduced budget beside it: ``FirstComplete("npt (most faithful)", ("npt-tuned", "npt-paper", "npt-e32"),
-    "npt")``. Which method fills each dataset is read from the records, never listed by hand."""
+    row too; the other listed methods lose theirs. E.g. the most faithful MLP that has complete folds, the
+    reduced budget beside it: ``FirstComplete("mlp (most faithful)", ("mlp-tuned", "mlp-paper"),
+    "mlp")``. Which method fills each dataset is read from the records, never listed by hand."""
 
     name: str
     methods: tuple

@@ -50,7 +50,7 @@ class Context:
         return pooled_ranks(self.tables)
 
     def model_of(self, method: str) -> str:
-        """The registry model a method's records ran (npt-paper: npt); the method itself where none is recorded."""
+        """The registry model a method's records ran (mlp-tuned: mlp); the method itself where none is recorded."""
         runs = self.all_runs[self.all_runs["method"] == method]
         models = runs["model"].dropna() if "model" in runs else []
         return models.iloc[0] if len(models) else method

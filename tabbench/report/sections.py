@@ -257,7 +257,7 @@ class Arena(Section):
 
 
 class Variants(Section):
-    """For a model run under several method names (npt at 300 steps and at the paper's 10,000): the
+    """For a model run under several method names (an MLP at 50 epochs and at 500): the
     parameters they differ in, per method, so a table's row names can be read without the suites."""
 
     def markdown(self, ctx):

@@ -128,7 +128,7 @@ def significance(family: str, ranks: pd.DataFrame, scores: pd.DataFrame | None) 
 
 def significance_families(ctx) -> list:
     """(family, title, ranks, scores) per metric family of a leaderboard's context (tabbench.report.section), then
-    every dataset together ("all", scores None): what the README blocks `significance` and `npt-at-budget` test."""
+    every dataset together ("all", scores None): what the README block `significance` and a study's own blocks test."""
     families = [(t.metric, f"{t.metric.upper() if t.metric != 'accuracy' else 'Accuracy'}", t.ranks[t.datasets],
                  t.mean.loc[t.ranks.index, t.datasets]) for t in ctx.tables.values()]
     return families + [("all", "All datasets together", ctx.pooled, None)]

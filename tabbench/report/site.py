@@ -41,12 +41,12 @@ def leaderboard_arguments(parser) -> None:
     parser.add_argument("--name", help="write to RESULTS/NAME/ (required with several targets; default: the one "
                                        "target's own folder)")
     parser.add_argument("--published", metavar="FILE", help="published numbers to set beside ours, e.g. "
-                                                           "suites/published/npt-paper.yaml (default: the "
+                                                           "suites/published/<paper>.yaml (default: the "
                                                            "published: file of the suites named)")
     parser.add_argument("--first-complete", metavar="NAME=M1,M2,...,FALLBACK", action="append", default=[],
                         help="one row NAME holding, per dataset, the first listed method with a complete result "
                              "there (every fold, none failed), else FALLBACK; the listed methods but FALLBACK lose "
-                             "their own rows, e.g. 'npt (most faithful)=npt-tuned,npt-paper,npt-e32,npt'")
+                             "their own rows, e.g. 'mlp (most faithful)=mlp-tuned,mlp-paper,mlp'")
     parser.add_argument("--across-devices", action="store_true",
                         help="pool one method made on different devices (e.g. NPT's paper config on a GPU in one "
                              "folder, on the CPU in another): per method and dataset the device covering the most "
@@ -109,7 +109,7 @@ def answer(contexts: dict) -> list:
 def significance_block(ctx, named: tuple = (), who: str = "") -> list:
     """Per metric family and over every dataset: Friedman, Nemenyi's critical difference and the pairs it
     separates (the leaderboard's own tests, tabbench.report.significance), and the cost's Pareto fronts, with the
-    fit time and memory of the ``named`` methods, called ``who`` (a study's own, e.g. tabbench_plugins.npt_study's)."""
+    fit time and memory of the ``named`` methods, called ``who`` (a study's own)."""
     from tabbench.report import cost
     from tabbench.report.significance import separated_pairs, significance, significance_families
 

@@ -242,8 +242,8 @@ def sizing(meta, sizes, params, budget_s: float, slowdown_of: Callable[[dict], t
     speed is known; 0 for a plan).
 
     ``slowdown_of(params)``: (how many times the cost model's seconds a training pass at those params takes on
-    the machine, where that came from) (``speed.py``'s calibration, measured once per machine and shape and kept; ``tabbench plan`` reads
-    the stored one, else 1: the reference CPU). Each rung asked (from the largest down, ``choose_rung``) is first
+    the machine, where that came from): the machine's calibration (``SpeedBook``, measured by speed.py once per
+    machine and shape and kept; ``tabbench plan`` reads the stored one, else 1: the reference CPU). Each rung asked (from the largest down, ``choose_rung``) is first
     checked at twice the reference speed: one that cannot reach MIN_STEPS even so is passed over without asking
     its speed. ``predict_rows`` (the job's test and validation rows) and ``n_points`` (its budget points): the
     seconds kept after training for predicting them (``prediction_reserve``) come off the training time first.
