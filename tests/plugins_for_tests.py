@@ -66,15 +66,20 @@ class Gated(Prior):
 
 
 class Misbehaving(Prior):
-    """Breaks its job one way (``how``): sleeps, hogs memory, exits, segfaults or raises MemoryError."""
+    """Breaks its job one way (``how``): sleeps (no CPU time: a hang), spins (CPU time, past any budget), hogs
+    memory, exits, segfaults or raises MemoryError."""
 
     class Params(Params):
-        how: Literal["ok", "sleep", "hog", "exit", "segfault", "memoryerror"] = param("ok", "how fit misbehaves")
+        how: Literal["ok", "sleep", "spin", "hog", "exit", "segfault", "memoryerror"] = param(
+            "ok", "how fit misbehaves")
 
     def fit(self, X, y, X_val=None, y_val=None, *, context=None):
         how = self.params["how"]
         if how == "sleep":
             time.sleep(60)
+        elif how == "spin":
+            while True:
+                pass
         elif how == "hog":
             blocks = [np.ones(2**27 // 8) for _ in range(40)]  # noqa: F841 (40 x 128 MiB, touched)
         elif how == "exit":

@@ -52,4 +52,4 @@ def test_the_command_prints_a_tabbench_errors_message_and_exits_2(tmp_path, caps
     bad.write_text("name: p\nmetrics:\n  d: {m: high}\n")
     assert main(["leaderboard", str(tmp_path / "suite"), "--published", str(bad), "--tables-only"]) == 2
     err = capsys.readouterr().err
-    assert err == f"tabbench: {bad}: metrics.d.m: expected a number or [mean, standard error], got 'high'\n"
+    assert err == f"tabbench: {bad}: metrics.d.m: expected a number or [mean, standard error], got text\n"

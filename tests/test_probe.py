@@ -276,7 +276,7 @@ def _probe_command(tmp_path, *args) -> pd.DataFrame:
 @pytest.fixture
 def tiny_suite(tmp_path):
     (tmp_path / "tiny.yaml").write_text(SUITE)
-    (tmp_path / "paper.yaml").write_text("name: the paper\ncorruption: {diabetes: -20, breast_cancer: 0.0}\n")
+    (tmp_path / "paper.yaml").write_text("name: the paper\ncorruption_model: npt\ncorruption_label: NPT\ncorruption: {diabetes: -20, breast_cancer: 0.0}\n")
     return tmp_path
 
 
@@ -373,6 +373,10 @@ def test_the_published_file_holds_the_papers_corruption_changes_and_rejects_a_ma
     bad.write_text("name: p\ncorruption: [-52]\n")
     with pytest.raises(PublishedError, match=rf"^{bad}: corruption: expected a mapping"):
         load_published(bad)
+    bad.write_text("name: p\ncorruption: {yacht: -52}\n")  # for which model's rows: the file must say
+    with pytest.raises(PublishedError, match=rf"^{bad}: corruption_model: the corruption numbers need the registry model"):
+        load_published(bad)
+    assert (paper.corruption_model, paper.corruption_label) == ("npt", "NPT")
 
 
 RESUMABLE_SUITE = """
