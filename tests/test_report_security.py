@@ -173,11 +173,17 @@ def test_a_page_under_runs_links_to_nothing_that_is_not_there(hostile):
     assert [h for h in relative if not (hostile / h).exists()] == []
 
 
-def test_report_over_a_folder_with_nothing_to_index_says_so_and_writes_nothing(hostile, capsys):
-    assert main(["report", "--results", str(hostile.parent)]) == 2
+def test_report_over_a_folder_with_nothing_to_index_says_so_and_writes_nothing(tmp_path, capsys):
+    """A results root whose folders hold no records of their own (here one whose README says another folder pools
+    its records) has nothing to index; a folder of records without a README does get a page
+    (tests/test_seams.py)."""
+    pooled = tmp_path / "results" / "pooled-elsewhere"
+    pooled.mkdir(parents=True)
+    (pooled / "README.md").write_text("# Records another folder's tables pool\n")
+    assert main(["report", "--results", str(tmp_path / "results")]) == 2
     err = capsys.readouterr().err
     assert "nothing to index and nothing was written" in err and "Traceback" not in err
-    assert not (hostile.parent / "index.html").exists()
+    assert not (tmp_path / "results" / "index.html").exists()
 
 
 def test_a_record_naming_a_method_that_is_no_plain_name_is_refused_before_any_report(hostile, tmp_path, capsys):

@@ -115,9 +115,11 @@ def lines(ctx) -> list[str]:
 
 
 class Pairwise(Section):
-    """NPT's rows against every other method: which pairs are settled (this module)."""
+    """NPT's rows against every other method: which pairs are settled (this module). A statistic: with the report
+    extra only (scipy, statsmodels), as the leaderboard's other tests."""
 
     after = "Arena"
+    report_only = True
 
     def markdown(self, ctx):
         body = lines(ctx)
