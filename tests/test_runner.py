@@ -142,7 +142,7 @@ def test_quickstart_end_to_end_through_the_cli(tmp_path):
 
 
 #: What differs between two runs of the same job: when and how long it ran, its memory, where it ran.
-TIMING = {"started_at", "finished_at", "fit_seconds", "predict_seconds", "wall_seconds", "peak_rss_bytes",
+TIMING = {"started_at", "finished_at", "fit_seconds", "predict_seconds", "wall_seconds", "cpu_seconds", "peak_rss_bytes",
           "job_rss_bytes", "node"}
 
 NO_RAY_RUN = textwrap.dedent('''
