@@ -134,7 +134,8 @@ def test_an_installed_plugin_adds_an_executor_a_section_a_readme_block_and_a_com
     info.mkdir(parents=True)
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: tabbench-seams\nVersion: 1.0\n")
     (info / "entry_points.txt").write_text("[tabbench]\nseams = tests.seams_plugin\n")
-    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": pythonpath(site, ROOT), PLUGINS_ENV: "sklearn_models,seams,npt_study"}
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": pythonpath(site, ROOT), PLUGINS_ENV: "sklearn_models,seams,npt_study",
+           "COLUMNS": "200"}  # help lines unwrapped (argparse breaks "in-process" at its hyphen)
 
     def tabbench(*argv):
         done = subprocess.run([sys.executable, "-m", "tabbench.cli", *map(str, argv)], env=env, cwd=tmp_path,

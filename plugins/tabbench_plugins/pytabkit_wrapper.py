@@ -156,6 +156,8 @@ class PytabkitEstimator(Estimator):
                     self.time_limit(clock, context) as limit, recorder:
                 self.model_.fit(self._frame(X), target, X_val=self._frame(X_v), y_val=y_v, **limit)
         self.info_ = {"device": self.device_, "library": f"pytabkit.{name}"}
+        if getattr(self, "epochs_run_", None) is not None:  # a subclass that counts its epochs (TabR's clock)
+            self.info_["epochs"] = self.epochs_run_
         if keeping or not points.points:
             self.time_points_ = points.state_times()
             self.point_states_ = {point: state for point, (_, state) in points.kept.items()}

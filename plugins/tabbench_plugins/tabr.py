@@ -125,6 +125,7 @@ def budget_stop(estimator, clock, context):
                 clock.reserve(max(PREDICT_SLOWDOWN * row_s * context.predict_rows, PREDICT_MARGIN_MIN_S))
 
         def on_train_epoch_end(self, trainer, pl_module):
+            estimator.epochs_run_ = trainer.current_epoch + 1  # recorded as info["epochs"]
             if not trainer.should_stop and clock.out_of_time():
                 self._stop(trainer)
 
@@ -190,7 +191,7 @@ class TabR(PytabkitEstimator):
         """pytabkit builds TabR's Lightning Trainer inside its fit, with no time limit, and ignores
         ``time_to_fit_in_seconds``: for the fit, its Trainer gets our ``BudgetStop`` callback
         (``trainer_callbacks``); pytabkit then loads the best validation checkpoint as always."""
-        self.clock_stopped_ = False
+        self.clock_stopped_, self.epochs_run_ = False, None
         if clock.deadline is None:
             yield {}
             return
