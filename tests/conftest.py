@@ -227,3 +227,21 @@ def registered_spec(name: str):
     if reason:
         pytest.skip(reason)
     return registered[name].spec
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    """Headless Chromium (tests/browser.py) for the report pages' tests: skipped where Chromium is absent, a failure
+    in CI (TABBENCH_REQUIRE_PACKAGES=1, and .ci/run installs Debian's chromium)."""
+    from tests.browser import Browser, chromium
+
+    executable = chromium()
+    if executable is None:
+        if os.environ.get(REQUIRE_PACKAGES_ENV) == "1":
+            pytest.fail("chromium is not installed; TABBENCH_REQUIRE_PACKAGES=1 requires it (apt-get install chromium)",
+                        pytrace=False)
+        pytest.skip("chromium is not installed (apt-get install chromium)")
+    pytest.importorskip("websocket", reason="websocket-client (the test extra) is not installed")
+    opened = Browser(executable, tmp_path_factory.mktemp("profile"))
+    yield opened
+    opened.close()

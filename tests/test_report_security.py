@@ -7,7 +7,6 @@ The pages are opened in headless Chromium (tests/browser.py), skipped where it i
 
 import csv
 import json
-import os
 import re
 from pathlib import Path
 
@@ -58,22 +57,6 @@ def hostile(tmp_path_factory):
                         RunOptions(results=root / "runs", executor="local", progress=False, report=True))
     assert summary.done == 12 and not summary.failures
     return root / "runs" / "hostile"
-
-
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory):
-    from tests.browser import Browser, chromium
-
-    executable = chromium()
-    if executable is None:
-        if os.environ.get("TABBENCH_REQUIRE_PACKAGES") == "1":
-            pytest.fail("chromium is not installed; TABBENCH_REQUIRE_PACKAGES=1 requires it (apt-get install chromium)",
-                        pytrace=False)
-        pytest.skip("chromium is not installed (apt-get install chromium)")
-    pytest.importorskip("websocket", reason="websocket-client (the test extra) is not installed")
-    opened = Browser(executable, tmp_path_factory.mktemp("profile"))
-    yield opened
-    opened.close()
 
 
 def test_markdown_text_escapes_what_makes_markdown_and_leaves_plain_names_alone():

@@ -19,22 +19,6 @@ PAGES = [d / "report.html" for d in published_folders(RESULTS)] + [RESULTS / "in
 MAX_PAGE_BYTES = 1_000_000
 
 
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory):
-    from tests.browser import Browser, chromium
-
-    executable = chromium()
-    if executable is None:
-        if os.environ.get("TABBENCH_REQUIRE_PACKAGES") == "1":
-            pytest.fail("chromium is not installed; TABBENCH_REQUIRE_PACKAGES=1 requires it (apt-get install chromium)",
-                        pytrace=False)
-        pytest.skip("chromium is not installed (apt-get install chromium)")
-    pytest.importorskip("websocket", reason="websocket-client (the test extra) is not installed")
-    opened = Browser(executable, tmp_path_factory.mktemp("profile"))
-    yield opened
-    opened.close()
-
-
 def png_size(data: bytes) -> tuple:
     assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
     return struct.unpack(">II", data[16:24])
