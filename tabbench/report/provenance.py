@@ -267,9 +267,9 @@ def comparison_note(runs, show: dict, sources=(), what: str = "") -> list:
     if len(all_clocks) > 1:
         kinds.append(f"{len(all_clocks)} clocks")
     text = (f"**Mixed {' and '.join(kinds)}{' ' + what if what else ''}.** The records compared here come from "
-            f"{' and '.join(kinds)}: "
-            f"{'a machine not recorded' if usual_machine == NOT_RECORDED else usual_machine} and the {usual_clock} "
-            "clock, but for "
+            f"{' and '.join(kinds)}: every method's ran on "
+            f"{'a machine not recorded' if usual_machine == NOT_RECORDED else usual_machine} under the {usual_clock} "
+            "clock but for "
             + "; ".join(odd) + ".")
     if len(all_machines) > 1:
         text += (" A time budget, a budget point or a fit time is a different amount of work on each machine, so "
