@@ -34,6 +34,10 @@ from tabbench.spec import DatasetMeta
 #: predicting the test and validation rows after it. A job over its budget is killed with nothing to show.
 TRAINING_SHARE = 0.8
 
+#: The share of a job's time budget that a clock guarding a fit sized up front (``TrainingClock.guard_only``) still
+#: keeps free before the job's end, whatever the fit's own reserve for predicting.
+GUARD_MARGIN = 0.05
+
 #: How many times slower than the passes a model timed during training (its validation passes, per row) its
 #: predicting after training may run: the machine may be busier by then. A model that sizes what it keeps for
 #: predicting (``TrainingClock.reserve``) from those passes keeps this many times their time (NPT's
@@ -58,10 +62,11 @@ class TrainingClock:
                  now=time.monotonic):
         self.now = now
         self._last = now()
-        start = self._last if started is None else started
+        start = self._start = self._last if started is None else started
         self.deadline = None if budget_s is None else start + share * float(budget_s)
         self.end = None if budget_s is None else start + float(budget_s)  # the job's end: killed there
         self._share_deadline = self.deadline
+        self._reserved = 0.0
         self.longest = 0.0  # seconds, the longest epoch so far
         self.stopped = False
 
@@ -75,8 +80,19 @@ class TrainingClock:
         its prediction's cost, say from its timed validation passes, calls this as it learns it, with
         ``PREDICT_SLOWDOWN`` times that cost): the deadline moves earlier when the training share would leave
         less, never later than the training share's."""
+        self._reserved = float(seconds)
         if self.end is not None:
-            self.deadline = min(self._share_deadline, self.end - float(seconds))
+            self.deadline = min(self._share_deadline, self.end - self._reserved)
+
+    def guard_only(self) -> None:
+        """For a fit whose work was sized before training to fill the training share (NPT's ``steps: "auto"``,
+        from the machine's stored speed): the deadline moves to the job's end less the reserve, so that the clock
+        guards against a machine slower than sized (a core shared with another process still costs a job some
+        CPU time, in its caches) instead of deciding how much the fit trains: the same job trains the same steps
+        alone or beside a CPU hog as long as the sized work fits before the reserve."""
+        if self.end is not None:
+            self._share_deadline = self.end - GUARD_MARGIN * (self.end - self._start)
+            self.reserve(self._reserved)
 
     def remaining(self) -> float | None:
         """Seconds left before the deadline (never below 0), or None without a budget."""

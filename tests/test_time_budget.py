@@ -125,6 +125,28 @@ def test_a_clock_without_a_budget_never_stops_and_one_past_its_deadline_stops_at
     assert spent.out_of_time() and spent.stopped and spent.remaining() == 0.0
 
 
+def test_a_guard_only_clock_runs_past_the_training_share_to_the_jobs_end_less_its_reserve():
+    """A fit sized before training (NPT's steps: auto) keeps its clock only as a guard: the deadline moves from the
+    training share (80 of 100 s) to the job's end less the reserve for predicting (10 s), or less GUARD_MARGIN of
+    the budget where the reserve is smaller, and a later reserve still moves it."""
+    from tabbench.estimator import GUARD_MARGIN
+
+    t = [0.0]
+    clock = TrainingClock(100.0, started=0.0, now=lambda: t[0])
+    clock.reserve(10.0)
+    assert clock.deadline == 80.0
+    clock.guard_only()
+    assert clock.deadline == 90.0
+    clock.reserve(1.0)
+    assert clock.deadline == 100.0 - GUARD_MARGIN * 100.0
+    t[0] = 84.0
+    clock.begin()
+    t[0] = 85.0  # a one-second step: a training share's clock would have stopped at 80
+    assert not clock.out_of_time()
+    t[0] = 94.5
+    assert clock.out_of_time() and clock.stopped  # another step as long as the last would end past 95
+
+
 def test_the_leaderboard_counts_the_jobs_the_budget_stopped_and_the_ones_it_killed(tmp_path):
     """A 6 s budget on wine's holdout split (a job's process imports torch in about 2 s of it): the MLP (no epoch
     cap to speak of) is stopped by the clock and keeps a result; a Random Forest of 100,000 trees has no clock and

@@ -296,6 +296,8 @@ class NPT(Estimator):
             checkpoints.save_resolution(folder, identity, self.sizing_.saved())
         if context.predict_rows and self.sizing_.reserve_s:
             self.clock_.reserve(self.sizing_.reserve_s)
+        # the sizing decided the steps: the clock only guards against a machine slower than the speed it used
+        self.clock_.guard_only()
         if self.sizing_.steps < 1:
             what = f'size "budget": not one training step of the smallest rung ({self.sizing_.rung})' if by_budget \
                 else 'steps "auto": not one training step'

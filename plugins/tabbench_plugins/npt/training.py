@@ -14,8 +14,9 @@ One step (docs/npt.md, "Training"):
                best weights validated before it (``checkpoints.Run.keep_at_points``), checked after each step
                and around each validation (a point a validation straddles gets the weights from before it)
     stop       after ``steps`` steps, or earlier when the job's time budget would not hold one more step as
-               long as the longest so far (``clock``, tabbench.estimator.TrainingClock: the safety net
-               of ``steps: auto``, whose cost model can be slower or faster than this machine); the step it
+               long as the longest so far (``clock``, tabbench.estimator.TrainingClock: with ``steps: auto`` only a
+               guard, ``guard_only``, up to the job's end less the prediction reserve, since the sizing has
+               already fitted the steps into the training share at the machine's stored speed); the step it
                stopped at is validated, and the best validation weights are kept as at the end
 
 The loop sees the table, the model and the optimiser only through their public faces (``table.Table``:
