@@ -153,14 +153,14 @@ def test_tabr_auto_device_stays_on_the_cpu_where_faiss_cannot_search_on_the_gpu(
     registered_spec("tabr")
     import faiss
 
-    from tabbench_plugins import torch_training, tabr
+    from tabbench_plugins import devices, tabr
 
     if hasattr(faiss, "GpuIndexFlatConfig"):
         pytest.skip("this faiss searches on the GPU: auto may pick CUDA")
     params = spec("tabr").resolve({"device": "auto"}, gpu_available=True)
     assert params["device"] == "cpu" and spec("tabr").resources(params)["num_gpus"] == 0
     assert spec("mlp").resolve({"device": "auto"}, gpu_available=True)["device"] == "cuda"
-    for module in (torch_training, tabr):
+    for module in (devices, tabr):
         monkeypatch.setattr(module, "cuda_available", lambda: True)
     estimator = spec("tabr").build(concrete()[0].meta, 0, {"device": "auto"})
     assert estimator.resolve_device("auto") == "cpu"

@@ -63,7 +63,8 @@ from tabbench.estimator import Estimator, JobContext, TimePoints, TrainingClock
 from tabbench.params import Params, param
 from tabbench.preprocess import TabularEncoder
 from tabbench.spec import CATEGORICAL, ModelSpec
-from tabbench_plugins.torch_training import Device, SeenClasses, gpus_for, resolve_device, validation
+from tabbench_plugins.devices import Device, gpus_for, resolve_device
+from tabbench_plugins.labels import SeenClasses, validation
 
 # The paper's 48-configuration grid, shared by XGBoost, LightGBM and CatBoost (and sklearn's GB).
 PAPER_BOOSTING_GRID = {

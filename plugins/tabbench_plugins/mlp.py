@@ -37,8 +37,8 @@ from tabbench.estimator import Estimator, JobContext
 from tabbench.params import Params, param
 from tabbench.preprocess import TabularEncoder, TargetScaler
 from tabbench.spec import ModelSpec
-from tabbench_plugins.torch_training import (Device, EarlyStopping, EpochStates, gpus_for, resolve_device,
-                                            torch_seeded, torch_threads, train_epochs)
+from tabbench_plugins.devices import Device, gpus_for, resolve_device
+from tabbench_plugins.torch_training import EarlyStopping, EpochStates, torch_seeded, torch_threads, train_epochs
 
 PREDICT_CHUNK = 8192  # rows per forward pass at prediction time
 

@@ -57,9 +57,9 @@ import tabbench
 from tabbench.estimator import Estimator, JobContext
 from tabbench.params import Params, param
 from tabbench.spec import ModelSpec
-from tabbench_plugins.torch_training import (Device, EarlyStopping, EpochStates, TabularTensors, gpus_for,
-                                            resolve_device, task_loss, torch_seeded, torch_threads, train_epochs,
-                                            training_targets)
+from tabbench_plugins.devices import Device, gpus_for, resolve_device
+from tabbench_plugins.torch_training import (EarlyStopping, EpochStates, TabularTensors, task_loss, torch_seeded,
+                                            torch_threads, train_epochs, training_targets)
 
 CANDIDATE_CHUNK = 1024  # query rows per distance computation at prediction time
 REQUIRES = ("torch", "rtdl_num_embeddings")

@@ -37,7 +37,7 @@ from pydantic import Field
 import tabbench
 from tabbench.params import Params, param
 from tabbench.spec import ModelSpec
-from tabbench_plugins.torch_training import Device, gpus_for
+from tabbench_plugins.devices import Device, gpus_for
 from tabbench_plugins.pytabkit_wrapper import PytabkitEstimator
 
 REQUIRES = ("pytabkit",)

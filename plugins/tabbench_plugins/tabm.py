@@ -60,9 +60,10 @@ import tabbench
 from tabbench.estimator import Estimator, JobContext
 from tabbench.params import Params, param
 from tabbench.spec import ModelSpec
-from tabbench_plugins.torch_training import (Device, EarlyStopping, EpochStates, TabularTensors, bf16_autocast,
-                                            gpus_for, native_bf16, resolve_device, stopping_criterion, task_loss,
-                                            torch_seeded, torch_threads, train_epochs, training_targets)
+from tabbench_plugins.devices import Device, gpus_for, resolve_device
+from tabbench_plugins.torch_training import (EarlyStopping, EpochStates, TabularTensors, bf16_autocast, native_bf16,
+                                            stopping_criterion, task_loss, torch_seeded, torch_threads, train_epochs,
+                                            training_targets)
 
 PREDICT_CHUNK = 4096  # rows per forward pass at prediction time
 REQUIRES = ("torch", "tabm", "rtdl_num_embeddings")

@@ -52,9 +52,9 @@ from tabbench.estimator import Estimator, JobContext
 from tabbench.params import Params, param
 from tabbench.preprocess import TabularEncoder, TargetScaler
 from tabbench.spec import CATEGORICAL, ModelSpec
-from tabbench_plugins.torch_training import (SeenClasses, gpus_for, resolve_device, torch_seeded, torch_threads,
-                                             validation)
-from tabbench_plugins.torch_training import Device
+from tabbench_plugins.devices import Device, gpus_for, resolve_device
+from tabbench_plugins.labels import SeenClasses, validation
+from tabbench_plugins.torch_training import torch_seeded, torch_threads
 
 _LOGLOSS = None
 

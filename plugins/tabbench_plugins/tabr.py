@@ -61,7 +61,7 @@ import tabbench
 from tabbench.estimator import PREDICT_SLOWDOWN
 from tabbench.params import Params, param
 from tabbench.spec import ModelSpec
-from tabbench_plugins.torch_training import Device, cuda_available, gpus_for, resolve_device
+from tabbench_plugins.devices import Device, cuda_available, gpus_for, resolve_device
 from tabbench_plugins.pytabkit_wrapper import PytabkitEstimator, trainer_callbacks
 
 # skorch and faiss: imported inside pytabkit's TabR (its test-set Dataset class, its neighbour search)

@@ -26,7 +26,8 @@ from pydantic import AfterValidator, Field, WithJsonSchema, model_validator
 from tabbench.estimator import Estimator, JobContext
 from tabbench.params import Params, param
 from tabbench.spec import CATEGORICAL, ModelSpec
-from tabbench_plugins.torch_training import Device, deterministic_algorithms, native_bf16, resolve_device
+from tabbench_plugins.devices import Device, resolve_device
+from tabbench_plugins.torch_training import deterministic_algorithms, native_bf16
 
 from tabbench_plugins.npt.cost import AUTO_BUDGET_SHARE, check_cost, estimate_seconds
 
