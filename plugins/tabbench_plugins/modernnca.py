@@ -254,7 +254,7 @@ class ModernNCA(EpochStates, Estimator):
 @tabbench.hookimpl
 def register_models(register):
     register(ModelSpec(
-        name="modernnca", factory=ModernNCA, requires=REQUIRES, install_hint=INSTALL_HINT, uses_other_rows=True,
+        name="modernnca", factory=ModernNCA, requires=REQUIRES, install_hint=INSTALL_HINT,
         deterministic=False,  # seeded torch training: last digits differ across CPUs
         search_space={
             "dim": [64, 128, 256, 512], "d_block": [64, 256, 512, 1024], "n_blocks": [0, 1, 2],

@@ -339,7 +339,6 @@ class TabR(PytabkitEstimator):
 def register_models(register):
     register(ModelSpec(
         name="tabr", factory=TabR, requires=REQUIRES, install_hint=INSTALL_HINT,
-        uses_other_rows=True,  # the training rows, its candidates; TabR.predict_with_context hands it others
         deterministic=False,  # seeded torch training: last digits differ across CPUs
         search_space={
             "d_main": [96, 192, 265, 384], "context_dropout": [0.0, 0.2, 0.4, 0.6], "dropout0": [0.0, 0.2, 0.4, 0.6],

@@ -423,7 +423,7 @@ SPEC = ModelSpec(
     transductive=lambda p: bool(p["transductive"]),
     requires=("torch",), install_hint="pip install 'tabbench-harness[torch]'",
     deterministic=False,  # seeded torch training: last digits differ across CPUs
-    check=check_cost, estimate=estimate_seconds, uses_other_rows=True,
+    check=check_cost, estimate=estimate_seconds,
     # The budget ladder's smallest NPT (e 8, 2 layers, 2 heads) for a few hundred steps; lambda starts at 0.5 so
     # that the short run spends half its loss on the targets (the paper's runs anneal from 1 over thousands of
     # steps). On one Xeon core: breast cancer 23 s (AUROC 0.997), concrete 14 s (RMSE 8.5), against 33 s and 17 s
