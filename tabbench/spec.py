@@ -97,7 +97,11 @@ class ModelSpec:
     # Modules the estimator imports: checked before a run starts, and imported once per Ray worker so
     # that every forked job starts with them loaded (a top-level name is checked without importing it).
     requires: tuple = ()
-    install_hint: str = ""  # how to get them, e.g. "pip install 'tabbench-harness[boosters]'"
+    # The tabbench-harness extra that installs them (pyproject.toml's optional-dependencies: boosters, torch,
+    # modern), "" where none does (scikit-learn, always installed; a plugin's own libraries).
+    extra: str = ""
+    # How to get them; by default the extra's: "pip install 'tabbench-harness[EXTRA]'".
+    install_hint: str = ""
     # A seeded fit gives the same predictions on any machine up to float rounding (k-NN, tree ensembles).
     # False for seeded neural training (torch), whose last digits differ across CPUs and grow over the
     # epochs: `tabbench compare` then allows a band instead of an exact match.
@@ -130,6 +134,8 @@ class ModelSpec:
         object.__setattr__(self, "default_params", defaults(self.params))
         object.__setattr__(self, "run_params", run_only(self.params))
         object.__setattr__(self, "added_params", added(self.params))
+        if self.extra and not self.install_hint:
+            object.__setattr__(self, "install_hint", f"pip install 'tabbench-harness[{self.extra}]'")
         unknown = set(self.tasks) - set(TASKS)
         if unknown or not self.tasks:
             raise ValueError(f"model {self.name!r}: tasks must be a non-empty subset of {TASKS}, got {sorted(self.tasks)}")

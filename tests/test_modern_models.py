@@ -1,5 +1,5 @@
 """The models that came after NPT, the ``modern`` extra's (plugins/tabbench_plugins/tabm.py, realmlp.py, tabr.py,
-modernnca.py; ``MODERN``: every built-in model whose spec's install hint names that extra), on real data, with small
+modernnca.py; ``MODERN``: every built-in model whose spec names that extra), on real data, with small
 budgets.
 
 * the estimator contract (check_model's checks) runs for every registered model, these four included, in
@@ -28,11 +28,11 @@ import numpy as np
 import pytest
 
 from tabbench.testing import fit_checked
-from tests.conftest import SHARED, builtin_models, quick_params, registered_spec, registry, require_shared
+from tests.conftest import SHARED, models_of_extra, quick_params, registered_spec, registry, require_shared
 
 REPO = Path(__file__).resolve().parents[1]
-#: The ``modern`` extra's models: TabM, RealMLP, TabR and ModernNCA today.
-MODERN = [name for name in builtin_models() if "[modern]" in registry()[name].spec.install_hint]
+#: The ``modern`` extra's models (their spec's ``extra``): TabM, RealMLP, TabR and ModernNCA today.
+MODERN = models_of_extra("modern")
 #: Those that retrieve from other rows (TabR's and ModernNCA's candidates).
 RETRIEVAL = [name for name in MODERN if registry()[name].spec.uses_other_rows]
 LIBRARIES = {"torch", "pytabkit", "tabm", "rtdl_num_embeddings", "faiss", "skorch", "pytorch_lightning"}

@@ -63,7 +63,6 @@ from tabbench_plugins.torch_training import (EarlyStopping, EpochStates, Tabular
 
 CANDIDATE_CHUNK = 1024  # query rows per distance computation at prediction time
 REQUIRES = ("torch", "rtdl_num_embeddings")
-INSTALL_HINT = "pip install 'tabbench-harness[modern]'"
 
 
 def build_network(n_numeric: int, cardinalities: list, p: dict):
@@ -254,7 +253,7 @@ class ModernNCA(EpochStates, Estimator):
 @tabbench.hookimpl
 def register_models(register):
     register(ModelSpec(
-        name="modernnca", factory=ModernNCA, requires=REQUIRES, install_hint=INSTALL_HINT,
+        name="modernnca", factory=ModernNCA, requires=REQUIRES, extra="modern",
         deterministic=False,  # seeded torch training: last digits differ across CPUs
         search_space={
             "dim": [64, 128, 256, 512], "d_block": [64, 256, 512, 1024], "n_blocks": [0, 1, 2],

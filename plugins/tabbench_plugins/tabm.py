@@ -67,7 +67,6 @@ from tabbench_plugins.torch_training import (EarlyStopping, EpochStates, Tabular
 
 PREDICT_CHUNK = 4096  # rows per forward pass at prediction time
 REQUIRES = ("torch", "tabm", "rtdl_num_embeddings")
-INSTALL_HINT = "pip install 'tabbench-harness[modern]'"
 
 
 class TabM(EpochStates, Estimator):
@@ -182,7 +181,7 @@ class TabM(EpochStates, Estimator):
 @tabbench.hookimpl
 def register_models(register):
     register(ModelSpec(
-        name="tabm", factory=TabM, requires=REQUIRES, install_hint=INSTALL_HINT,
+        name="tabm", factory=TabM, requires=REQUIRES, extra="modern",
         deterministic=False,  # seeded torch training: last digits differ across CPUs
         search_space={
             "lr": [1e-4, 3e-4, 1e-3, 2e-3, 3e-3], "weight_decay": [0.0, 1e-4, 1e-3, 1e-2, 1e-1],

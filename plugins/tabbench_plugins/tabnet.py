@@ -262,7 +262,7 @@ class TabNet(Estimator):
 def register_models(register):
     register(ModelSpec(
         name="tabnet", factory=TabNet, requires=("torch", "pytorch_tabnet"),
-        install_hint="pip install 'tabbench-harness[torch]'",
+        extra="torch",
         deterministic=False,  # seeded torch training: last digits differ across CPUs
         search_space={"n_d": [8, 16], "n_a": [8, 16], "batch_size": [16, 32, 64, 128],
                       "virtual_batch_size": [4, 8, 16]},

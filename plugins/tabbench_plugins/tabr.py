@@ -66,7 +66,6 @@ from tabbench_plugins.pytabkit_wrapper import PytabkitEstimator, trainer_callbac
 
 # skorch and faiss: imported inside pytabkit's TabR (its test-set Dataset class, its neighbour search)
 REQUIRES = ("pytabkit", "faiss", "skorch")
-INSTALL_HINT = "pip install 'tabbench-harness[modern]'"
 
 
 #: Predicting is timed by the validation passes (the same forward pass over the training rows as candidates, per
@@ -338,7 +337,7 @@ class TabR(PytabkitEstimator):
 @tabbench.hookimpl
 def register_models(register):
     register(ModelSpec(
-        name="tabr", factory=TabR, requires=REQUIRES, install_hint=INSTALL_HINT,
+        name="tabr", factory=TabR, requires=REQUIRES, extra="modern",
         deterministic=False,  # seeded torch training: last digits differ across CPUs
         search_space={
             "d_main": [96, 192, 265, 384], "context_dropout": [0.0, 0.2, 0.4, 0.6], "dropout0": [0.0, 0.2, 0.4, 0.6],

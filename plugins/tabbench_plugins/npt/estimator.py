@@ -421,7 +421,7 @@ SPEC = ModelSpec(
     name="npt", factory=NPT, search_space={},
     cpus=lambda p: p["cpus"], gpus=lambda p: 1 if p.get("device") == "cuda" else 0,
     transductive=lambda p: bool(p["transductive"]),
-    requires=("torch",), install_hint="pip install 'tabbench-harness[torch]'",
+    requires=("torch",), extra="torch",
     deterministic=False,  # seeded torch training: last digits differ across CPUs
     check=check_cost, estimate=estimate_seconds,
     # The budget ladder's smallest NPT (e 8, 2 layers, 2 heads) for a few hundred steps; lambda starts at 0.5 so
