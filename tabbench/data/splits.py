@@ -309,8 +309,8 @@ def make_splits(dataset: Dataset, cfg: SplitConfig) -> list[Split]:
         parts = [(0, 0, idx[: n - n_test], idx[n - n_test:])]
     elif cfg.protocol == "openml_task":
         if dataset.task_splits is None:
-            raise DataError("split protocol 'openml_task' needs source: openml "
-                            "with a task_id")
+            raise DataError("split protocol 'openml_task' needs a source with folds of its own (source: openml "
+                            "with a task_id; a mirror stand-in has none)")
         parts = [(fold, repeat, np.asarray(rest), np.asarray(test)) for fold, repeat, rest, test in dataset.task_splits]
     elif cfg.protocol != "npt_code":
         raise DataError(f"unknown split protocol {cfg.protocol!r}; expected one of {PROTOCOLS}")
