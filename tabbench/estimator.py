@@ -254,15 +254,15 @@ class Estimator:
     resumed_fit_seconds_: float = 0.0
 
     #: ``predict_with_context(X, context_X, context_y)``, for a model whose predictions read other rows at predict
-    #: time (``ModelSpec.uses_other_rows``: NPT's table, k-NN's neighbours, ModernNCA's and TabR's candidates):
+    #: time (NPT's table, k-NN's neighbours, ModernNCA's and TabR's candidates): the one declaration of that
+    #: capability (``ModelSpec.uses_other_rows`` is True where the estimator class implements it):
     #: row ``i`` of ``X`` predicted as if the rows the model reads at predict time were block ``i`` of
     #: ``context_X`` / ``context_y`` (``len(context_X) == len(X) * n``, rows ``i*n .. (i+1)*n-1``; the same column
     #: layout and encoding as fit's ``X`` and ``y``) in place of the rows fit gave it. ``context_y`` is float64;
     #: NaN marks a row whose target the model does not see (a transductive fit's unlabelled rows). Returns what
     #: ``predict_proba`` (classification) or ``predict`` (regression) returns. The corruption probe
-    #: (tabbench/probe.py) hands it other rows with every column permuted. Default None: the model cannot be
-    #: handed other rows; the probe predicts a model that reads none unchanged (the control), and reports one
-    #: that declares ``uses_other_rows`` without the method as not probed.
+    #: (tabbench/probe.py) hands it other rows with every column permuted. Default None: the model reads no other
+    #: rows; the probe predicts it unchanged (the control).
     predict_with_context = None
 
     def __init__(self, meta: DatasetMeta, seed: int = 0, **params):

@@ -11,14 +11,13 @@ task also the AUROC before and after (the leaderboards rank binary tasks by it).
                    └── for each test row k: other rows ─ permute each column ─┐
                          predict_with_context(row k, corrupted other rows) <──┘ ─> metric after
 
-Which rows are "the other rows" is the model's: a model declaring ``ModelSpec.uses_other_rows`` (NPT, k-NN,
-ModernNCA, TabR) gets them through ``predict_with_context`` (tabbench.estimator.Estimator) in place of its training rows
-(a model declaring it without the method is reported as not probed):
-the training rows of an inductive fit; for a transductive fit (NPT's ``transductive: true``) also the
-validation rows and the other test rows, whose targets stay unseen: their features are permuted with the
-training rows', and the target column is permuted among the training rows only (an unseen target carries
-no information to destroy). A model that declares nothing predicts from its parameters alone: it is
-predicted unchanged, and its change is exactly zero (the control).
+Which rows are "the other rows" is the model's: a model whose estimator implements ``predict_with_context``
+(tabbench.estimator.Estimator; ``ModelSpec.uses_other_rows`` reads it: NPT, k-NN, ModernNCA, TabR) gets them
+through it in place of its training rows: the training rows of an inductive fit; for a transductive fit (NPT's
+``transductive: true``) also the validation rows and the other test rows, whose targets stay unseen: their
+features are permuted with the training rows', and the target column is permuted among the training rows only
+(an unseen target carries no information to destroy). A model without the method predicts from its parameters
+alone: it is predicted unchanged, and its change is exactly zero (the control).
 
 Cost: one corrupted copy of the other rows per test row (n_test x n_other rows, built ``batch_rows`` test
 rows at a time), and the model's own per-row cost (each estimator's ``predict_with_context`` states it):
@@ -157,11 +156,6 @@ def probe(estimator, spec, job, meta, X, y, split, batch_rows: int = BATCH_ROWS,
     n_other = len(context.y) - (context.test_position is not None)
     sizes = {"n_test": len(X_test), "n_test_total": len(split.test), "n_other": n_other}
     nan = float("nan")
-    if spec.uses_other_rows and optional(estimator, "predict_with_context") is None:
-        return {"metric": metric, "before": s_before[metric], "after": nan, "change": nan, "relative_change": nan,
-                "auroc_before": s_before.get("auroc", nan), "auroc_after": nan, "rows_changed": None, **sizes,
-                "probe_seconds": time.perf_counter() - t0,
-                "note": "reads other rows but cannot be handed others (no predict_with_context): not probed"}
     if spec.uses_other_rows:
         rng = np.random.default_rng([job.seed, job.fold, job.repeat])
         after = corrupted_outputs(estimator, X_test, context, rng, batch_rows)

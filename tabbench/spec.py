@@ -7,7 +7,8 @@ layout of ``X`` and ``y``, the job context handed to ``fit`` and the optional ca
 predicting from other rows, resumable fits, ``info_``) with their defaults are documented where a model author
 meets them, on ``tabbench.estimator.Estimator`` and ``JobContext`` (tabbench/estimator.py). What a plugin
 declares about its model beyond the estimator (tasks, params, resources, transductive, a pre-run check) is
-``ModelSpec`` below.
+``ModelSpec`` below; what the estimator implements is declared there only (``ModelSpec.uses_other_rows`` reads
+``predict_with_context``).
 """
 
 from __future__ import annotations
@@ -96,7 +97,11 @@ class ModelSpec:
     # Modules the estimator imports: checked before a run starts, and imported once per Ray worker so
     # that every forked job starts with them loaded (a top-level name is checked without importing it).
     requires: tuple = ()
-    install_hint: str = ""  # how to get them, e.g. "pip install 'tabbench-harness[boosters]'"
+    # The tabbench-harness extra that installs them (pyproject.toml's optional-dependencies: boosters, torch,
+    # modern), "" where none does (scikit-learn, always installed; a plugin's own libraries).
+    extra: str = ""
+    # How to get them; by default the extra's: "pip install 'tabbench-harness[EXTRA]'".
+    install_hint: str = ""
     # A seeded fit gives the same predictions on any machine up to float rounding (k-NN, tree ensembles).
     # False for seeded neural training (torch), whose last digits differ across CPUs and grow over the
     # epochs: `tabbench compare` then allows a band instead of an exact match.
@@ -115,9 +120,6 @@ class ModelSpec:
     # CPU core, or a GPU), by the model's own cost model; ``tabbench plan`` uses it where no record of the
     # method on the dataset gives a time, calibrated on records of the same model there when there are some.
     estimate: Callable[..., float] | None = None
-    # The model predicts from other rows; where its estimator implements ``predict_with_context``
-    # (tabbench.estimator.Estimator) the corruption probe hands it corrupted rows in place of its training rows.
-    uses_other_rows: bool = False
     # Read from ``params``: every param with its default; those that say how a job runs, not what it computes
     # (threads, a checkpoint interval: ``param(run_only=True)``), which a job's key holds at their defaults; those
     # added after jobs of the model were recorded, with the value that does what the model did before they existed
@@ -132,6 +134,8 @@ class ModelSpec:
         object.__setattr__(self, "default_params", defaults(self.params))
         object.__setattr__(self, "run_params", run_only(self.params))
         object.__setattr__(self, "added_params", added(self.params))
+        if self.extra and not self.install_hint:
+            object.__setattr__(self, "install_hint", f"pip install 'tabbench-harness[{self.extra}]'")
         unknown = set(self.tasks) - set(TASKS)
         if unknown or not self.tasks:
             raise ValueError(f"model {self.name!r}: tasks must be a non-empty subset of {TASKS}, got {sorted(self.tasks)}")
@@ -175,6 +179,13 @@ class ModelSpec:
         if self.check is None:
             return None
         return self.check(meta, sizes, params, budget_s)
+
+    @property
+    def uses_other_rows(self) -> bool:
+        """Whether the model predicts from other rows, declared in one place: its estimator class implements
+        ``predict_with_context`` (tabbench.estimator.Estimator, whose default is None). The corruption probe hands
+        such a model corrupted rows in place of its training rows, and records this flag."""
+        return getattr(self.factory, "predict_with_context", None) is not None
 
     def is_transductive(self, params: Mapping) -> bool:
         return bool(self.transductive(params) if callable(self.transductive) else self.transductive)

@@ -62,8 +62,6 @@ def pytest_configure(config):
 # slow where it says so (@pytest.mark.slow) or where the rules below say so, kept here in one place so that
 # the selection can be read and changed at once.
 
-#: Models whose fits take tens of seconds on a CPU even at the tests' budgets (FAST).
-NEURAL = frozenset({"mlp", "tabnet", "npt", "tabm", "realmlp", "tabr", "modernnca"})
 #: The contract tests that fit a neural model on wine and stay in the quick selection.
 QUICK_CONTRACT = frozenset({"test_outputs_meet_the_contract", "test_class_missing_from_training_keeps_its_column"})
 #: Real tables larger than wine: a test of the NPT module that fits on one of them is slow.
@@ -113,7 +111,7 @@ def is_slow(item) -> bool:
     if case in SLOW_CASES.get(module, {}).get(test, ()):
         return True
     params = getattr(getattr(item, "callspec", None), "params", {})
-    if params.get("name") in NEURAL:  # a neural model's case of a parametrized test: on wine only
+    if params.get("name") is not None and params["name"] in neural():  # a neural model's case: on wine only
         return not (module == "test_conformance.py" and test in QUICK_CONTRACT and params.get("task") == "multiclass")
     return module == "test_npt.py" and bool(LARGER_TABLES & set(getattr(item, "fixturenames", ())))
 
@@ -177,6 +175,30 @@ def builtin_models() -> list:
     ones held to the quality bars and to what their specs say they record."""
     ours = f"{DISTRIBUTION}=="
     return sorted(name for name, registered in registry().items() if registered.source.startswith(ours))
+
+
+def models_of_extra(*extras: str) -> list:
+    """The built-in models whose spec's ``extra`` (tabbench.spec.ModelSpec) is one of ``extras``."""
+    return [name for name in builtin_models() if registry()[name].spec.extra in extras]
+
+
+def extras_installing(package: str) -> list:
+    """The distribution's extras (pyproject.toml's optional-dependencies) that install ``package`` themselves."""
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+
+    extras = metadata.metadata(DISTRIBUTION).get_all("Provides-Extra") or []
+    needs = [Requirement(line) for line in metadata.requires(DISTRIBUTION) or ()]
+    return [extra for extra in extras
+            if any(req.name == package and req.marker and req.marker.evaluate({"extra": extra}) for req in needs)]
+
+
+@functools.lru_cache(maxsize=None)
+def neural() -> frozenset:
+    """Models whose fits take tens of seconds on a CPU even at the tests' budgets: the built-in models trained
+    with torch, those of an extra that installs it."""
+    return frozenset(models_of_extra(*extras_installing("torch")))
 
 
 def unavailable(name: str) -> str | None:

@@ -178,7 +178,7 @@ def test_device_param_decides_the_gpu_request(name):
 
 @pytest.mark.parametrize("name", [model_case(n) for n in DEVICE_MODELS if n != "lightgbm"])
 def test_cuda_without_a_cuda_device_is_a_clear_error(name):
-    from tabbench_plugins.torch_training import cuda_available
+    from tabbench_plugins.devices import cuda_available
 
     spec = builtin_spec(name)
     if cuda_available():
@@ -302,7 +302,7 @@ def test_every_builtin_says_what_it_records():
 
 @pytest.mark.parametrize("name,task", [case for case in builtin_cases() if records(case.values[0])])
 def test_builtin_device_and_early_stopping_are_recorded(name, task):
-    from tabbench_plugins.torch_training import cuda_available
+    from tabbench_plugins.devices import cuda_available
 
     params = {**builtin_spec(name).default_params, **quick_params(name)}
     expected = records(name)

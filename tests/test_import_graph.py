@@ -128,3 +128,30 @@ def test_tabbench_and_the_builtin_plugins_have_no_import_cycle_between_modules_o
     assert "tabbench.report" not in packages["tabbench.run"]  # the run pipeline imports nothing of the report
     cycle = find_cycle(packages)
     assert cycle is None, "import cycle between packages: " + " -> ".join(cycle)
+
+
+def reached(graph: dict, module: str) -> set:
+    """The modules ``module`` imports at any depth (``graph``: import_graph's)."""
+    seen, todo = set(), [module]
+    while todo:
+        for nxt in graph.get(todo.pop(), ()):
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen
+
+
+def test_the_models_that_train_without_torch_import_nothing_of_torch():
+    """The boosters and scikit-learn's models share the device, class and validation helpers with the torch models
+    (devices.py, labels.py), not torch's module: none of theirs reaches torch_training.py at any depth, and importing
+    them leaves torch unloaded."""
+    import subprocess
+    import sys
+
+    graph = import_graph()
+    for module in ("tabbench_plugins.boosters", "tabbench_plugins.sklearn_models"):
+        assert "tabbench_plugins.torch_training" not in reached(graph, module), module
+    assert "tabbench_plugins.devices" in graph["tabbench_plugins.boosters"]  # the check sees the shared helpers
+    code = ("import sys, tabbench_plugins.boosters, tabbench_plugins.sklearn_models; "
+            "loaded = {'torch', 'tabbench_plugins.torch_training'} & set(sys.modules); assert not loaded, loaded")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)

@@ -373,7 +373,8 @@ def test_openml_task_1882_loads_offline_with_its_own_folds(mpaths):
     ds = load_dataset(cfg, mpaths)
     # 898 x 39 as published; its 6 columns with no value at all (m, marvi, corr, jurofm, s, p) are dropped
     assert (len(ds), ds.X.shape[1] + 1 + 6, ds.meta.task, ds.meta.target) == (898, 39, "multiclass", "class")
-    assert ds.openml_task.get_split_dimensions()[:2] == (10, 10)
+    # the task's own folds, handed over by the source (DataSource.task_splits): 10 repeats of 10 folds
+    assert sorted(part[:2] for part in ds.task_splits) == [(f, r) for f in range(10) for r in range(10)]
     splits = make_splits(ds, ds.split)
     assert len(splits) == 10
     tests = np.concatenate([s.test for s in splits])

@@ -1,5 +1,5 @@
 """The models that came after NPT, the ``modern`` extra's (plugins/tabbench_plugins/tabm.py, realmlp.py, tabr.py,
-modernnca.py; ``MODERN``: every built-in model whose spec's install hint names that extra), on real data, with small
+modernnca.py; ``MODERN``: every built-in model whose spec names that extra), on real data, with small
 budgets.
 
 * the estimator contract (check_model's checks) runs for every registered model, these four included, in
@@ -28,11 +28,11 @@ import numpy as np
 import pytest
 
 from tabbench.testing import fit_checked
-from tests.conftest import SHARED, builtin_models, quick_params, registered_spec, registry, require_shared
+from tests.conftest import SHARED, models_of_extra, quick_params, registered_spec, registry, require_shared
 
 REPO = Path(__file__).resolve().parents[1]
-#: The ``modern`` extra's models: TabM, RealMLP, TabR and ModernNCA today.
-MODERN = [name for name in builtin_models() if "[modern]" in registry()[name].spec.install_hint]
+#: The ``modern`` extra's models (their spec's ``extra``): TabM, RealMLP, TabR and ModernNCA today.
+MODERN = models_of_extra("modern")
 #: Those that retrieve from other rows (TabR's and ModernNCA's candidates).
 RETRIEVAL = [name for name in MODERN if registry()[name].spec.uses_other_rows]
 LIBRARIES = {"torch", "pytabkit", "tabm", "rtdl_num_embeddings", "faiss", "skorch", "pytorch_lightning"}
@@ -153,14 +153,14 @@ def test_tabr_auto_device_stays_on_the_cpu_where_faiss_cannot_search_on_the_gpu(
     registered_spec("tabr")
     import faiss
 
-    from tabbench_plugins import torch_training, tabr
+    from tabbench_plugins import devices, tabr
 
     if hasattr(faiss, "GpuIndexFlatConfig"):
         pytest.skip("this faiss searches on the GPU: auto may pick CUDA")
     params = spec("tabr").resolve({"device": "auto"}, gpu_available=True)
     assert params["device"] == "cpu" and spec("tabr").resources(params)["num_gpus"] == 0
     assert spec("mlp").resolve({"device": "auto"}, gpu_available=True)["device"] == "cuda"
-    for module in (torch_training, tabr):
+    for module in (devices, tabr):
         monkeypatch.setattr(module, "cuda_available", lambda: True)
     estimator = spec("tabr").build(concrete()[0].meta, 0, {"device": "auto"})
     assert estimator.resolve_device("auto") == "cpu"

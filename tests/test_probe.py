@@ -208,20 +208,36 @@ def test_the_command_writes_its_table(tmp_path):
     assert main(["probe", "corruption", str(suite), "--models", "nope", "--results", str(tmp_path / "runs")]) == 2
 
 
-def test_a_model_that_reads_other_rows_but_cannot_be_handed_others_is_not_probed():
-    """A model declaring uses_other_rows without predict_with_context (none of the shipped ones: a test double
-    here) is reported as not probed (NaN), never as a zero change that would read like the parametric control."""
+def test_reading_other_rows_is_declared_once_by_the_estimator_as_the_committed_tables_record_it():
+    """One declaration of the capability, the estimator's ``predict_with_context``: a spec cannot declare it
+    beside it (ModelSpec has no such field), a model gains it by implementing the method and is then probed
+    through it, and every model of the committed probe tables reads as those tables recorded it."""
     from tabbench.spec import ModelSpec
+    from tests.conftest import ROOT, registry
     from tests.plugins_for_tests import Prior
 
+    class OthersMean(Prior):
+        """The training mean, read from the other rows at predict time (regression)."""
+
+        def predict_with_context(self, X, context_X, context_y):
+            return context_y.reshape(len(X), -1).mean(axis=1)
+
+    with pytest.raises(TypeError, match="uses_other_rows"):
+        ModelSpec(name="reads_rows", factory=Prior, uses_other_rows=True)
+    assert not ModelSpec(name="prior", factory=Prior).uses_other_rows
+    spec = ModelSpec(name="others_mean", factory=OthersMean)
+    assert spec.uses_other_rows
     meta, X, y = _table("diabetes")
     split = _split(len(y))
-    spec = ModelSpec(name="reads_rows", factory=Prior, uses_other_rows=True)
-    model = Prior(meta, 0).fit(X.iloc[split.train], y[split.train])
-    assert model.predict_with_context is None  # the base class's default: it cannot be handed other rows
+    model = OthersMean(meta, 0).fit(X.iloc[split.train], y[split.train])
     result = probe(model, spec, _job(), meta, X, y, split)
-    assert np.isnan(result["after"]) and np.isnan(result["change"]) and result["rows_changed"] is None
-    assert "not probed" in result["note"] and result["before"] > 0
+    # handed the other rows (a permuted target keeps its mean), not predicted unchanged as the control is
+    assert result["note"] == "" and result["after"] == pytest.approx(result["before"])
+    tables = sorted(ROOT.glob("results/*/probe-corruption/corruption.csv"))
+    assert tables, "no committed probe table to compare with"
+    for path in tables:
+        for model_name, flags in pd.read_csv(path).groupby("model")["uses_other_rows"].unique().items():
+            assert list(flags) == [registry()[model_name].spec.uses_other_rows], (path, model_name)
 
 
 def test_a_test_row_sample_is_reproducible_and_probes_exactly_that_many_rows():

@@ -243,3 +243,20 @@ def test_run_params_are_left_out_of_the_job_key_and_published_keys_are_unchanged
     assert ModelSpec(name="m", factory=object, params=Threaded).run_params == {"threads"}  # the flag on the field
     with pytest.raises(ValueError, match="search_space names params not in its params: \\['width'\\]"):
         ModelSpec(name="m", factory=object, params=Threaded, search_space={"width": [1, 2]})
+
+
+def test_a_builtin_models_extra_is_one_pyproject_declares_and_gives_its_install_hint():
+    """A spec names the extra that installs its libraries (``ModelSpec.extra``): every built-in model needing more
+    than scikit-learn names one of pyproject.toml's extras, and its install hint says to install that one; a
+    plugin's own hint stays its own."""
+    from tabbench.spec import ModelSpec
+
+    extras = pyproject()["project"]["optional-dependencies"]
+    specs = [registered.spec for registered in load_models().values() if registered.source == builtin_source()]
+    assert {spec.extra for spec in specs} == {"", "boosters", "torch", "modern"}
+    for spec in specs:
+        if any(module.split(".")[0] != "sklearn" for module in spec.requires):
+            assert spec.extra in extras, spec.name
+            assert spec.install_hint == f"pip install 'tabbench-harness[{spec.extra}]'", spec.name
+    assert ModelSpec(name="m", factory=object, extra="torch", install_hint="pip install mine").install_hint == \
+        "pip install mine"

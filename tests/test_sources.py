@@ -67,6 +67,36 @@ def test_openml_task_1882_loads_from_a_copy_of_the_offline_cache(shared, tmp_pat
         assert len(s.test) in (89, 90) and len(s.train) + len(s.val) + len(s.test) == 898
 
 
+
+class Halves(File):
+    """A file whose publisher ships two folds of its own: the first half of the rows, then the second, as test rows."""
+
+    name = "halves"
+
+    def has_task_splits(self) -> bool:
+        return True
+
+    def task_splits(self, cfg, paths) -> list:
+        rows = np.arange(1030)
+        return [(0, 0, rows[515:], rows[:515]), (1, 0, rows[:515], rows[515:])]
+
+
+def test_a_source_of_its_own_hands_over_its_folds_through_the_data_source(shared, paths):
+    """Split protocol openml_task takes the folds a source ships from ``DataSource.task_splits`` (OpenML's tasks
+    are one such source): its test rows are the source's, validation carved from the rest; a source without
+    folds of its own is refused."""
+    cfg = DatasetConfig("concrete", Halves(path="uci/concrete/concrete.txt"), format="whitespace",
+                        split=SplitConfig("openml_task"))
+    d = load_dataset(cfg, paths)
+    splits = make_splits(d, d.split)
+    assert [(s.fold, s.repeat) for s in splits] == [(0, 0), (1, 0)]
+    assert splits[0].test.tolist() == list(range(515)) and splits[1].test.tolist() == list(range(515, 1030))
+    assert [len(s.val) for s in splits] == [65, 65]  # ceil(0.125 x 515) of each fold's other half
+    plain = DatasetConfig("concrete", File(path="uci/concrete/concrete.txt"), format="whitespace",
+                          split=SplitConfig("openml_task"))
+    with pytest.raises(DataError, match="split protocol 'openml_task' needs"):
+        make_splits(load_dataset(plain, paths), plain.split)
+
 def test_strings_in_a_numeric_column_name_the_column(shared, paths, tmp_path):
     bad = tmp_path / "bad.csv"
     bad.write_text("a,b,y\n1,2,0\n3,oops,1\n5,6,0\n7,8,1\n")

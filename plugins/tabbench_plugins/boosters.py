@@ -63,7 +63,8 @@ from tabbench.estimator import Estimator, JobContext, TimePoints, TrainingClock
 from tabbench.params import Params, param
 from tabbench.preprocess import TabularEncoder
 from tabbench.spec import CATEGORICAL, ModelSpec
-from tabbench_plugins.torch_training import Device, SeenClasses, gpus_for, resolve_device, validation
+from tabbench_plugins.devices import Device, gpus_for, resolve_device
+from tabbench_plugins.labels import SeenClasses, validation
 
 # The paper's 48-configuration grid, shared by XGBoost, LightGBM and CatBoost (and sklearn's GB).
 PAPER_BOOSTING_GRID = {
@@ -402,9 +403,6 @@ class LightGBM(Booster):
         return {"num_iteration": n_trees}
 
 
-BOOSTERS = "pip install 'tabbench-harness[boosters]'"
-
-
 #: A small training budget for tests (``ModelSpec.quick_params``): a few hundred trees at most.
 QUICK = {"n_estimators": 300, "early_stopping_rounds": 20}
 #: What every booster's ``info_`` holds after a fit (``ModelSpec.info_keys``).
@@ -414,19 +412,19 @@ RECORDS = frozenset({"device", "best_iteration"})
 @tabbench.hookimpl
 def register_models(register):
     register(ModelSpec(
-        name="xgboost", factory=XGBoost, requires=("xgboost",), install_hint=BOOSTERS,
+        name="xgboost", factory=XGBoost, requires=("xgboost",), extra="boosters",
         search_space=PAPER_BOOSTING_GRID, gpus=gpus_for,
         description="XGBoost (hist trees, native categoricals, early stopping on the validation split)",
         quick_params=QUICK, info_keys=RECORDS,
     ))
     register(ModelSpec(
-        name="catboost", factory=CatBoost, requires=("catboost",), install_hint=BOOSTERS,
+        name="catboost", factory=CatBoost, requires=("catboost",), extra="boosters",
         search_space=PAPER_BOOSTING_GRID, gpus=gpus_for,
         description="CatBoost (cat_features for categoricals, or one_hot; early stopping on the validation split)",
         quick_params=QUICK, info_keys=RECORDS,
     ))
     register(ModelSpec(
-        name="lightgbm", factory=LightGBM, requires=("lightgbm",), install_hint=BOOSTERS,
+        name="lightgbm", factory=LightGBM, requires=("lightgbm",), extra="boosters",
         search_space=PAPER_BOOSTING_GRID, gpus=0,
         description="LightGBM (native categoricals, or one_hot; early stopping on the validation split; CPU only)",
         quick_params=QUICK, info_keys=RECORDS,

@@ -37,8 +37,8 @@ from tabbench.estimator import Estimator, JobContext
 from tabbench.params import Params, param
 from tabbench.preprocess import TabularEncoder, TargetScaler
 from tabbench.spec import ModelSpec
-from tabbench_plugins.torch_training import (Device, EarlyStopping, EpochStates, gpus_for, resolve_device,
-                                            torch_seeded, torch_threads, train_epochs)
+from tabbench_plugins.devices import Device, gpus_for, resolve_device
+from tabbench_plugins.torch_training import EarlyStopping, EpochStates, torch_seeded, torch_threads, train_epochs
 
 PREDICT_CHUNK = 8192  # rows per forward pass at prediction time
 
@@ -144,7 +144,7 @@ class MLP(EpochStates, Estimator):
 def register_models(register):
     register(ModelSpec(
         name="mlp", factory=MLP, requires=("torch",),
-        install_hint="pip install 'tabbench-harness[torch]'",
+        extra="torch",
         deterministic=False,  # seeded torch training: last digits differ across CPUs
         search_space={"hidden_size": [100, 250, 500], "n_layers": [1, 2, 3], "lr": [1e-4, 1e-3, 1e-2],
                       "weight_decay": [0.0, 1e-4, 1e-2], "batch_size": [64, 256]},

@@ -57,13 +57,12 @@ import tabbench
 from tabbench.estimator import Estimator, JobContext
 from tabbench.params import Params, param
 from tabbench.spec import ModelSpec
-from tabbench_plugins.torch_training import (Device, EarlyStopping, EpochStates, TabularTensors, gpus_for,
-                                            resolve_device, task_loss, torch_seeded, torch_threads, train_epochs,
-                                            training_targets)
+from tabbench_plugins.devices import Device, gpus_for, resolve_device
+from tabbench_plugins.torch_training import (EarlyStopping, EpochStates, TabularTensors, task_loss, torch_seeded,
+                                            torch_threads, train_epochs, training_targets)
 
 CANDIDATE_CHUNK = 1024  # query rows per distance computation at prediction time
 REQUIRES = ("torch", "rtdl_num_embeddings")
-INSTALL_HINT = "pip install 'tabbench-harness[modern]'"
 
 
 def build_network(n_numeric: int, cardinalities: list, p: dict):
@@ -254,7 +253,7 @@ class ModernNCA(EpochStates, Estimator):
 @tabbench.hookimpl
 def register_models(register):
     register(ModelSpec(
-        name="modernnca", factory=ModernNCA, requires=REQUIRES, install_hint=INSTALL_HINT, uses_other_rows=True,
+        name="modernnca", factory=ModernNCA, requires=REQUIRES, extra="modern",
         deterministic=False,  # seeded torch training: last digits differ across CPUs
         search_space={
             "dim": [64, 128, 256, 512], "d_block": [64, 256, 512, 1024], "n_blocks": [0, 1, 2],

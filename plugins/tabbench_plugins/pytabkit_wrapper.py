@@ -51,7 +51,9 @@ import numpy as np
 import pandas as pd
 
 from tabbench.estimator import Estimator, JobContext
-from tabbench_plugins.torch_training import SeenClasses, resolve_device, torch_seeded, torch_threads, validation
+from tabbench_plugins.devices import resolve_device
+from tabbench_plugins.labels import SeenClasses, validation
+from tabbench_plugins.torch_training import torch_seeded, torch_threads
 
 #: Params of every pytabkit plugin that are ours, not pytabkit's.
 OWN_PARAMS = ("device", "n_jobs")
@@ -119,7 +121,7 @@ class PytabkitEstimator(Estimator):
         return X
 
     def resolve_device(self, asked: str) -> str:
-        """The device the fit runs on (torch_training.resolve_device; a model may narrow it)."""
+        """The device the fit runs on (devices.resolve_device; a model may narrow it)."""
         return resolve_device(asked)
 
     def fit(self, X, y, X_val=None, y_val=None, *, context: JobContext = JobContext()):

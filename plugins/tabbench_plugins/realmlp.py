@@ -37,11 +37,10 @@ from pydantic import Field
 import tabbench
 from tabbench.params import Params, param
 from tabbench.spec import ModelSpec
-from tabbench_plugins.torch_training import Device, gpus_for
+from tabbench_plugins.devices import Device, gpus_for
 from tabbench_plugins.pytabkit_wrapper import PytabkitEstimator
 
 REQUIRES = ("pytabkit",)
-INSTALL_HINT = "pip install 'tabbench-harness[modern]'"
 
 
 class RealMLP(PytabkitEstimator):
@@ -128,7 +127,7 @@ class RealMLP(PytabkitEstimator):
 @tabbench.hookimpl
 def register_models(register):
     register(ModelSpec(
-        name="realmlp", factory=RealMLP, requires=REQUIRES, install_hint=INSTALL_HINT,
+        name="realmlp", factory=RealMLP, requires=REQUIRES, extra="modern",
         deterministic=False,  # seeded torch training: last digits differ across CPUs
         search_space={
             "num_emb_type": ["none", "pbld", "pl", "plr"], "add_front_scale": [True, False],

@@ -207,7 +207,7 @@ class GradientBoosting(SklearnModel):
 @tabbench.hookimpl
 def register_models(register):
     register(ModelSpec(
-        name="knn", factory=KNN, requires=("sklearn.neighbors",), uses_other_rows=True,
+        name="knn", factory=KNN, requires=("sklearn.neighbors",),
         # The paper's small-data grid (480) is n_neighbors x weights x p x algorithm {ball_tree, kd_tree,
         # brute} x leaf_size {10, 30, 50, 100}; the last two only change the speed of an exact search,
         # not its answer, so its 40 distinct models are these.

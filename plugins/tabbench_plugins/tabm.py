@@ -60,13 +60,13 @@ import tabbench
 from tabbench.estimator import Estimator, JobContext
 from tabbench.params import Params, param
 from tabbench.spec import ModelSpec
-from tabbench_plugins.torch_training import (Device, EarlyStopping, EpochStates, TabularTensors, bf16_autocast,
-                                            gpus_for, native_bf16, resolve_device, stopping_criterion, task_loss,
-                                            torch_seeded, torch_threads, train_epochs, training_targets)
+from tabbench_plugins.devices import Device, gpus_for, resolve_device
+from tabbench_plugins.torch_training import (EarlyStopping, EpochStates, TabularTensors, bf16_autocast, native_bf16,
+                                            stopping_criterion, task_loss, torch_seeded, torch_threads, train_epochs,
+                                            training_targets)
 
 PREDICT_CHUNK = 4096  # rows per forward pass at prediction time
 REQUIRES = ("torch", "tabm", "rtdl_num_embeddings")
-INSTALL_HINT = "pip install 'tabbench-harness[modern]'"
 
 
 class TabM(EpochStates, Estimator):
@@ -181,7 +181,7 @@ class TabM(EpochStates, Estimator):
 @tabbench.hookimpl
 def register_models(register):
     register(ModelSpec(
-        name="tabm", factory=TabM, requires=REQUIRES, install_hint=INSTALL_HINT,
+        name="tabm", factory=TabM, requires=REQUIRES, extra="modern",
         deterministic=False,  # seeded torch training: last digits differ across CPUs
         search_space={
             "lr": [1e-4, 3e-4, 1e-3, 2e-3, 3e-3], "weight_decay": [0.0, 1e-4, 1e-3, 1e-2, 1e-1],

@@ -52,9 +52,9 @@ from tabbench.estimator import Estimator, JobContext
 from tabbench.params import Params, param
 from tabbench.preprocess import TabularEncoder, TargetScaler
 from tabbench.spec import CATEGORICAL, ModelSpec
-from tabbench_plugins.torch_training import (SeenClasses, gpus_for, resolve_device, torch_seeded, torch_threads,
-                                             validation)
-from tabbench_plugins.torch_training import Device
+from tabbench_plugins.devices import Device, gpus_for, resolve_device
+from tabbench_plugins.labels import SeenClasses, validation
+from tabbench_plugins.torch_training import torch_seeded, torch_threads
 
 _LOGLOSS = None
 
@@ -262,7 +262,7 @@ class TabNet(Estimator):
 def register_models(register):
     register(ModelSpec(
         name="tabnet", factory=TabNet, requires=("torch", "pytorch_tabnet"),
-        install_hint="pip install 'tabbench-harness[torch]'",
+        extra="torch",
         deterministic=False,  # seeded torch training: last digits differ across CPUs
         search_space={"n_d": [8, 16], "n_a": [8, 16], "batch_size": [16, 32, 64, 128],
                       "virtual_batch_size": [4, 8, 16]},

@@ -61,12 +61,11 @@ import tabbench
 from tabbench.estimator import PREDICT_SLOWDOWN
 from tabbench.params import Params, param
 from tabbench.spec import ModelSpec
-from tabbench_plugins.torch_training import Device, cuda_available, gpus_for, resolve_device
+from tabbench_plugins.devices import Device, cuda_available, gpus_for, resolve_device
 from tabbench_plugins.pytabkit_wrapper import PytabkitEstimator, trainer_callbacks
 
 # skorch and faiss: imported inside pytabkit's TabR (its test-set Dataset class, its neighbour search)
 REQUIRES = ("pytabkit", "faiss", "skorch")
-INSTALL_HINT = "pip install 'tabbench-harness[modern]'"
 
 
 #: Predicting is timed by the validation passes (the same forward pass over the training rows as candidates, per
@@ -338,8 +337,7 @@ class TabR(PytabkitEstimator):
 @tabbench.hookimpl
 def register_models(register):
     register(ModelSpec(
-        name="tabr", factory=TabR, requires=REQUIRES, install_hint=INSTALL_HINT,
-        uses_other_rows=True,  # the training rows, its candidates; TabR.predict_with_context hands it others
+        name="tabr", factory=TabR, requires=REQUIRES, extra="modern",
         deterministic=False,  # seeded torch training: last digits differ across CPUs
         search_space={
             "d_main": [96, 192, 265, 384], "context_dropout": [0.0, 0.2, 0.4, 0.6], "dropout0": [0.0, 0.2, 0.4, 0.6],

@@ -185,7 +185,7 @@ def build_dataset(cfg: DatasetConfig, raw: RawTable) -> Dataset:
         if task == BINARY and len(classes) != 2:
             raise DataError(f"task is binary but target {target!r} has {len(classes)} classes")
     meta = DatasetMeta(name=name, task=task, target=target, columns=tuple(columns), classes=classes)
-    return Dataset(meta, X, y, fingerprint_frame(X, y), raw.n_test_rows, raw.openml_task, raw.origin, cfg.subset,
+    return Dataset(meta, X, y, fingerprint_frame(X, y), raw.n_test_rows, raw.task_splits, raw.origin, cfg.subset,
                    cfg.split, split_values)
 
 

@@ -258,8 +258,12 @@ def read_stand_in(cfg, stand_in: StandIn) -> RawTable:
 
 def load_raw(cfg, paths: DataPaths) -> RawTable:
     """The table as published: a declared stand-in where ``locate`` picks one, else the source's own loader
-    (which reads the cache, an exact mirror copy, or downloads)."""
+    (which reads the cache, an exact mirror copy, or downloads), with the source's own folds where the split
+    protocol asks for them (``DataSource.task_splits``; a stand-in has none: its rows are not the original's)."""
     location = locate(cfg, paths)
     if location.kind == STAND_IN:
         return read_stand_in(cfg, location.stand_in)
-    return cfg.source.load(cfg, paths)
+    raw = cfg.source.load(cfg, paths)
+    if cfg.split.protocol == "openml_task" and cfg.source.has_task_splits():
+        raw.task_splits = tuple(cfg.source.task_splits(cfg, paths))
+    return raw

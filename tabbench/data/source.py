@@ -92,5 +92,13 @@ class DataSource(BaseModel):
         return None
 
     def has_task_splits(self) -> bool:
-        """Whether the data comes with its publisher's own folds (split protocol ``openml_task``)."""
+        """Whether the data comes with its publisher's own folds (split protocol ``openml_task``), which
+        ``task_splits`` gives; asked when a suite is checked, so it reads nothing."""
         return False
+
+    def task_splits(self, cfg, paths) -> list:
+        """The publisher's own folds, where ``has_task_splits``: one ``(fold, repeat, training-and-validation
+        rows, test rows)`` per split, row positions in the table ``load`` returns (the validation rows are carved
+        from the first part, tabbench.data.splits). Asked after ``load``, for the source's own table only (a mirror
+        stand-in's rows are others), when the split protocol is ``openml_task``."""
+        raise NotImplementedError(f"source {self.name!r} ships no folds of its own (has_task_splits is False)")

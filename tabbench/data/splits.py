@@ -5,7 +5,8 @@ holdout      one stratified train/val/test split by ``test_fraction`` and ``val_
              such split per repeat r listed, drawn with seed + r (repeat 0 is the split of ``seed`` alone).
 fixed        a given test set (the last ``test_rows`` rows, or the rows of the source's test file);
              validation carved from the rest.
-openml_task  the OpenML task's own folds and repeats; validation carved from each training part.
+openml_task  the source's own folds and repeats (DataSource.task_splits: an OpenML task's); validation carved
+             from each training part.
 npt_code     the fold sequence the NPT authors' code produces (github.com/OATML/Non-Parametric-Transformers at
              a399360), row for row; it reproduces the paper's published k-fold numbers, not a proper k-fold.
 
@@ -307,15 +308,10 @@ def make_splits(dataset: Dataset, cfg: SplitConfig) -> list[Split]:
                             f"{n - 1} (the table has {n} rows)")
         parts = [(0, 0, idx[: n - n_test], idx[n - n_test:])]
     elif cfg.protocol == "openml_task":
-        task = dataset.openml_task
-        if task is None:
-            raise DataError("split protocol 'openml_task' needs source: openml "
-                            "with a task_id")
-        n_repeats, n_folds, _ = task.get_split_dimensions()
-        for repeat in range(n_repeats):
-            for fold in range(n_folds):
-                rest, test = task.get_train_test_split_indices(fold=fold, repeat=repeat)
-                parts.append((fold, repeat, np.asarray(rest), np.asarray(test)))
+        if dataset.task_splits is None:
+            raise DataError("split protocol 'openml_task' needs a source with folds of its own (source: openml "
+                            "with a task_id; a mirror stand-in has none)")
+        parts = [(fold, repeat, np.asarray(rest), np.asarray(test)) for fold, repeat, rest, test in dataset.task_splits]
     elif cfg.protocol != "npt_code":
         raise DataError(f"unknown split protocol {cfg.protocol!r}; expected one of {PROTOCOLS}")
 

@@ -98,7 +98,8 @@ class RawTable:
     frame: pd.DataFrame
     default_target: str | None = None
     n_test_rows: int | None = None  # rows at the end that came from a separate test file
-    openml_task: Any = None
+    # the source's own folds, where the split asks for them (DataSource.task_splits; tabbench.data.mirror.load_raw)
+    task_splits: tuple | None = None
     categorical: tuple = ()  # columns the source itself declares categorical (openml, arff)
     origin: str = ""  # what was read: a path, a URL, an OpenML id
     overrides: dict = field(default_factory=dict)  # DatasetConfig fields this copy changes (stand-ins)
@@ -111,7 +112,9 @@ class Dataset:
     y: np.ndarray
     fingerprint: str
     n_test_rows: int | None = None
-    openml_task: Any = None
+    # the source's own folds, for split protocol openml_task: (fold, repeat, training-and-validation rows, test
+    # rows) each (DataSource.task_splits)
+    task_splits: tuple | None = None
     origin: str = ""
     subset: str | None = None  # the subset/substitute label when this is not the whole original
     split: SplitConfig | None = None  # the split protocol for this data (the suite's, or a stand-in's own)

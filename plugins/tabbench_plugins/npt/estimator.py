@@ -26,7 +26,8 @@ from pydantic import AfterValidator, Field, WithJsonSchema, model_validator
 from tabbench.estimator import Estimator, JobContext
 from tabbench.params import Params, param
 from tabbench.spec import CATEGORICAL, ModelSpec
-from tabbench_plugins.torch_training import Device, deterministic_algorithms, native_bf16, resolve_device
+from tabbench_plugins.devices import Device, resolve_device
+from tabbench_plugins.torch_training import deterministic_algorithms, native_bf16
 
 from tabbench_plugins.npt.cost import AUTO_BUDGET_SHARE, check_cost, estimate_seconds
 
@@ -422,9 +423,9 @@ SPEC = ModelSpec(
     name="npt", factory=NPT, search_space={},
     cpus=lambda p: p["cpus"], gpus=lambda p: 1 if p.get("device") == "cuda" else 0,
     transductive=lambda p: bool(p["transductive"]),
-    requires=("torch",), install_hint="pip install 'tabbench-harness[torch]'",
+    requires=("torch",), extra="torch",
     deterministic=False,  # seeded torch training: last digits differ across CPUs
-    check=check_cost, estimate=estimate_seconds, uses_other_rows=True,
+    check=check_cost, estimate=estimate_seconds,
     # The budget ladder's smallest NPT (e 8, 2 layers, 2 heads) for a few hundred steps; lambda starts at 0.5 so
     # that the short run spends half its loss on the targets (the paper's runs anneal from 1 over thousands of
     # steps). On one Xeon core: breast cancer 23 s (AUROC 0.997), concrete 14 s (RMSE 8.5), against 33 s and 17 s

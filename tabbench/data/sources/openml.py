@@ -94,7 +94,7 @@ class OpenML(DataSource):
             raise self._failed(exc) from exc
         frame, _, categorical, names = dataset.get_data(dataset_format="dataframe")
         target = target or dataset.default_target_attribute
-        return RawTable(frame, default_target=target, openml_task=task,
+        return RawTable(frame, default_target=target,
                         categorical=tuple(n for n, c in zip(names, categorical) if c and n != target),
                         origin=f"openml task {self.task_id}" if task is not None else f"openml dataset {dataset_id}")
 
@@ -141,3 +141,13 @@ class OpenML(DataSource):
 
     def has_task_splits(self) -> bool:
         return self.task_id is not None
+
+    def task_splits(self, cfg, paths) -> list:
+        """The task's own folds, every repeat's, as the task (cached with its dataset by ``load``) holds them."""
+        try:
+            task = self._get_task(_openml(paths))
+        except OSError as exc:
+            raise self._failed(exc) from exc
+        n_repeats, n_folds, _ = task.get_split_dimensions()
+        return [(fold, repeat, *task.get_train_test_split_indices(fold=fold, repeat=repeat))
+                for repeat in range(n_repeats) for fold in range(n_folds)]
