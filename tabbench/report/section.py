@@ -22,26 +22,31 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import pandas as pd
 
+    from tabbench.published import Published
+    from tabbench.report.arena import Aggregates
+    from tabbench.report.family import FamilyResults
+    from tabbench.tabarena import Comparison
+
 
 @dataclass
 class Context:
     """What one leaderboard's sections read, made once by leaderboard.make_context."""
 
     out_dir: Path
-    sources: list  # the result folders whose records are ranked together
+    sources: list[Path]  # the result folders whose records are ranked together
     records: pd.DataFrame  # the newest record per job key over the sources
     all_runs: pd.DataFrame  # every trial, FirstComplete rows applied
     selected: pd.DataFrame  # one selected trial per run
-    tables: dict  # task -> tabbench.report.family.FamilyResults
-    labels: dict  # dataset -> its label (a subset named)
-    show: dict  # method -> its name in the tables, marks included
-    published: object = None  # tabbench.published.Published, or None
-    aggregates: object = None  # tabbench.report.arena.Aggregates
-    splits: dict = field(default_factory=dict)  # dataset -> the splits its suite declares, where known
-    combined_notes: list = field(default_factory=list)  # FirstComplete's notes
+    tables: dict[str, FamilyResults]  # task -> its metric family's ranks and means
+    labels: dict[str, str]  # dataset -> its label (a subset named)
+    show: dict[str, str]  # method -> its name in the tables, marks included
+    published: Published | None = None  # the publication's own numbers (a suite's published: file), if any
+    aggregates: Aggregates | None = None  # TabArena's Elo, improvability and win rate (make_context computes them)
+    splits: dict[str, int] = field(default_factory=dict)  # dataset -> the splits its suite declares, where known
+    combined_notes: list[str] = field(default_factory=list)  # FirstComplete's notes
     report: bool = False  # the report extra's sections (tests, figures, LaTeX) too
     restricted: str = ""  # what --common-splits left out (tabbench.pooling.common_splits), said under the title
-    compared: tuple = ()  # TabArena's published results beside ours (tabbench.tabarena.Comparison)
+    compared: tuple[Comparison, ...] = ()  # TabArena's published results beside ours
 
     @property
     def pooled(self) -> pd.DataFrame:
