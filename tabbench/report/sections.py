@@ -465,7 +465,7 @@ class SelectedParams(Section):
 
 
 from tabbench.report.regimes import SplitRegimes  # noqa: E402 - the sections' own module
-from tabbench.report.tabarena import AgainstTabArena, TabArenaBoard  # noqa: E402 - the sections' own module
+from tabbench.report.against_tabarena import AgainstTabArena, TabArenaBoard  # noqa: E402 - the sections' own module
 
 #: The built-in sections in the order leaderboard.md shows them; a plugin's are placed among them by their ``after``.
 LEADERBOARD = [Header(), Table1(), Arena(), SplitRegimes(), TabArenaBoard(), Variants(), Families(), AgainstTabArena(),
