@@ -6,9 +6,12 @@ the built-in ones by tabbench/report/plugin.py as a plugin registers its own: a 
 subclass in a file of its own, registered with its place on the page (``after``). ``load_sections`` and
 ``load_readme_blocks`` gather them.
 
-A section that draws a figure writes it (SVG and PNG) beside leaderboard.md when its Markdown is asked for;
-its HTML inlines the SVG it wrote, so that a page is one self-contained file. pandas is imported by the
-functions that use it, so that a plugin module may import these shapes at its top and stay light.
+Every part of a section reads the one Context and nothing else. Its Markdown is text and writes nothing; the files
+it links (a figure as SVG and PNG, its numbers as CSV) are written beside leaderboard.md by its ``write_files``,
+the leaderboard's files step (tabbench.report.leaderboard.write_files), and its HTML inlines the SVG written
+there, so that a page is one self-contained file. What both read (a test's diagrams, a bootstrap) is computed
+once per Context (``Context.once``). pandas is imported by the functions that use it, so that a plugin module may
+import these shapes at its top and stay light.
 """
 
 from __future__ import annotations
@@ -47,6 +50,14 @@ class Context:
     report: bool = False  # the report extra's sections (tests, figures, LaTeX) too
     restricted: str = ""  # what --common-splits left out (tabbench.pooling.common_splits), said under the title
     compared: tuple[Comparison, ...] = ()  # TabArena's published results beside ours
+    _computed: dict = field(default_factory=dict, init=False, repr=False, compare=False)  # Context.once's
+
+    def once(self, key: str, compute: Callable):
+        """``compute()``, computed once per Context under ``key``: what a section's Markdown and its files both
+        read (its statistic, a bootstrap), so that writing the files computes nothing again."""
+        if key not in self._computed:
+            self._computed[key] = compute()
+        return self._computed[key]
 
     @property
     def pooled(self) -> pd.DataFrame:
@@ -86,7 +97,13 @@ class Section:
         return type(self).__name__
 
     def markdown(self, ctx: Context) -> list[str]:
+        """Its lines of leaderboard.md, a ``## `` heading first; text only: the files they link are
+        ``write_files``'s."""
         return []
+
+    def write_files(self, ctx: Context) -> None:
+        """Write the files its Markdown links (figures through tabbench.report.plots.save, CSV) into
+        ``ctx.out_dir``."""
 
     def csv_rows(self, ctx: Context) -> list[dict]:
         return []
