@@ -82,7 +82,9 @@ def _tau(a: pd.Series, b: pd.Series) -> float:
 
 
 def _place(mean_rank: pd.Series) -> pd.Series:
-    return mean_rank.rank(method="min").astype(int)
+    from tabbench.report.family import place
+
+    return pd.Series({m: place(mean_rank, m) for m in mean_rank.index}, index=mean_rank.index, dtype=int)
 
 
 @dataclass
