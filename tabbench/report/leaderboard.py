@@ -134,7 +134,7 @@ def sections(ctx: Context) -> list:
 def render(ctx: Context) -> list:
     """(section, its Markdown lines) for each section this leaderboard writes, in order: text only, no file
     written (the files the lines link are ``write_files``'s)."""
-    return [(section, section.markdown(ctx)) for section in sections(ctx)]
+    return [(section, ctx.markdown_of(section)) for section in sections(ctx)]
 
 
 def write_files(ctx: Context, parts: list) -> None:
@@ -205,7 +205,7 @@ def _write(suite_dir, published_path, sources, report, first_complete, splits, a
 
         tex = preamble(suite_dir.name) + [line for section, _ in parts for line in section.latex(ctx)]
         (suite_dir / "leaderboard.tex").write_text("\n".join(tex))
-        write_page(ctx, parts)
+        write_page(ctx, [section for section, _ in parts])
     return ctx
 
 

@@ -1,12 +1,12 @@
 """The shapes a report is made of, each read from one ``Context`` (the records, the typed per-family tables, the
-names shown, the published numbers): a ``Section`` of a leaderboard gives its Markdown lines, its rows of
-leaderboard.csv, its LaTeX lines and its HTML; a ``ReadmeBlock`` gives the lines of one generated block of a
+names shown, the published numbers): a ``Section`` of a leaderboard gives its Markdown lines, the files they
+link, its rows of leaderboard.csv, its LaTeX lines and its HTML; a ``ReadmeBlock`` gives the lines of one generated block of a
 results folder's README. Both are registered through hooks (``register_sections``, ``register_readme_blocks``),
 the built-in ones by tabbench/report/plugin.py as a plugin registers its own: a new statistic is one Section
 subclass in a file of its own, registered with its place on the page (``after``). ``load_sections`` and
 ``load_readme_blocks`` gather them.
 
-Every part of a section reads the one Context and nothing else. Its Markdown is text and writes nothing; the files
+Every part of a section is a method over the one Context, and reads nothing else. Its Markdown is text and writes nothing; the files
 it links (a figure as SVG and PNG, its numbers as CSV) are written beside leaderboard.md by its ``write_files``,
 the leaderboard's files step (tabbench.report.leaderboard.write_files), and its HTML inlines the SVG written
 there, so that a page is one self-contained file. What both read (a test's diagrams, a bootstrap) is computed
@@ -58,6 +58,10 @@ class Context:
         if key not in self._computed:
             self._computed[key] = compute()
         return self._computed[key]
+
+    def markdown_of(self, section: Section) -> list[str]:
+        """``section``'s Markdown over this Context, rendered once: leaderboard.md and the page both show it."""
+        return self.once(f"markdown of {section.name}", lambda: section.markdown(self))
 
     @property
     def pooled(self) -> pd.DataFrame:
@@ -111,12 +115,12 @@ class Section:
     def latex(self, ctx: Context) -> list[str]:
         return []
 
-    def html(self, ctx: Context, markdown: list[str]) -> str:
-        """The section's HTML, by default its Markdown (``markdown``: what ``markdown`` gave) as HTML, the
-        figures it links inlined (tabbench.report.html.from_markdown)."""
+    def html(self, ctx: Context) -> str:
+        """The section's HTML, by default its Markdown (``ctx.markdown_of(self)``) as HTML, the figures it links
+        inlined (tabbench.report.html.from_markdown: written by ``write_files`` before the page)."""
         from tabbench.report.html import from_markdown
 
-        return from_markdown(markdown, ctx.out_dir)
+        return from_markdown(ctx.markdown_of(self), ctx.out_dir)
 
 
 @dataclass(frozen=True)

@@ -107,7 +107,7 @@ class Header(Section):
                    "(#cost-against-quality); LaTeX tables: [`leaderboard.tex`](leaderboard.tex).", ""]
         return md
 
-    def html(self, ctx, markdown):
+    def html(self, ctx):
         return ""  # the page has a headline of its own (tabbench.report.html)
 
 
@@ -189,11 +189,11 @@ class Arena(Section):
 
         return arena(ctx)
 
-    def html(self, ctx, markdown):
+    def html(self, ctx):
         """Its notes only: the page's headline shows its table, with the Elo intervals drawn."""
         from tabbench.report.html import from_markdown
 
-        return from_markdown([line for line in markdown if not line.startswith("|")], ctx.out_dir)
+        return from_markdown([line for line in ctx.markdown_of(self) if not line.startswith("|")], ctx.out_dir)
 
 
 def _interval(low: float, high: float) -> str:
@@ -422,10 +422,8 @@ class CostAgainstQuality(Section):
         if drawn:
             plots.save(plots.cost_scatter(table, {c: fronts[c] for c in drawn}), ctx.out_dir / "cost")
 
-    def html(self, ctx, markdown):
-        from tabbench.report.html import from_markdown
-
-        return from_markdown(markdown, ctx.out_dir) + (
+    def html(self, ctx):
+        return super().html(ctx) + (
             '<p class="note">Time is per result, not per 1,000 rows: the records do not hold the number of rows a '
             "job trained on.</p>")
 
