@@ -1,17 +1,17 @@
 """The shapes a report is made of, each read from one ``Context`` (the records, the typed per-family tables, the
 names shown, the published numbers): a ``Section`` of a leaderboard gives its Markdown lines, the files they
-link, its rows of leaderboard.csv, its LaTeX lines and its HTML; a ``ReadmeBlock`` gives the lines of one generated block of a
-results folder's README. Both are registered through hooks (``register_sections``, ``register_readme_blocks``),
-the built-in ones by tabbench/report/plugin.py as a plugin registers its own: a new statistic is one Section
-subclass in a file of its own, registered with its place on the page (``after``). ``load_sections`` and
-``load_readme_blocks`` gather them.
+link, its rows of leaderboard.csv, its LaTeX lines and its HTML; a ``ReadmeBlock`` gives the lines of one
+generated block of a results folder's README. Both are registered through hooks (``register_sections``,
+``register_readme_blocks``), the built-in ones by tabbench/report/plugin.py as a plugin registers its own: a new
+statistic is one Section subclass in a file of its own, registered with its place on the page (``after``).
+``load_sections`` and ``load_readme_blocks`` gather them.
 
-Every part of a section is a method over the one Context, and reads nothing else. Its Markdown is text and writes nothing; the files
-it links (a figure as SVG and PNG, its numbers as CSV) are written beside leaderboard.md by its ``write_files``,
-the leaderboard's files step (tabbench.report.leaderboard.write_files), and its HTML inlines the SVG written
-there, so that a page is one self-contained file. What both read (a test's diagrams, a bootstrap) is computed
-once per Context (``Context.once``). pandas is imported by the functions that use it, so that a plugin module may
-import these shapes at its top and stay light.
+Every part of a section is a method over the one Context, and reads nothing else. Its Markdown is text and
+writes nothing; the files it links (a figure as SVG and PNG, its numbers as CSV) are written beside
+leaderboard.md by its ``write_files``, the leaderboard's files step (tabbench.report.leaderboard.write_files),
+and its HTML inlines the SVG written there, so that a page is one self-contained file. What both read (a test's
+diagrams, a bootstrap) is computed once per Context (``Context.once``). pandas is imported by the functions that
+use it, so that a plugin module may import these shapes at its top and stay light.
 """
 
 from __future__ import annotations

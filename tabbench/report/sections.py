@@ -241,7 +241,7 @@ class Variants(Section):
                 markdown_table(["method", "model", "differs in"], rows), ""]
 
 
-def published_table(ctx: Context, t) -> list:
+def _published_table(ctx: Context, t) -> list:
     """Our test metric and mean rank next to the published ones, for the datasets both have."""
     published, labels, show = ctx.published, ctx.labels, ctx.show
     metric, ranks = t.metric, t.ranks
@@ -297,7 +297,7 @@ class Families(Section):
             md += [DEVICE_NOTE, ""] if t.devices else []
             md += part_searched_note(part_searched(ctx.all_runs[ctx.all_runs["task"] == task]), show)
             if ctx.published is not None:
-                md += published_table(ctx, t) + mark_note
+                md += _published_table(ctx, t) + mark_note
             if ctx.report:
                 md += _significance_lines(self._significance(ctx, t))
         return md
