@@ -67,7 +67,8 @@ def register_sections(register):
     """Add sections to every leaderboard (leaderboard.md, leaderboard.csv, leaderboard.tex and report.html).
 
     Called each time a leaderboard is written (``tabbench leaderboard``, ``report``, the end of ``run``). Call
-    ``register(section)`` once per section, with an instance of :class:`tabbench.report.section.Section`; its
+    ``register(section)`` once per section, with an instance of :class:`tabbench.report.section.Section` (each of
+    its parts, Markdown, files, CSV rows, LaTeX and HTML, read from the leaderboard's one ``Context``); its
     ``after`` names the section it follows on the page (e.g. ``"Families"``), else it comes after those
     registered before it (the core's first). Returns nothing.
     """

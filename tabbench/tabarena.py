@@ -9,7 +9,7 @@ never by matching names.
 
 Two uses, one declaration:
 
-- **Beside ours** (tabbench/report/tabarena.py, ``AgainstTabArena``): per mapped dataset, TabArena's default
+- **Beside ours** (tabbench/report/against_tabarena.py, ``AgainstTabArena``): per mapped dataset, TabArena's default
   and tuned number of each method's counterpart, converted to our metric (TabArena's ``metric_error`` is RMSE
   for regression, 1 - AUROC for binary tasks; multi-class is log loss, which our tables do not rank), and
   judged by the one 2-SE rule (tabbench/report/agreement.py) with an estimated standard error, since TabArena-Lite

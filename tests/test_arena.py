@@ -15,6 +15,7 @@ from tabbench.report.leaderboard import pooled_ranks, select_trials, summarise, 
 from tabbench.report import arena
 from tabbench.report import latex
 from tabbench.report.section import Context
+from tabbench.report.sections import Arena
 from tabbench.pooling import pooled_records
 
 pytest.importorskip("bencheval")
@@ -44,6 +45,14 @@ def board(tmp_path_factory):
 
 def run(tables, selected):
     return arena.aggregates(tables, selected, pooled_ranks(tables).mean(axis=1))
+
+
+def shown(result) -> tuple[list, list]:
+    """The Arena section's Markdown and CSV rows over ``result``, the part of the Context it reads."""
+    empty = pd.DataFrame()
+    ctx = Context(out_dir=Path("quickstart"), sources=[], records=empty, all_runs=empty, selected=empty, tables={},
+                  labels={}, show={}, aggregates=result)
+    return Arena().markdown(ctx), Arena().csv_rows(ctx)
 
 
 def test_the_section_is_beside_the_mean_ranks_and_says_how_many_datasets_it_rests_on(board):
@@ -88,7 +97,7 @@ def test_the_95_percent_interval_is_shown_from_the_minimum_of_datasets_and_holds
     assert t[["elo_low", "elo_high"]].notna().all().all()
     assert (t.elo_low <= t.elo).all() and (t.elo <= t.elo_high).all()
     assert (t.elo_high - t.elo_low > 0).all()  # the datasets resample into different ratings
-    assert len(arena.csv_rows(result)) == 5 * len(t)
+    assert len(shown(result)[1]) == 5 * len(t)
 
 
 def test_below_the_minimum_of_datasets_the_elo_has_no_interval_and_the_note_says_why(breadth):
@@ -96,11 +105,11 @@ def test_below_the_minimum_of_datasets_the_elo_has_no_interval_and_the_note_says
     below = breadth[breadth["dataset"].isin(datasets[:arena.MIN_INTERVAL_DATASETS - 1])]
     result = run(summarise(below), below)
     assert result.table["elo"].notna().all() and result.table[["elo_low", "elo_high"]].isna().all().all()
-    assert {r["table"] for r in arena.csv_rows(result)} == {"elo", "improvability", "win_rate"}
+    assert {r["table"] for r in shown(result)[1]} == {"elo", "improvability", "win_rate"}
     notes = " ".join(arena.notes(result))
     assert f"No 95% interval: resampling {arena.MIN_INTERVAL_DATASETS - 1} datasets" in notes
     assert f"| {result.table.index[0]} | {result.table['elo'].iloc[0]:.0f} | – |" in "\n".join(
-        arena.markdown(result, {}))
+        shown(result)[0])
 
 
 def test_a_method_that_beats_all_others_on_every_dataset_has_win_rate_1_and_the_top_elo(tables, selected):
@@ -147,8 +156,8 @@ def test_one_method_gets_a_sentence_instead_of_a_table(tables, selected):
     for t in tables.values():
         t.mean = t.mean.loc[["knn"]]
     result = run(tables, selected)
-    assert result.table is None and arena.csv_rows(result) == []
-    assert "compare methods" in " ".join(arena.markdown(result, {}))
+    assert result.table is None and shown(result)[1] == []
+    assert "compare methods" in " ".join(shown(result)[0])
 
 
 def test_the_aggregates_regenerate_identically(tables, selected):
@@ -173,5 +182,5 @@ def test_without_bencheval_the_section_says_what_to_install(tables, selected, mo
     monkeypatch.setitem(sys.modules, "bencheval", None)  # as if the report extra were not installed
     monkeypatch.setitem(sys.modules, "bencheval.evaluator", None)
     result = run(tables, selected)
-    assert result.table is None and arena.csv_rows(result) == []
-    assert "pip install 'tabbench-harness[report]'" in " ".join(arena.markdown(result, {}))
+    assert result.table is None and shown(result)[1] == []
+    assert "pip install 'tabbench-harness[report]'" in " ".join(shown(result)[0])

@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 
 from tabbench.pooling import pooled_records
-from tabbench.report.elo_budget import UNKNOWN, at_point, elo_against_budget, section, state_at
+from tabbench.report.elo_budget import UNKNOWN, EloAgainstBudget, at_point, elo_against_budget, state_at
 from tabbench.report.family import dataset_splits
 from tabbench.report.leaderboard import write
 from tabbench.store import Store
@@ -96,7 +96,7 @@ def test_a_slow_old_record_is_not_finished_before_its_fit_ended_and_its_method_i
     slow = sum(r["status"] == "ok" and r["fit_seconds"] > POINTS[0] for r in tabr)
     assert result.left_out == {"tabr": (slow, len(tabr))} and 0 < slow < len(tabr)
     assert set(result.table["method"]) == {"knn"}
-    md = "\n".join(section(tmp_path, ctx.selected, ctx.show))
+    md = "\n".join(EloAgainstBudget().markdown(ctx))
     assert f"tabr ({slow} of its {len(tabr)} runs)" in md and "state there is unknown" in md
 
 

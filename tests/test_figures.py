@@ -36,22 +36,31 @@ def boxes(fig, artists):
     return [a.get_window_extent(renderer) for a in artists]
 
 
+def one_method_context(records, out_dir):
+    from tabbench.report.leaderboard import make_context
+
+    return make_context(out_dir, [GPU], records, report=True)
+
+
 def test_a_one_method_table_draws_no_win_rate_figure_and_says_why(one_method, tmp_path):
-    from tabbench.report.sections import win_rate_section
+    from tabbench.report.sections import WinRates
 
     assert one_method["method"].nunique() == 1
-    md = win_rate_section(tmp_path, select_trials(one_method))
+    ctx = one_method_context(one_method, tmp_path)
+    md = WinRates().markdown(ctx)
+    WinRates().write_files(ctx)
     assert "no pair to compare" in " ".join(md)
     assert not list(tmp_path.glob("win-rate.*"))
 
 
 def test_a_one_method_table_draws_no_cost_figure_and_says_why(one_method, tmp_path):
-    from tabbench.report.sections import cost_section
+    from tabbench.report.sections import CostAgainstQuality
 
-    tables = summarise(select_trials(one_method))
-    md = cost_section(tmp_path, one_method, pooled_ranks(tables).mean(axis=1))
+    ctx = one_method_context(one_method, tmp_path)
+    md = CostAgainstQuality().markdown(ctx)
+    CostAgainstQuality().write_files(ctx)
     assert "No figure" in " ".join(md) and not list(tmp_path.glob("cost.*"))
-    assert "\n| npt-paper |" in "\n".join(md)  # the cost table stays
+    assert "\n| npt-paper " in "\n".join(md)  # the cost table stays (its name marked as the leaderboard shows it)
 
 
 def test_a_metric_axis_stays_within_what_the_metric_can_take(one_method):

@@ -15,7 +15,6 @@ import pytest
 
 from tabbench.compare import FLAGGED, NO_BAND, compare, report
 from tabbench.measure import KERNEL_FLAGS, fingerprint, hardware_label, parse_cpuinfo
-from tabbench.report.sections import hardware_note
 from tabbench.store import Store
 from tests.conftest import ROOT
 
@@ -180,16 +179,26 @@ def test_compare_keeps_the_band_for_records_made_before_the_fingerprint(tmp_path
     assert set(mlp["verdict"]) == {"within band", NO_BAND} and mlp["note"].str.contains("not recorded in theirs").all()
 
 
+def cost_section(out_dir: Path, sources: list, runs: pd.DataFrame) -> str:
+    """The cost section of a leaderboard of ``runs`` (made from ``sources``), as leaderboard.md shows it."""
+    from tabbench.report.leaderboard import make_context
+    from tabbench.report.sections import CostAgainstQuality
+
+    return "\n".join(CostAgainstQuality().markdown(make_context(out_dir, sources, runs, report=True)))
+
+
 def test_the_cost_section_names_the_machines_when_records_come_from_several(tmp_path):
     here = fingerprint()
     a, b = _folder(tmp_path, "a", here), _folder(tmp_path, "b", _other_cpu(here))
     runs = pd.concat([Store(a).frame().assign(source=str(a)), Store(b).frame().assign(source=str(b))])
-    note = "\n".join(hardware_note(runs))
+    note = cost_section(tmp_path / "board", [a, b], runs)
     assert "2 different machines" in note and "Another CPU" in note and hardware_label(here, torch=False) in note
     assert f"`{a}`" in note and f"`{b}`" in note
     per_method = ", ".join(f"{m} {n}" for m, n in Store(b).frame()["method"].value_counts(sort=False).items())
     other_row, = [line for line in note.splitlines() if line.startswith("|") and "Another CPU" in line]
     assert "**Mixed 2 machines in these costs.**" in note  # and which methods that touches (provenance.py)
     assert f"| {per_method} |" in other_row  # which methods each machine ran, with their record counts
-    assert hardware_note(Store(a).frame().assign(source=str(a))) == []  # one machine: nothing to say
-    assert hardware_note(Store(QUICKSTART).frame()) == []  # published records, before the fingerprint
+    one = cost_section(tmp_path / "board", [a], Store(a).frame().assign(source=str(a)))
+    assert "machine" not in one  # one machine: nothing to say
+    published = cost_section(tmp_path / "board", [QUICKSTART], Store(QUICKSTART).frame())
+    assert "machine" not in published  # published records, before the fingerprint

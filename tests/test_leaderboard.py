@@ -279,3 +279,12 @@ def test_a_count_metric_settles_only_float_noise_and_other_metrics_are_compared_
     close = pd.Series({"x": 0.9, "y": 0.9 + 1 / (folds * n * (n + 1))})
     assert settle_ties(close, "auroc")["x"] != settle_ties(close, "auroc")["y"]
     assert settle_ties(noisy, "rmse").equals(noisy)
+
+
+def test_a_place_is_one_more_than_the_methods_strictly_better_so_ties_share_the_better_place():
+    from tabbench.report.family import place
+
+    mean_rank = pd.Series({"a": 1.5, "b": 1.5, "c": 3.0})
+    assert [place(mean_rank, m) for m in mean_rank.index] == [1, 1, 3]
+    elo = pd.Series({"a": 900.0, "b": 1100.0, "c": 1100.0})
+    assert [place(elo, m, lower_is_better=False) for m in elo.index] == [3, 1, 1]

@@ -330,3 +330,24 @@ def test_a_regeneration_of_a_folder_waits_while_another_regenerates_it(tmp_path)
         assert second.is_alive() and not (tmp_path / "leaderboard.md").exists()
     second.join(timeout=60)
     assert not second.is_alive() and "knn" in (tmp_path / "leaderboard.md").read_text()
+
+
+def test_rendering_the_markdown_writes_no_file_and_the_files_step_writes_each_file_it_links(tmp_path):
+    """A leaderboard's Markdown, every section with the report (its tests, figures and budget curves), is text: its
+    folder stays empty. The files step (write_files) then writes every figure and CSV file the Markdown links, a
+    figure as SVG and PNG, and nothing else. On the records results/uci-small-paper-budget pools (tuned methods,
+    NPT's budget curves, critical-difference diagrams, win rates, the cost figure)."""
+    from tabbench.report.leaderboard import make_context, render, write_files
+
+    sources = [RESULTS / "uci-small", RESULTS / "uci-small-npt-paper"]
+    if not all((s / "records").is_dir() for s in sources):
+        pytest.skip("published uci-small records absent")
+    ctx = make_context(tmp_path, sources, pooled_records(sources), report=True)
+    parts = render(ctx)
+    assert list(tmp_path.iterdir()) == []
+    md = "\n".join(line for _, lines in parts for line in lines)
+    linked = set(re.findall(r"\]\(([\w.-]+\.(?:svg|png))\)", md)) | set(re.findall(r"`([\w.-]+\.csv)`", md))
+    linked |= {name.replace(".svg", ".png") for name in linked if name.endswith(".svg")}
+    assert {"selected_params.csv", "budget-curves.csv", "budget-curves.svg", "win-rate.csv", "cost.png"} <= linked
+    write_files(ctx, parts)
+    assert {p.name for p in tmp_path.iterdir()} == linked

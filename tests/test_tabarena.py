@@ -1,5 +1,5 @@
 """TabArena's published results beside ours and our methods on TabArena's board (tabbench/tabarena.py,
-tabbench/report/tabarena.py), on TabArena-Lite's real file (../shared/published/tabarena-lite/, skipped where it
+tabbench/report/against_tabarena.py), on TabArena-Lite's real file (../shared/published/tabarena-lite/, skipped where it
 is absent and failed then under TABBENCH_REQUIRE_DATA=1) and the committed records."""
 
 import json

@@ -154,7 +154,8 @@ def test_the_leaderboard_counts_the_jobs_the_budget_stopped_and_the_ones_it_kill
     import yaml
 
     from tabbench.report.cost import budget_table
-    from tabbench.report.sections import budget_note
+    from tabbench.report.leaderboard import make_context
+    from tabbench.report.sections import CostAgainstQuality
     from tabbench.store import Store
 
     raw = {"name": "budgeted", "seeds": [0], "budget": {"time_s": 6},
@@ -174,7 +175,8 @@ def test_the_leaderboard_counts_the_jobs_the_budget_stopped_and_the_ones_it_kill
     assert table.loc["mlp", ["jobs", "stopped", "killed"]].tolist() == [1, 1, 0]
     assert table.loc["random_forest", ["jobs", "stopped", "killed"]].tolist() == [1, 0, 1]
     assert table.loc["knn", ["jobs", "stopped", "killed"]].tolist() == [1, 0, 0]
-    note = "\n".join(budget_note(runs, ["knn", "mlp", "random_forest"], {}))
+    note = "\n".join(CostAgainstQuality().markdown(make_context(tmp_path / "board", [tmp_path / "runs" / "budgeted"],
+                                                                 runs, report=True)))
     assert "Time budget: 6 s a job" in note and "| random_forest | 1 | 0 | 1 | – |" in note
     assert budget_table(runs.drop(columns="time_budget_s")).empty
 

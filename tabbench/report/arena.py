@@ -3,7 +3,8 @@
 bencheval is TabArena's own evaluation engine (the ``report`` extra); nothing here re-implements its
 statistics. This module turns the leaderboard's per-family tables (``family.summarise``: the test
 metric per method and dataset, averaged over folds and seeds, NaN where the method has no complete
-result) into the one frame bencheval reads, and its answer into Markdown, CSV rows and LaTeX cells.
+result) into the one frame bencheval reads, and its answer into the notes and LaTeX cells that the leaderboard's
+``Arena`` section (tabbench.report.sections) shows.
 
 - Error per (method, dataset), lower is better, as bencheval wants it: 1 - AUROC (binary), 1 - accuracy
   (multi-class; TabArena scores multi-class by log-loss, our tables by accuracy) and RMSE (regression).
@@ -132,10 +133,6 @@ def _counts(agg: Aggregates) -> str:
     return f"{agg.n_datasets} dataset{'s' if agg.n_datasets != 1 else ''} ({', '.join(parts)})"
 
 
-def _interval(low: float, high: float) -> str:
-    return "–" if math.isnan(low) else f"{low:.0f} to {high:.0f}"
-
-
 def notes(agg: Aggregates) -> list[str]:
     """The sentences under the table: what it rests on, the anchor, failures and separated methods."""
     t = agg.table
@@ -181,29 +178,6 @@ def notes(agg: Aggregates) -> list[str]:
                    f"{'its' if len(extreme) == 1 else 'their'} Elo: the value comes from bencheval's small "
                    "ridge penalty and says only 'above' or 'below' every other method.")
     return out
-
-
-def markdown(agg: Aggregates, show: dict) -> list[str]:
-    """The leaderboard.md section; ``show``: method -> its displayed name."""
-    from tabbench.report.format import markdown_table
-
-    title = ["## TabArena's aggregates: Elo, improvability, win rate", ""]
-    if agg.table is None:
-        return title + [agg.reason, ""]
-    rows = [[show.get(m, m), f"{r['elo']:.0f}", _interval(r["elo_low"], r["elo_high"]),
-             f"{r['improvability']:.3f}", f"{r['win_rate']:.3f}", f"{r['mean_rank']:.2f}"]
-            for m, r in agg.table.iterrows()]
-    header = ["method", "Elo", "Elo 95% interval", "improvability", "win rate", "mean rank"]
-    return title + [markdown_table(header, rows), "", " ".join(notes(agg)), ""]
-
-
-def csv_rows(agg: Aggregates) -> list[dict]:
-    """leaderboard.csv's rows: tables ``elo``, ``elo_low``, ``elo_high``, ``improvability``, ``win_rate``."""
-    if agg.table is None:
-        return []
-    columns = ["elo", "elo_low", "elo_high", "improvability", "win_rate"]
-    return [{"table": c, "method": m, "dataset": "", "value": r[c]}
-            for c in columns for m, r in agg.table.iterrows() if not pd.isna(r[c])]
 
 
 def latex_parts(agg: Aggregates, method_name) -> tuple[str, list, list, list] | None:

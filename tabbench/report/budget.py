@@ -10,12 +10,13 @@ nothing here names a model.
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import pandas as pd
 
 from tabbench.report.agreement import within
 from tabbench.report.format import Cell, markdown_table, markdown_text
+from tabbench.report.section import Context, Section
+
 
 def budget_table(selected: pd.DataFrame, primary: dict) -> pd.DataFrame:
     """Rows (method, model, dataset, metric, steps, mean, runs, folds, se) of the primary test metric over
@@ -102,30 +103,47 @@ def budget_figure(table: pd.DataFrame, published=None):
     return fig
 
 
-def budget_section(out_dir: Path, selected: pd.DataFrame, primary: dict, published=None, show=None,
-                   splits=None) -> list:
-    """``splits``: dataset -> the number of splits it has (leaderboard.dataset_splits): a mean over fewer
-    shows its fold count."""
-    from tabbench.report.plots import save
+class BudgetCurves(Section):
+    """The budget curves: their figure (budget-curves.svg and .png), their table and budget-curves.csv."""
 
-    table = budget_table(selected, primary)
-    if table.empty:
-        return []
-    save(budget_figure(table, published), out_dir / "budget-curves")
-    table.drop(columns=["model", "folds"]).round(6).to_csv(out_dir / "budget-curves.csv", index=False)
-    show, splits = show or {}, splits or {}
-    rows = [[show.get(r["method"], r["method"]), r["dataset"], f"{int(r['steps']):,}",
-             Cell(r["mean"], r["se"], int(r["folds"]), splits.get(r["dataset"], 0)).markdown(),
-             str(int(r["runs"])), versus_paper(r["mean"], r["se"], _paper(published, r["dataset"], r["model"]))]
-            for _, r in table.sort_values(["dataset", "method", "steps"]).iterrows()]
-    models = sorted(table["model"].unique())
-    which = " and ".join(m.upper() for m in models) + (" numbers" if len(models) > 1 else " number")
-    return ["## Budget curves", "",
-            "The test metric of the weights a shorter run would have used (best validation loss up to that step), "
-            "recorded during each run; the last point of a curve is the run's full length. Dashed: the published "
-            f"{which}, shaded: its ± 2 standard errors; \"vs paper\": our mean minus it, and whether it lies "
-            "within 2 combined standard errors (√(SE ours² + SE paper²); results/README.md). A mean of fewer folds "
-            "than the dataset has shows its fold count. `budget-curves.csv` has the numbers.", "",
-            "![test metric against training steps](budget-curves.svg)", "",
-            markdown_table(["method", "dataset", "steps", "test metric (mean ± SE)", "runs", "vs paper"], rows), "",
-            *([markdown_text(published.note_for(table["dataset"])), ""] if published and published.note_for(table["dataset"]) else [])]
+    report_only = True
+
+    @staticmethod
+    def _table(ctx: Context) -> pd.DataFrame:
+        from tabbench.metrics import PRIMARY
+
+        return ctx.once("budget curves", lambda: budget_table(ctx.selected, PRIMARY))
+
+    def markdown(self, ctx):
+        """A mean over fewer splits than its dataset has (family.dataset_splits) shows its fold count."""
+        from tabbench.report.family import dataset_splits
+
+        table = self._table(ctx)
+        if table.empty:
+            return []
+        published, show, splits = ctx.published, ctx.show, dataset_splits(ctx.selected, ctx.splits)
+        rows = [[show.get(r["method"], r["method"]), r["dataset"], f"{int(r['steps']):,}",
+                 Cell(r["mean"], r["se"], int(r["folds"]), splits.get(r["dataset"], 0)).markdown(),
+                 str(int(r["runs"])), versus_paper(r["mean"], r["se"], _paper(published, r["dataset"], r["model"]))]
+                for _, r in table.sort_values(["dataset", "method", "steps"]).iterrows()]
+        models = sorted(table["model"].unique())
+        which = " and ".join(m.upper() for m in models) + (" numbers" if len(models) > 1 else " number")
+        note = published.note_for(table["dataset"]) if published else None
+        return ["## Budget curves", "",
+                "The test metric of the weights a shorter run would have used (best validation loss up to that step), "
+                "recorded during each run; the last point of a curve is the run's full length. Dashed: the published "
+                f"{which}, shaded: its ± 2 standard errors; \"vs paper\": our mean minus it, and whether it lies "
+                "within 2 combined standard errors (√(SE ours² + SE paper²); results/README.md). A mean of fewer folds "
+                "than the dataset has shows its fold count. `budget-curves.csv` has the numbers.", "",
+                "![test metric against training steps](budget-curves.svg)", "",
+                markdown_table(["method", "dataset", "steps", "test metric (mean ± SE)", "runs", "vs paper"], rows), "",
+                *([markdown_text(note), ""] if note else [])]
+
+    def write_files(self, ctx):
+        from tabbench.report.plots import save
+
+        table = self._table(ctx)
+        if table.empty:
+            return
+        save(budget_figure(table, ctx.published), ctx.out_dir / "budget-curves")
+        table.drop(columns=["model", "folds"]).round(6).to_csv(ctx.out_dir / "budget-curves.csv", index=False)

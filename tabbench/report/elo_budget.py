@@ -32,6 +32,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from tabbench.report.section import Context, Section
+
 
 def has_points(selected: pd.DataFrame) -> bool:
     return "budget_points" in selected and selected["budget_points"].map(
@@ -92,7 +94,7 @@ TABLE_COLUMNS = ["point_s", "method", "mean_rank", "elo", "elo_low", "elo_high",
 
 
 @dataclass
-class EloAgainstBudget:
+class EloAtPoints:
     """``table``: one row per (point_s, method): mean_rank, elo, elo_low, elo_high, no_state (its runs without a
     state at the point), runs; ``left_out``: the methods left out because some of their runs' states are unknown at
     some point (``state_at``), each with (those runs, all its runs); ``reason``: why there is no Elo (bencheval
@@ -128,7 +130,7 @@ class EloAgainstBudget:
         return pd.DataFrame(rows).set_index("method").sort_values(["elo", "method"], ascending=[False, True])
 
 
-def elo_against_budget(selected: pd.DataFrame, declared=None) -> EloAgainstBudget | None:
+def elo_against_budget(selected: pd.DataFrame, declared=None) -> EloAtPoints | None:
     """Ranks and Elo at every budget point the records carry (None when none does); ``declared``: the splits
     each dataset has (tabbench.report.family.dataset_splits)."""
     from tabbench.report import arena
@@ -143,7 +145,7 @@ def elo_against_budget(selected: pd.DataFrame, declared=None) -> EloAgainstBudge
     left_out = {m: (int(n), int(runs[m])) for m, n in unknown.groupby("method").size().items()}
     selected = selected[~selected["method"].isin(left_out)]
     if selected.empty:
-        return EloAgainstBudget(pd.DataFrame(columns=TABLE_COLUMNS), points, left_out, None,
+        return EloAtPoints(pd.DataFrame(columns=TABLE_COLUMNS), points, left_out, None,
                                 "No method has a known state for every run at every point.")
     rows, anchor, reasons = [], None, set()
     for point in points:
@@ -163,7 +165,7 @@ def elo_against_budget(selected: pd.DataFrame, declared=None) -> EloAgainstBudge
     table = pd.DataFrame(rows)
     # no Elo at any point (bencheval missing, or one method): say why, once
     reason = " ".join(sorted(r for r in reasons if r)) if table["elo"].isna().all() else None
-    return EloAgainstBudget(table, points, left_out, anchor, reason)
+    return EloAtPoints(table, points, left_out, anchor, reason)
 
 
 def _seconds(point: float) -> str:
@@ -176,7 +178,7 @@ def _elo(elo: float, low: float, high: float) -> str:
     return f"{elo:.0f}" + ("" if math.isnan(low) else f" ({low:.0f} to {high:.0f})")
 
 
-def figure(result: EloAgainstBudget, show: dict):
+def figure(result: EloAtPoints, show: dict):
     """Elo against the budget point (log axis), one line per method with its 95% interval; the methods are
     set slightly apart along the axis (a few percent), so that their intervals do not hide each other."""
     from tabbench.report.plots import METHOD_COLOURS, _pyplot, method_colours
@@ -210,73 +212,94 @@ def figure(result: EloAgainstBudget, show: dict):
     return fig
 
 
-def section(out_dir, selected: pd.DataFrame, show: dict, declared=None, sources=()) -> list:
-    """leaderboard.md's "Elo against budget" ([] when no record carries budget points): the figure, Elo and
-    mean rank per point, where each method reaches its final Elo; writes elo-against-budget.{svg,png,csv}.
-    ``sources``: the result folders of the records, whose every record says how fast each machine ran a job
-    (tabbench.report.provenance.comparison_note: what the section says when its records mix machines or clocks)."""
-    from tabbench.report.provenance import comparison_note
+class EloAgainstBudget(Section):
+    """leaderboard.md's "Elo against budget" (nothing where no record carries budget points): the figure, Elo and
+    mean rank per point, where each method reaches its final Elo; its files elo-against-budget.{svg,png,csv}. What
+    it says where its records mix machines or clocks: tabbench.report.provenance.comparison_note, from every
+    record of the leaderboard's folders (``ctx.sources``)."""
 
-    from tabbench.report.format import markdown_table
-    from tabbench.report.plots import save
+    report_only = True
 
-    result = elo_against_budget(selected, declared)
-    if result is None:
-        return []
-    title = ["## Elo against budget", ""]
-    table = result.table.copy()
-    table.round(6).to_csv(out_dir / "elo-against-budget.csv", index=False)
-    points = result.points
-    intro = (f"Each job recorded, besides its final metrics, the test metric of the state its validation had "
-             f"selected at {', '.join(_seconds(p) for p in points)} of its elapsed time (counted from the job's start, "
-             "on the clock of its time budget; a job that had finished keeps its final state for every later point). "
-             "Per point, the datasets are ranked and rated as in the tables above: mean rank over all datasets and "
-             "bencheval's Elo with its 95% bootstrap interval. A run with no state at a point (nothing validated yet, "
-             "or a model that keeps no states not finished) counts as failed there: the worst rank, and a loss to "
-             "every method with a result (TabArena counts unfinished jobs as failed). A record without budget points "
-             "(made before the suite asked for them) has, at every point at or after its fit's end (`fit_seconds`), "
-             "its final state, as a job that finished early records it; before that its state is unknown, and its "
-             "method is left out (named below) rather than counted as failed. `elo-against-budget.csv` has "
-             "the numbers, with the runs that had no state at each point (`no_state`).")
-    md = title + [intro, "", *comparison_note(selected, show, sources, "at the budget points")]
-    if table.empty:
-        return md + [result.reason, "", *_left_out(result, show)]
-    if result.reason:
-        md += [result.reason, ""]
-    elif len(table["method"].unique()) > 1:
-        save(figure(result, show), out_dir / "elo-against-budget")
-        md += ["![Elo against budget, per method](elo-against-budget.svg)", "",
-               "Files: [`elo-against-budget.svg`](elo-against-budget.svg), "
-               "[`elo-against-budget.png`](elo-against-budget.png). The methods are set a few percent apart along "
-               "the axis so that their intervals can be told apart.", ""]
-    elo, low, high, rank, missing = (result.at(c) for c in ("elo", "elo_low", "elo_high", "mean_rank", "no_state"))
-    runs = result.at("runs")
-    order = (result.reached().index if not result.reason else rank[points[-1]].sort_values().index)
-    header = ["method", *(f"{_seconds(p)}" for p in points)]
-    if not result.reason:
-        rows = [[show.get(m, m)] + [_elo(elo.loc[m, p], low.loc[m, p], high.loc[m, p]) for p in points]
-                for m in order]
-        md += ["Elo (95% interval) at each budget point; –: no method had a state there, nothing to compare:", "",
+    @staticmethod
+    def _result(ctx: Context) -> EloAtPoints | None:
+        from tabbench.report.family import dataset_splits
+
+        return ctx.once("elo against budget",
+                        lambda: elo_against_budget(ctx.selected, dataset_splits(ctx.selected, ctx.splits)))
+
+    @staticmethod
+    def _figure_drawn(result) -> bool:
+        return not result.table.empty and not result.reason and len(result.table["method"].unique()) > 1
+
+    def markdown(self, ctx):
+        from tabbench.report.format import markdown_table
+        from tabbench.report.provenance import comparison_note
+
+        result, show = self._result(ctx), ctx.show
+        if result is None:
+            return []
+        title = ["## Elo against budget", ""]
+        table = result.table
+        points = result.points
+        intro = (f"Each job recorded, besides its final metrics, the test metric of the state its validation had "
+                 f"selected at {', '.join(_seconds(p) for p in points)} of its elapsed time (counted from the job's start, "
+                 "on the clock of its time budget; a job that had finished keeps its final state for every later point). "
+                 "Per point, the datasets are ranked and rated as in the tables above: mean rank over all datasets and "
+                 "bencheval's Elo with its 95% bootstrap interval. A run with no state at a point (nothing validated yet, "
+                 "or a model that keeps no states not finished) counts as failed there: the worst rank, and a loss to "
+                 "every method with a result (TabArena counts unfinished jobs as failed). A record without budget points "
+                 "(made before the suite asked for them) has, at every point at or after its fit's end (`fit_seconds`), "
+                 "its final state, as a job that finished early records it; before that its state is unknown, and its "
+                 "method is left out (named below) rather than counted as failed. `elo-against-budget.csv` has "
+                 "the numbers, with the runs that had no state at each point (`no_state`).")
+        md = title + [intro, "", *comparison_note(ctx.selected, show, ctx.sources, "at the budget points")]
+        if table.empty:
+            return md + [result.reason, "", *_left_out(result, show)]
+        if result.reason:
+            md += [result.reason, ""]
+        elif self._figure_drawn(result):
+            md += ["![Elo against budget, per method](elo-against-budget.svg)", "",
+                   "Files: [`elo-against-budget.svg`](elo-against-budget.svg), "
+                   "[`elo-against-budget.png`](elo-against-budget.png). The methods are set a few percent apart along "
+                   "the axis so that their intervals can be told apart.", ""]
+        elo, low, high, rank, missing = (result.at(c) for c in ("elo", "elo_low", "elo_high", "mean_rank", "no_state"))
+        runs = result.at("runs")
+        order = (result.reached().index if not result.reason else rank[points[-1]].sort_values().index)
+        header = ["method", *(f"{_seconds(p)}" for p in points)]
+        if not result.reason:
+            rows = [[show.get(m, m)] + [_elo(elo.loc[m, p], low.loc[m, p], high.loc[m, p]) for p in points]
+                    for m in order]
+            md += ["Elo (95% interval) at each budget point; –: no method had a state there, nothing to compare:", "",
+                   markdown_table(header, rows), ""]
+        rows = [[show.get(m, m)] + [f"{rank.loc[m, p]:.2f}" + (f" ({int(missing.loc[m, p])} of {int(runs.loc[m, p])} "
+                                                              "without a state)" if missing.loc[m, p] else "")
+                                    for p in points] for m in order]
+        md += ["Mean rank over all datasets at each budget point (runs without a state there, where any):", "",
                markdown_table(header, rows), ""]
-    rows = [[show.get(m, m)] + [f"{rank.loc[m, p]:.2f}" + (f" ({int(missing.loc[m, p])} of {int(runs.loc[m, p])} "
-                                                          "without a state)" if missing.loc[m, p] else "")
-                                for p in points] for m in order]
-    md += ["Mean rank over all datasets at each budget point (runs without a state there, where any):", "",
-           markdown_table(header, rows), ""]
-    if not result.reason and len(points) > 1:
-        reached = result.reached()
-        rows = [[show.get(m, m), _elo(r["elo"], r["elo_low"], r["elo_high"]), _seconds(r["reached_at_s"]),
-                 "–" if math.isnan(r["change"]) else f"{r['change']:+.0f}", "yes" if r["rising"] else "no"]
-                for m, r in reached.iterrows()]
-        md += [f"Where each method reaches its final Elo (at {_seconds(points[-1])}): the first point from which its "
-               "Elo stays inside that point's 95% interval; 'still rising': its Elo there lies above the upper end of "
-               f"its interval at {_seconds(points[-2])}.", "",
-               markdown_table(["method", f"Elo at {_seconds(points[-1])}", "reaches it at",
-                               f"change from {_seconds(points[-2])}", "still rising"], rows), ""]
-    return md + _left_out(result, show)
+        if not result.reason and len(points) > 1:
+            reached = result.reached()
+            rows = [[show.get(m, m), _elo(r["elo"], r["elo_low"], r["elo_high"]), _seconds(r["reached_at_s"]),
+                     "–" if math.isnan(r["change"]) else f"{r['change']:+.0f}", "yes" if r["rising"] else "no"]
+                    for m, r in reached.iterrows()]
+            md += [f"Where each method reaches its final Elo (at {_seconds(points[-1])}): the first point from which its "
+                   "Elo stays inside that point's 95% interval; 'still rising': its Elo there lies above the upper end of "
+                   f"its interval at {_seconds(points[-2])}.", "",
+                   markdown_table(["method", f"Elo at {_seconds(points[-1])}", "reaches it at",
+                                   f"change from {_seconds(points[-2])}", "still rising"], rows), ""]
+        return md + _left_out(result, show)
+
+    def write_files(self, ctx):
+        from tabbench.report.plots import save
+
+        result = self._result(ctx)
+        if result is None:
+            return
+        result.table.round(6).to_csv(ctx.out_dir / "elo-against-budget.csv", index=False)
+        if self._figure_drawn(result):
+            save(figure(result, ctx.show), ctx.out_dir / "elo-against-budget")
 
 
-def _left_out(result: EloAgainstBudget, show: dict) -> list:
+def _left_out(result: EloAtPoints, show: dict) -> list:
     """The methods left out, each with its runs whose state is unknown at a point."""
     if not result.left_out:
         return []

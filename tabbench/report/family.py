@@ -165,3 +165,10 @@ def pooled_ranks(tables: dict) -> pd.DataFrame:
     methods = sorted({m for t in tables.values() for m in t.mean.index})
     parts = [rank_table(t.mean.reindex(methods), t.higher).drop(columns=["mean_rank", "se"]) for t in tables.values()]
     return pd.concat(parts, axis=1).loc[methods]
+
+
+def place(values: pd.Series, method: str, lower_is_better: bool = True) -> int:
+    """``method``'s place among the methods by ``values`` (a mean rank, an Elo; methods as the index): 1 + the
+    methods strictly better, so that ties share the better place, as the rank tables rank."""
+    better = values < values[method] if lower_is_better else values > values[method]
+    return int(better.sum()) + 1

@@ -2,9 +2,10 @@
 
 The records become one Context (the selected trials, the typed per-family tables of tabbench.report.family,
 the names shown); the leaderboard is the registered sections (the built-in ``LEADERBOARD`` of
-tabbench.report.sections and the plugins', tabbench.report.section.load_sections) read over it: leaderboard.md
-is their Markdown in order, leaderboard.csv their rows, leaderboard.tex their LaTeX and the folder's report.html
-their HTML (tabbench.report.html).
+tabbench.report.sections and the plugins', tabbench.report.section.load_sections) read over it, in steps:
+``render`` gives their Markdown and writes nothing; leaderboard.md is that Markdown in order, leaderboard.csv
+their rows; ``write_files`` writes the figures and CSV files the Markdown links; then, with the report,
+leaderboard.tex is their LaTeX and the folder's report.html their HTML, the figures inlined (tabbench.report.html).
 """
 
 from __future__ import annotations
@@ -130,6 +131,19 @@ def sections(ctx: Context) -> list:
     return [s for s in load_sections() if ctx.report or not s.report_only]
 
 
+def render(ctx: Context) -> list:
+    """(section, its Markdown lines) for each section this leaderboard writes, in order: text only, no file
+    written (the files the lines link are ``write_files``'s)."""
+    return [(section, ctx.markdown_of(section)) for section in sections(ctx)]
+
+
+def write_files(ctx: Context, parts: list) -> None:
+    """The files the sections' Markdown links (figures as SVG and PNG, CSV), written into ``ctx.out_dir``;
+    ``parts``: render's."""
+    for section, _ in parts:
+        section.write_files(ctx)
+
+
 def write_leaderboard(suite_dir: str | Path, published_path: str | Path | None = None, sources=None,
                       report: bool = False, first_complete=(), splits=None, across_devices: bool = False,
                       common_splits: bool = False) -> Path:
@@ -177,20 +191,21 @@ def _write(suite_dir, published_path, sources, report, first_complete, splits, a
         _write_every_job_failed(suite_dir, records)
         return None
     ctx = make_context(suite_dir, sources, records, published, report, first_complete, splits, restricted, compared)
-    parts = [(section, section.markdown(ctx)) for section in sections(ctx)]
+    parts = render(ctx)
     md_path.write_text("\n".join(line for _, lines in parts for line in lines))
     ordered = [s for s, _ in parts if not s.csv_late] + [s for s, _ in parts if s.csv_late]
     csv = pd.DataFrame([row for section in ordered for row in section.csv_rows(ctx)])
     if published is not None:  # the mark NOT_PUBLISHED_MARK, as data: False for a model the publication never ran
         csv["in_publication"] = csv["method"].map(lambda m: NOT_PUBLISHED_MARK not in ctx.show.get(m, ""))
     csv.to_csv(suite_dir / "leaderboard.csv", index=False)
-    if report:
+    write_files(ctx, parts)
+    if report:  # after write_files: the page inlines the figures it wrote
         from tabbench.report.html import write_page
         from tabbench.report.latex import preamble
 
         tex = preamble(suite_dir.name) + [line for section, _ in parts for line in section.latex(ctx)]
         (suite_dir / "leaderboard.tex").write_text("\n".join(tex))
-        write_page(ctx, parts)
+        write_page(ctx, [section for section, _ in parts])
     return ctx
 
 

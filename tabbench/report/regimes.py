@@ -82,7 +82,9 @@ def _tau(a: pd.Series, b: pd.Series) -> float:
 
 
 def _place(mean_rank: pd.Series) -> pd.Series:
-    return mean_rank.rank(method="min").astype(int)
+    from tabbench.report.family import place
+
+    return pd.Series({m: place(mean_rank, m) for m in mean_rank.index}, index=mean_rank.index, dtype=int)
 
 
 @dataclass
@@ -97,7 +99,12 @@ class Comparison:
 
 
 def compare(ctx: Context) -> Comparison | None:
-    """The comparison of the folder's paired regimes, or None when it has no pair."""
+    """The comparison of the folder's paired regimes, or None when it has no pair; computed once per Context
+    (the section's Markdown and CSV rows, and a study's verdict, read it)."""
+    return ctx.once("split regimes", lambda: _compare(ctx))
+
+
+def _compare(ctx: Context) -> Comparison | None:
     from tabbench.report.family import pooled_ranks
 
     found = pairs(ctx.records)

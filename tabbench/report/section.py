@@ -1,14 +1,17 @@
 """The shapes a report is made of, each read from one ``Context`` (the records, the typed per-family tables, the
-names shown, the published numbers): a ``Section`` of a leaderboard gives its Markdown lines, its rows of
-leaderboard.csv, its LaTeX lines and its HTML; a ``ReadmeBlock`` gives the lines of one generated block of a
-results folder's README. Both are registered through hooks (``register_sections``, ``register_readme_blocks``),
-the built-in ones by tabbench/report/plugin.py as a plugin registers its own: a new statistic is one Section
-subclass in a file of its own, registered with its place on the page (``after``). ``load_sections`` and
-``load_readme_blocks`` gather them.
+names shown, the published numbers): a ``Section`` of a leaderboard gives its Markdown lines, the files they
+link, its rows of leaderboard.csv, its LaTeX lines and its HTML; a ``ReadmeBlock`` gives the lines of one
+generated block of a results folder's README. Both are registered through hooks (``register_sections``,
+``register_readme_blocks``), the built-in ones by tabbench/report/plugin.py as a plugin registers its own: a new
+statistic is one Section subclass in a file of its own, registered with its place on the page (``after``).
+``load_sections`` and ``load_readme_blocks`` gather them.
 
-A section that draws a figure writes it (SVG and PNG) beside leaderboard.md when its Markdown is asked for;
-its HTML inlines the SVG it wrote, so that a page is one self-contained file. pandas is imported by the
-functions that use it, so that a plugin module may import these shapes at its top and stay light.
+Every part of a section is a method over the one Context, and reads nothing else. Its Markdown is text and
+writes nothing; the files it links (a figure as SVG and PNG, its numbers as CSV) are written beside
+leaderboard.md by its ``write_files``, the leaderboard's files step (tabbench.report.leaderboard.write_files),
+and its HTML inlines the SVG written there, so that a page is one self-contained file. What both read (a test's
+diagrams, a bootstrap) is computed once per Context (``Context.once``). pandas is imported by the functions that
+use it, so that a plugin module may import these shapes at its top and stay light.
 """
 
 from __future__ import annotations
@@ -22,26 +25,43 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import pandas as pd
 
+    from tabbench.published import Published
+    from tabbench.report.arena import Aggregates
+    from tabbench.report.family import FamilyResults
+    from tabbench.tabarena import Comparison
+
 
 @dataclass
 class Context:
     """What one leaderboard's sections read, made once by leaderboard.make_context."""
 
     out_dir: Path
-    sources: list  # the result folders whose records are ranked together
+    sources: list[Path]  # the result folders whose records are ranked together
     records: pd.DataFrame  # the newest record per job key over the sources
     all_runs: pd.DataFrame  # every trial, FirstComplete rows applied
     selected: pd.DataFrame  # one selected trial per run
-    tables: dict  # task -> tabbench.report.family.FamilyResults
-    labels: dict  # dataset -> its label (a subset named)
-    show: dict  # method -> its name in the tables, marks included
-    published: object = None  # tabbench.published.Published, or None
-    aggregates: object = None  # tabbench.report.arena.Aggregates
-    splits: dict = field(default_factory=dict)  # dataset -> the splits its suite declares, where known
-    combined_notes: list = field(default_factory=list)  # FirstComplete's notes
+    tables: dict[str, FamilyResults]  # task -> its metric family's ranks and means
+    labels: dict[str, str]  # dataset -> its label (a subset named)
+    show: dict[str, str]  # method -> its name in the tables, marks included
+    published: Published | None = None  # the publication's own numbers (a suite's published: file), if any
+    aggregates: Aggregates | None = None  # TabArena's Elo, improvability and win rate (make_context computes them)
+    splits: dict[str, int] = field(default_factory=dict)  # dataset -> the splits its suite declares, where known
+    combined_notes: list[str] = field(default_factory=list)  # FirstComplete's notes
     report: bool = False  # the report extra's sections (tests, figures, LaTeX) too
     restricted: str = ""  # what --common-splits left out (tabbench.pooling.common_splits), said under the title
-    compared: tuple = ()  # TabArena's published results beside ours (tabbench.tabarena.Comparison)
+    compared: tuple[Comparison, ...] = ()  # TabArena's published results beside ours
+    _computed: dict = field(default_factory=dict, init=False, repr=False, compare=False)  # Context.once's
+
+    def once(self, key: str, compute: Callable):
+        """``compute()``, computed once per Context under ``key``: what a section's Markdown and its files both
+        read (its statistic, a bootstrap), so that writing the files computes nothing again."""
+        if key not in self._computed:
+            self._computed[key] = compute()
+        return self._computed[key]
+
+    def markdown_of(self, section: Section) -> list[str]:
+        """``section``'s Markdown over this Context, rendered once: leaderboard.md and the page both show it."""
+        return self.once(f"markdown of {section.name}", lambda: section.markdown(self))
 
     @property
     def pooled(self) -> pd.DataFrame:
@@ -81,7 +101,13 @@ class Section:
         return type(self).__name__
 
     def markdown(self, ctx: Context) -> list[str]:
+        """Its lines of leaderboard.md, a ``## `` heading first; text only: the files they link are
+        ``write_files``'s."""
         return []
+
+    def write_files(self, ctx: Context) -> None:
+        """Write the files its Markdown links (figures through tabbench.report.plots.save, CSV) into
+        ``ctx.out_dir``."""
 
     def csv_rows(self, ctx: Context) -> list[dict]:
         return []
@@ -89,12 +115,12 @@ class Section:
     def latex(self, ctx: Context) -> list[str]:
         return []
 
-    def html(self, ctx: Context, markdown: list[str]) -> str:
-        """The section's HTML, by default its Markdown (``markdown``: what ``markdown`` gave) as HTML, the
-        figures it links inlined (tabbench.report.html.from_markdown)."""
+    def html(self, ctx: Context) -> str:
+        """The section's HTML, by default its Markdown (``ctx.markdown_of(self)``) as HTML, the figures it links
+        inlined (tabbench.report.html.from_markdown: written by ``write_files`` before the page)."""
         from tabbench.report.html import from_markdown
 
-        return from_markdown(markdown, ctx.out_dir)
+        return from_markdown(ctx.markdown_of(self), ctx.out_dir)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,8 @@
 """The built-in sections of a leaderboard, in the order ``LEADERBOARD`` lists them, registered in that order by the
 core's ``register_sections`` hook (tabbench/report/plugin.py; tabbench.report.section says what a section
-is). Each figure-drawing section writes the files it links (figures, CSV) beside leaderboard.md.
+is). Each is one Section over the one Context: its Markdown is text, and the files it links (figures, CSV) are its
+``write_files``'s, beside leaderboard.md. A section with a module of its own (budget curves, Elo against budget,
+split regimes, TabArena) is defined there.
 """
 
 from __future__ import annotations
@@ -8,14 +10,17 @@ from __future__ import annotations
 import itertools
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from tabbench.measure import machines
 from tabbench.report import cost, plots, significance as sig, winrate
+from tabbench.report.against_tabarena import AgainstTabArena, TabArenaBoard
+from tabbench.report.budget import BudgetCurves
+from tabbench.report.elo_budget import EloAgainstBudget
 from tabbench.report.format import markdown_table, markdown_text, mean_se
+from tabbench.report.regimes import SplitRegimes
 from tabbench.report.section import Context, Section
 
 COST_AXES = {"fit_seconds": ("time", "fit seconds per result (geometric mean over datasets)"),
@@ -27,107 +32,30 @@ def _image(stem: str, alt: str) -> list:
     return [f"![{alt}]({stem}.svg)", "", f"Files: [`{stem}.svg`]({stem}.svg), [`{stem}.png`]({stem}.png).", ""]
 
 
-def _diagram(out_dir: Path, stem: str, result: sig.Significance, pvalues: pd.DataFrame, test: str) -> list:
-    title = f"{test}: mean rank over {result.n_datasets} datasets ({result.family})"
-    plots.save(plots.cd_diagram(result.mean_ranks, pvalues, title, result.cd if test == "Nemenyi" else None),
-               out_dir / stem, crop=True)
-    return _image(stem, f"{test} critical-difference diagram, {result.family}")
+def _significance(ctx: Context, family: str, ranks: pd.DataFrame, scores: pd.DataFrame | None) -> sig.Significance:
+    """Friedman, then the Nemenyi and Wilcoxon-Holm tests the datasets allow, over ``ranks`` (methods x datasets)."""
+    return ctx.once(f"significance {family}", lambda: sig.significance(family, ranks, scores))
 
 
-def significance_section(out_dir: Path, family: str, ranks: pd.DataFrame, scores: pd.DataFrame | None) -> list:
-    """Friedman, then the Nemenyi and Wilcoxon-Holm diagrams the datasets allow; the notes say which not."""
-    result = sig.significance(family, ranks, scores)
-    md = [f"### Significance ({family})", "", *[f"- {note}" for note in result.notes], ""]
-    if result.nemenyi is not None:
-        md += _diagram(out_dir, f"cd-nemenyi-{family}", result, result.nemenyi, "Nemenyi")
-    if result.wilcoxon is not None:
-        md += _diagram(out_dir, f"cd-wilcoxon-{family}", result, result.wilcoxon, "Wilcoxon-Holm")
+def _diagrams(result: sig.Significance) -> list:
+    """(test, file stem, p-values) of each critical-difference diagram the tests gave."""
+    tests = [("Nemenyi", "nemenyi", result.nemenyi), ("Wilcoxon-Holm", "wilcoxon", result.wilcoxon)]
+    return [(test, f"cd-{key}-{result.family}", pvalues) for test, key, pvalues in tests if pvalues is not None]
+
+
+def _significance_lines(result: sig.Significance) -> list:
+    """The tests' notes (they say which diagram the datasets do not allow) and the diagrams."""
+    md = [f"### Significance ({result.family})", "", *[f"- {note}" for note in result.notes], ""]
+    for test, stem, _ in _diagrams(result):
+        md += _image(stem, f"{test} critical-difference diagram, {result.family}")
     return md
 
 
-def win_rate_section(out_dir: Path, selected: pd.DataFrame) -> list:
-    folds = winrate.fold_results(selected)
-    if folds.empty:
-        return []
-    if folds.shape[1] < 2:  # one method beats no one: an empty matrix is no figure
-        return ["## Pairwise win rates", "", f"One method ({folds.columns[0]}): no pair to compare.", ""]
-    share, _ = winrate.win_rates(folds)
-    n_folds = len(folds)
-    share.round(4).to_csv(out_dir / "win-rate.csv", index_label="method")
-    plots.save(plots.win_rate_heatmap(share, n_folds), out_dir / "win-rate")
-    return ["## Pairwise win rates", "",
-            f"Share of the {n_folds} (dataset, fold) pairs on which the row's method beats the column's by the "
-            "dataset's test metric (seeds averaged; a tie counts half; a result beats a failed or missing one; "
-            "a pair where both failed is left out). `win-rate.csv` has the numbers.", "",
-            *_image("win-rate", "win-rate matrix")]
-
-
-def cost_section(out_dir: Path, runs: pd.DataFrame, mean_rank: pd.Series, show=None, sources=()) -> list:
-    """``show``: method -> its name in the tables, marks included (leaderboard.display_names); ``sources``: the
-    result folders of the records (hardware_note)."""
-    show = show or {}
-    table = cost.cost_table(runs, mean_rank)
-    columns = [c for c in COST_AXES if c != "gpu_mib" or table[c].notna().any()]
-    fronts = {c: (COST_AXES[c][1], cost.pareto_front(table["mean_rank"], table[c])) for c in columns}
-    drawn = [c for c in columns if table[c].notna().sum() >= 2]  # one point per axis compares nothing
-    if drawn:
-        plots.save(plots.cost_scatter(table, {c: fronts[c] for c in drawn}), out_dir / "cost")
-    figure = _image("cost", "mean rank against fit time and peak memory") if drawn else [
-        "No figure: one method has a cost to set against its rank.", ""]
-    rows = [[show.get(m, m), f"{r['mean_rank']:.2f}", f"{r['fit_seconds']:.3g}", f"{r['rss_mib']:.0f}",
-             "–" if pd.isna(r["gpu_mib"]) else f"{r['gpu_mib']:.0f}",
-             ", ".join(COST_AXES[c][0] for c in columns if fronts[c][1][m]) or "–"] for m, r in table.iterrows()]
-    return ["## Cost against quality", "",
-            "Mean rank over every dataset against the fit time one result costs (all tuning trials of a fold summed, "
-            "averaged per dataset, geometric mean over datasets) and the largest peak memory of one job. The "
-            "Pareto front (circled) holds the methods no other method beats on both.", "",
-            *figure,
-            markdown_table(["method", "mean rank", "fit s per result", "peak RSS MiB", "peak GPU MiB",
-                            "on the front of"], rows), "", *budget_note(runs, table.index, show), *hardware_note(runs, show, sources)]
-
-
-def budget_note(runs: pd.DataFrame, order, show) -> list:
-    """Under a time budget: per method, the jobs the training clock stopped and those killed (cost.budget_table)."""
-    table = cost.budget_table(runs)
-    if table.empty:
-        return []
-    budgets = runs.dropna(subset=["time_budget_s"]).groupby("time_budget_s")["method"].unique()
-    if len(budgets) == 1:
-        budget = f"Time budget: {budgets.index[0]:g} s a job, the same for every method."
-    else:  # suites of one folder with budgets of their own (e.g. a longer one for NPT)
-        budget = "Time budgets: " + "; ".join(
-            f"{b:g} s a job for {', '.join(show.get(m, m) for m in sorted(methods))}" for b, methods in budgets.items()) + "."
-    rows = [[show.get(m, m), *(f"{int(r[c]):,}" for c in ("jobs", "stopped", "killed")),
-             "–" if pd.isna(r["steps_median"]) else
-             f"{r['steps_median']:.0f} ({r['steps_min']:.0f}-{r['steps_max']:.0f})"]
-            for m, r in table.loc[[m for m in order if m in table.index]].iterrows()]
-    return [f"{budget} 'stopped': "
-            "results whose training the clock ended at 80% of it (the best epoch or iteration reached is kept); "
-            "'killed': jobs still running at the budget, failed (timeout) and ranked last; 'steps run': NPT's "
-            "training steps, median (range), sized to the budget by `steps: auto`.", "",
-            markdown_table(["method", "jobs", "stopped", "killed", "steps run"], rows), ""]
-
-
-def hardware_note(runs: pd.DataFrame, show=None, sources=()) -> list:
-    """When the records were made on more than one machine (by their hardware fingerprints) or clock, which
-    methods that touches (tabbench.report.provenance.comparison_note) and the machines: their times are then not
-    comparable across machines. Nothing when all share one machine and clock, or none recorded it."""
-    from tabbench.report.provenance import comparison_note
-
-    if "environment" not in runs:
-        return []
-    mixed = comparison_note(runs, show or {}, sources, "in these costs")
-    found = machines(runs["environment"], list(runs["source"]) if "source" in runs else None,
-                     list(runs["method"]) if "method" in runs else None)
-    if len(found) < 2:
-        return mixed
-    rows = [[markdown_text(m["label"]), f"{m['records']:,}", ", ".join(f"{k} {n:,}" for k, n in m["methods"].items()) or "–",
-             ", ".join(f"`{s}`" for s in m["sources"]) or "–"] for m in found]
-    return mixed + [f"These records were made on {len(found)} different machines (hardware fingerprints; records from "
-            "before the fingerprint was recorded count as one, unknown): fit times and memory compare only "
-            "between methods run on the same machine, and under a time budget a method's results depend on the "
-            "machine that ran it.", "",
-            markdown_table(["machine", "records", "methods (records)", "folders"], rows), ""]
+def _write_diagrams(ctx: Context, result: sig.Significance) -> None:
+    for test, stem, pvalues in _diagrams(result):
+        title = f"{test}: mean rank over {result.n_datasets} datasets ({result.family})"
+        plots.save(plots.cd_diagram(result.mean_ranks, pvalues, title, result.cd if test == "Nemenyi" else None),
+                   ctx.out_dir / stem, crop=True)
 
 
 def _cost_rows(frame: pd.DataFrame, show: dict) -> list:
@@ -179,7 +107,7 @@ class Header(Section):
                    "(#cost-against-quality); LaTeX tables: [`leaderboard.tex`](leaderboard.tex).", ""]
         return md
 
-    def html(self, ctx, markdown):
+    def html(self, ctx):
         return ""  # the page has a headline of its own (tabbench.report.html)
 
 
@@ -235,25 +163,41 @@ class Arena(Section):
     csv_late = True
 
     def markdown(self, ctx):
-        from tabbench.report import arena
+        from tabbench.report.arena import notes
 
-        return arena.markdown(ctx.aggregates, ctx.show)
+        agg = ctx.aggregates
+        title = ["## TabArena's aggregates: Elo, improvability, win rate", ""]
+        if agg.table is None:
+            return title + [agg.reason, ""]
+        rows = [[ctx.show.get(m, m), f"{r['elo']:.0f}", _interval(r["elo_low"], r["elo_high"]),
+                 f"{r['improvability']:.3f}", f"{r['win_rate']:.3f}", f"{r['mean_rank']:.2f}"]
+                for m, r in agg.table.iterrows()]
+        header = ["method", "Elo", "Elo 95% interval", "improvability", "win rate", "mean rank"]
+        return title + [markdown_table(header, rows), "", " ".join(notes(agg)), ""]
 
     def csv_rows(self, ctx):
-        from tabbench.report import arena
-
-        return arena.csv_rows(ctx.aggregates)
+        """Tables ``elo``, ``elo_low``, ``elo_high``, ``improvability``, ``win_rate``."""
+        table = ctx.aggregates.table
+        if table is None:
+            return []
+        columns = ["elo", "elo_low", "elo_high", "improvability", "win_rate"]
+        return [{"table": c, "method": m, "dataset": "", "value": r[c]}
+                for c in columns for m, r in table.iterrows() if not pd.isna(r[c])]
 
     def latex(self, ctx):
         from tabbench.report.latex import arena
 
         return arena(ctx)
 
-    def html(self, ctx, markdown):
+    def html(self, ctx):
         """Its notes only: the page's headline shows its table, with the Elo intervals drawn."""
         from tabbench.report.html import from_markdown
 
-        return from_markdown([line for line in markdown if not line.startswith("|")], ctx.out_dir)
+        return from_markdown([line for line in ctx.markdown_of(self) if not line.startswith("|")], ctx.out_dir)
+
+
+def _interval(low: float, high: float) -> str:
+    return "–" if math.isnan(low) else f"{low:.0f} to {high:.0f}"
 
 
 class Variants(Section):
@@ -297,7 +241,7 @@ class Variants(Section):
                 markdown_table(["method", "model", "differs in"], rows), ""]
 
 
-def published_table(ctx: Context, t) -> list:
+def _published_table(ctx: Context, t) -> list:
     """Our test metric and mean rank next to the published ones, for the datasets both have."""
     published, labels, show = ctx.published, ctx.labels, ctx.show
     metric, ranks = t.metric, t.ranks
@@ -353,11 +297,20 @@ class Families(Section):
             md += [DEVICE_NOTE, ""] if t.devices else []
             md += part_searched_note(part_searched(ctx.all_runs[ctx.all_runs["task"] == task]), show)
             if ctx.published is not None:
-                md += published_table(ctx, t) + mark_note
+                md += _published_table(ctx, t) + mark_note
             if ctx.report:
-                columns = t.datasets
-                md += significance_section(ctx.out_dir, metric, ranks[columns], t.mean.loc[ranks.index, columns])
+                md += _significance_lines(self._significance(ctx, t))
         return md
+
+    @staticmethod
+    def _significance(ctx, t) -> sig.Significance:
+        columns = t.datasets
+        return _significance(ctx, t.metric, t.ranks[columns], t.mean.loc[t.ranks.index, columns])
+
+    def write_files(self, ctx):
+        if ctx.report:  # the family's critical-difference diagrams
+            for t in ctx.tables.values():
+                _write_diagrams(ctx, self._significance(ctx, t))
 
     def csv_rows(self, ctx):
         published, rows = ctx.published, []
@@ -391,52 +344,135 @@ class Together(Section):
         pooled = ctx.pooled
         return ["## All datasets together", "", f"Every dataset's rank from the tables above ({pooled.shape[1]} "
                 "datasets), a method absent from a family at the worst rank.", ""] + \
-            significance_section(ctx.out_dir, "all", pooled, None)
+            _significance_lines(_significance(ctx, "all", pooled, None))
+
+    def write_files(self, ctx):
+        _write_diagrams(ctx, _significance(ctx, "all", ctx.pooled, None))
 
 
 class WinRates(Section):
+    """How often each method beats each other, per (dataset, fold): win-rate.csv and its heatmap."""
+
     report_only = True
 
+    @staticmethod
+    def _rates(ctx) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+        """(the folds' results, the share of them the row's method wins, None with fewer than two methods)."""
+        def compute():
+            folds = winrate.fold_results(ctx.selected)
+            return folds, winrate.win_rates(folds)[0] if not folds.empty and folds.shape[1] >= 2 else None
+
+        return ctx.once("win rates", compute)
+
     def markdown(self, ctx):
-        return win_rate_section(ctx.out_dir, ctx.selected)
+        folds, share = self._rates(ctx)
+        if folds.empty:
+            return []
+        if share is None:  # one method beats no one: an empty matrix is no figure
+            return ["## Pairwise win rates", "", f"One method ({folds.columns[0]}): no pair to compare.", ""]
+        return ["## Pairwise win rates", "",
+                f"Share of the {len(folds)} (dataset, fold) pairs on which the row's method beats the column's by the "
+                "dataset's test metric (seeds averaged; a tie counts half; a result beats a failed or missing one; "
+                "a pair where both failed is left out). `win-rate.csv` has the numbers.", "",
+                *_image("win-rate", "win-rate matrix")]
+
+    def write_files(self, ctx):
+        folds, share = self._rates(ctx)
+        if share is not None:
+            share.round(4).to_csv(ctx.out_dir / "win-rate.csv", index_label="method")
+            plots.save(plots.win_rate_heatmap(share, len(folds)), ctx.out_dir / "win-rate")
 
 
 class CostAgainstQuality(Section):
+    """Mean rank against fit time and peak memory, the Pareto fronts, and under a time budget what the clock
+    stopped; the machines, where the records come from several."""
+
     report_only = True
 
+    @staticmethod
+    def _table(ctx) -> tuple[pd.DataFrame, list, dict, list]:
+        """(cost.cost_table, its axes shown, axis -> (label, its Pareto front), the axes drawn)."""
+        def compute():
+            table = cost.cost_table(ctx.all_runs, ctx.pooled.mean(axis=1))
+            columns = [c for c in COST_AXES if c != "gpu_mib" or table[c].notna().any()]
+            fronts = {c: (COST_AXES[c][1], cost.pareto_front(table["mean_rank"], table[c])) for c in columns}
+            drawn = [c for c in columns if table[c].notna().sum() >= 2]  # one point per axis compares nothing
+            return table, columns, fronts, drawn
+
+        return ctx.once("cost", compute)
+
     def markdown(self, ctx):
-        return cost_section(ctx.out_dir, ctx.all_runs, ctx.pooled.mean(axis=1), ctx.show, ctx.sources)
+        table, columns, fronts, drawn = self._table(ctx)
+        show = ctx.show
+        figure = _image("cost", "mean rank against fit time and peak memory") if drawn else [
+            "No figure: one method has a cost to set against its rank.", ""]
+        rows = [[show.get(m, m), f"{r['mean_rank']:.2f}", f"{r['fit_seconds']:.3g}", f"{r['rss_mib']:.0f}",
+                 "–" if pd.isna(r["gpu_mib"]) else f"{r['gpu_mib']:.0f}",
+                 ", ".join(COST_AXES[c][0] for c in columns if fronts[c][1][m]) or "–"] for m, r in table.iterrows()]
+        return ["## Cost against quality", "",
+                "Mean rank over every dataset against the fit time one result costs (all tuning trials of a fold "
+                "summed, averaged per dataset, geometric mean over datasets) and the largest peak memory of one job. "
+                "The Pareto front (circled) holds the methods no other method beats on both.", "",
+                *figure,
+                markdown_table(["method", "mean rank", "fit s per result", "peak RSS MiB", "peak GPU MiB",
+                                "on the front of"], rows), "", *_budget_note(ctx, table.index), *_hardware_note(ctx)]
 
-    def html(self, ctx, markdown):
-        from tabbench.report.html import from_markdown
+    def write_files(self, ctx):
+        table, _, fronts, drawn = self._table(ctx)
+        if drawn:
+            plots.save(plots.cost_scatter(table, {c: fronts[c] for c in drawn}), ctx.out_dir / "cost")
 
-        return from_markdown(markdown, ctx.out_dir) + (
+    def html(self, ctx):
+        return super().html(ctx) + (
             '<p class="note">Time is per result, not per 1,000 rows: the records do not hold the number of rows a '
             "job trained on.</p>")
 
 
-class BudgetCurves(Section):
-    report_only = True
+def _budget_note(ctx: Context, order) -> list:
+    """Under a time budget: per method (in ``order``), the jobs the training clock stopped and those killed
+    (cost.budget_table)."""
+    runs, show = ctx.all_runs, ctx.show
+    table = cost.budget_table(runs)
+    if table.empty:
+        return []
+    budgets = runs.dropna(subset=["time_budget_s"]).groupby("time_budget_s")["method"].unique()
+    if len(budgets) == 1:
+        budget = f"Time budget: {budgets.index[0]:g} s a job, the same for every method."
+    else:  # suites of one folder with budgets of their own (e.g. a longer one for NPT)
+        budget = "Time budgets: " + "; ".join(
+            f"{b:g} s a job for {', '.join(show.get(m, m) for m in sorted(methods))}" for b, methods in budgets.items()) + "."
+    rows = [[show.get(m, m), *(f"{int(r[c]):,}" for c in ("jobs", "stopped", "killed")),
+             "–" if pd.isna(r["steps_median"]) else
+             f"{r['steps_median']:.0f} ({r['steps_min']:.0f}-{r['steps_max']:.0f})"]
+            for m, r in table.loc[[m for m in order if m in table.index]].iterrows()]
+    return [f"{budget} 'stopped': "
+            "results whose training the clock ended at 80% of it (the best epoch or iteration reached is kept); "
+            "'killed': jobs still running at the budget, failed (timeout) and ranked last; 'steps run': NPT's "
+            "training steps, median (range), sized to the budget by `steps: auto`.", "",
+            markdown_table(["method", "jobs", "stopped", "killed", "steps run"], rows), ""]
 
-    def markdown(self, ctx):
-        from tabbench.metrics import PRIMARY
-        from tabbench.report.budget import budget_section
-        from tabbench.report.family import dataset_splits
 
-        return budget_section(ctx.out_dir, ctx.selected, PRIMARY, ctx.published, ctx.show,
-                              dataset_splits(ctx.selected, ctx.splits))
+def _hardware_note(ctx: Context) -> list:
+    """When the records were made on more than one machine (by their hardware fingerprints) or clock, which
+    methods that touches (tabbench.report.provenance.comparison_note) and the machines: their times are then not
+    comparable across machines. Nothing when all share one machine and clock, or none recorded it."""
+    from tabbench.report.provenance import comparison_note
 
-
-class EloAgainstBudget(Section):
-    """Mean ranks and Elo at each budget point the records carry (tabbench.report.elo_budget)."""
-
-    report_only = True
-
-    def markdown(self, ctx):
-        from tabbench.report.elo_budget import section
-        from tabbench.report.family import dataset_splits
-
-        return section(ctx.out_dir, ctx.selected, ctx.show, dataset_splits(ctx.selected, ctx.splits), ctx.sources)
+    runs = ctx.all_runs
+    if "environment" not in runs:
+        return []
+    mixed = comparison_note(runs, ctx.show, ctx.sources, "in these costs")
+    found = machines(runs["environment"], list(runs["source"]) if "source" in runs else None,
+                     list(runs["method"]) if "method" in runs else None)
+    if len(found) < 2:
+        return mixed
+    rows = [[markdown_text(m["label"]), f"{m['records']:,}", ", ".join(f"{k} {n:,}" for k, n in m["methods"].items()) or "–",
+             ", ".join(f"`{s}`" for s in m["sources"]) or "–"] for m in found]
+    return mixed + [f"These records were made on {len(found)} different machines (hardware fingerprints; records from "
+            "before the fingerprint was recorded count as one, unknown): fit times and memory compare only "
+            "between methods run on the same machine, and under a time budget a method's results depend on the "
+            "machine that ran it.", "",
+            markdown_table(["machine", "records", "methods (records)", "folders"], rows), ""]
 
 
 class CostsPerJob(Section):
@@ -449,23 +485,24 @@ class CostsPerJob(Section):
 
 
 class SelectedParams(Section):
-    """Tuned methods: the configuration chosen per dataset and fold, written to selected_params.csv."""
+    """Tuned methods: the configuration chosen per dataset and fold, in selected_params.csv."""
 
     def markdown(self, ctx):
+        if not ctx.all_runs["trial"].notna().any():
+            return []
+        return ["Tuned methods: the configuration chosen per dataset and fold (best validation score) is in "
+                "`selected_params.csv`.", ""]
+
+    def write_files(self, ctx):
         from tabbench.report.family import RUN_KEYS
 
         if not ctx.all_runs["trial"].notna().any():
-            return []
+            return
         selected = ctx.selected
         params = selected[selected["trial"].notna()][RUN_KEYS + ["trial", "params"]]
         params = params.assign(params=params["params"].map(lambda p: json.dumps(p, sort_keys=True)))
         params.to_csv(ctx.out_dir / "selected_params.csv", index=False)
-        return ["Tuned methods: the configuration chosen per dataset and fold (best validation score) is in "
-                "`selected_params.csv`.", ""]
 
-
-from tabbench.report.regimes import SplitRegimes  # noqa: E402 - the sections' own module
-from tabbench.report.tabarena import AgainstTabArena, TabArenaBoard  # noqa: E402 - the sections' own module
 
 #: The built-in sections in the order leaderboard.md shows them; a plugin's are placed among them by their ``after``.
 LEADERBOARD = [Header(), Table1(), Arena(), SplitRegimes(), TabArenaBoard(), Variants(), Families(), AgainstTabArena(),

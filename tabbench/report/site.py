@@ -154,8 +154,8 @@ def _job_times_block(ctx) -> list:
 
 
 def _tabarena_block(ctx) -> list:
-    """The cells beyond 2 SE of TabArena's published numbers (tabbench.report.tabarena.beyond_block)."""
-    from tabbench.report.tabarena import beyond_block
+    """The cells beyond 2 SE of TabArena's published numbers (tabbench.report.against_tabarena.beyond_block)."""
+    from tabbench.report.against_tabarena import beyond_block
 
     return beyond_block(ctx)
 

@@ -9,6 +9,7 @@ budget and what Friedman and Nemenyi separate.
 
 from __future__ import annotations
 
+from tabbench.report import family
 from tabbench.report.format import count
 from tabbench.report.site import budget_text
 from tabbench_plugins.npt_study.blocks import paper_comparisons, paper_table
@@ -32,7 +33,7 @@ def _elo_place(ctx, method: str) -> str | None:
     elo = ctx.aggregates.table if ctx.aggregates is not None else None
     if elo is None or method not in elo.index:
         return None
-    place = int((elo["elo"] > elo.loc[method, "elo"]).sum()) + 1
+    place = family.place(elo["elo"], method, lower_is_better=False)
     low, high = elo.loc[method, ["elo_low", "elo_high"]]
     interval = "" if low != low or high != high else f", 95% interval {low:.0f} to {high:.0f}"
     return f"{_ordinal(place)} of {len(elo)} by Elo ({elo.loc[method, 'elo']:.0f}{interval})"
@@ -110,7 +111,7 @@ def _place_table(ctx) -> list:
     shown = [m for i, m in enumerate(order.index) if i < 3 or m in npt]
     rows = []
     for m in shown:
-        place = int((order < order[m]).sum()) + 1
+        place = family.place(order, m)
         interval = ("–" if elo is None or m not in elo.index else
                     f"{elo.loc[m, 'elo']:.0f}" + ("" if elo.loc[m, ["elo_low", "elo_high"]].isna().any() else
                                                  f" ({elo.loc[m, 'elo_low']:.0f} to {elo.loc[m, 'elo_high']:.0f})"))

@@ -63,8 +63,9 @@ def rungs_chosen(ctx, method: str) -> Counter:
 
 
 def _place(values: pd.Series, method: str, lower_is_better: bool) -> str:
-    better = values < values[method] if lower_is_better else values > values[method]
-    return f"{int(better.sum()) + 1} of {len(values)}"
+    from tabbench.report.family import place
+
+    return f"{place(values, method, lower_is_better)} of {len(values)}"
 
 
 def _names(ctx, methods) -> str:
