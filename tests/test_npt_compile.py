@@ -3,6 +3,8 @@ is fed are the eager step's, and a compiled fit trains as an eager one does."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -48,6 +50,21 @@ def test_the_masks_fed_to_a_traced_step_are_the_eager_steps_to_the_last_bit(amp)
     traced_losses, fed = steps(x, cards, amp, traced)
     assert traced_losses == eager_losses
     assert all(torch.equal(a, b) for a, b in zip(eager, fed))
+
+
+def test_inductor_caches_in_the_data_cache_unless_the_user_names_a_folder(monkeypatch, tmp_path):
+    """Every job on a machine shares one inductor cache, the data cache's ``npt-compile/``, also after importing
+    inductor has set its own default; a folder the user set stays."""
+    from tabbench_plugins.npt.compiled import cache_folder, configure
+    from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+
+    monkeypatch.setenv("TABBENCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", default_cache_dir())
+    configure(torch)
+    assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == str(cache_folder()) == str(tmp_path / "cache" / "npt-compile")
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "mine"))
+    configure(torch)
+    assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == str(tmp_path / "mine")
 
 
 @pytest.mark.slow

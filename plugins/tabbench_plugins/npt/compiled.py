@@ -36,10 +36,16 @@ def cache_folder():
 
 def configure(torch) -> None:
     """Point inductor's caches (FX graph, AOTAutograd) at ``cache_folder`` and compile on one thread. Set before the
-    first compile of the process; a folder set by the user ($TORCHINDUCTOR_CACHE_DIR) is kept."""
-    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(cache_folder()))
+    first compile of the process; a folder set by the user ($TORCHINDUCTOR_CACHE_DIR) is kept. (Importing inductor
+    sets that variable to its default folder, in the system's temporary folder, where none is set: that one is
+    replaced.)"""
     import torch._functorch.config as functorch_config
     import torch._inductor.config as inductor_config
+    from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+
+    given = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    if given is None or os.path.abspath(given) == os.path.abspath(default_cache_dir()):
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(cache_folder())
 
     inductor_config.fx_graph_cache = True
     inductor_config.compile_threads = 1
