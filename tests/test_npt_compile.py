@@ -86,3 +86,38 @@ def test_a_compiled_fit_reaches_the_losses_of_an_eager_fit(breast_cancer):
     assert compiled["final_train_loss"] == pytest.approx(eager["final_train_loss"], rel=0.05)
     assert compiled["best_val_loss"] == pytest.approx(eager["best_val_loss"], rel=0.05)
     assert compiled["final_train_loss"] != eager["final_train_loss"]  # the kernels did change: a compiled fit
+
+
+@pytest.mark.slow
+def test_auto_compiles_where_the_stored_compiled_calibration_trains_more_steps(breast_cancer, monkeypatch, tmp_path):
+    """``compile: true`` in a budgeted fit times the compiled pass for its sizing and stores it in the speed book
+    with its compile's seconds. ``compile: auto`` then compiles where that stored speed, after those seconds, trains
+    more steps than the eager one, and not where it trains fewer (the book's compiled entry set to each side of the
+    eager one: the rule, not this machine's speed, decides here)."""
+    import json
+
+    from tabbench.estimator import JobContext
+    from tabbench_plugins.npt import NPT
+    from tabbench_plugins.npt.cost import SpeedBook
+
+    monkeypatch.setenv("TABBENCH_CACHE", str(tmp_path))
+    ds, sp = breast_cancer
+
+    def fit(compile_):
+        model = NPT(ds.meta, 0, e=8, n_layers=2, n_heads=2, steps="auto", device="cpu", compile=compile_)
+        model.fit(ds.X.iloc[sp.train], ds.y[sp.train], ds.X.iloc[sp.val], ds.y[sp.val],
+                  context=JobContext(time_budget_s=60.0, clock="cpu"))
+        return model.info_
+
+    compiled = fit(True)
+    assert compiled["compile"]["failed"] is None and compiled["speed"] == "measured"
+    book = SpeedBook()
+    entries = book._read()
+    key = next(k for k in entries if json.loads(k).get("compile"))
+    assert entries[key]["compile_s"] > 0
+    eager = json.dumps({k: v for k, v in json.loads(key).items() if k != "compile"}, sort_keys=True)
+    book.store(eager, 1.0)  # the eager pass at the cost model's speed
+    for compiled_slowdown, chosen in ((0.5, True), (2.0, False)):
+        book.store(key, compiled_slowdown, compile_s=1.0)
+        info = fit("auto")
+        assert isinstance(info["compile"], dict) is chosen, (compiled_slowdown, info["compile"])
