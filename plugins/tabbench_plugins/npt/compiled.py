@@ -2,7 +2,7 @@
 
 What is compiled: the model's forward pass under the step's autocast and the masked loss, as one function; AOTAutograd
 compiles its backward with it. Masking (its own generator) and the optimiser stay eager. The dropout masks are not
-drawn in the graph (inductor's random numbers made the step 1.7 times slower than the eager one at Breast Cancer
+drawn in the graph (inductor's random numbers made the step 1.8 times slower than the eager one at Breast Cancer
 e8-l2, benchmarks/README.md): ``model.keep_mask`` draws them before the pass, in the order the eager pass would,
 from the same generator, and the pass takes them as inputs (``model.FED``). So a compiled step uses the masks the
 eager step would; only the kernels, and with them the rounding, differ.
