@@ -90,7 +90,6 @@ def real_table(name: str, data: Path):
 
 def worker(args) -> dict:
     """One process: build the rung's model on the table, compile, time; a JSON line of what it measured."""
-    import numpy as np
     import torch
     import torch.nn.functional as F
 
