@@ -9,6 +9,7 @@ units (regression) or log-loss (classification). It measures whatever code is on
 (the commit before a change and after) and compare the means against the spread over seeds.
 
     python benchmarks/npt_rung_quality.py --datasets yacht,boston --rungs e8-l2,e32-l4 --seeds 0,1,2 --steps 200
+    python benchmarks/npt_rung_quality.py --datasets yacht --rungs e8-l2 --compile    # the step compiled (compile)
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ def main(argv=None):
     ap.add_argument("--rungs", default="e8-l2,e32-l4")
     ap.add_argument("--seeds", default="0,1,2")
     ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--compile", action="store_true", help="the training step compiled (param compile: true)")
     ap.add_argument("--data", type=Path, default=Path(os.environ.get("TABBENCH_MIRROR", ROOT.parent / "shared" /
                                                                      "datasets")),
                     help="mirror folder (default: $TABBENCH_MIRROR, else ../shared/datasets from the project root)")
@@ -60,7 +62,8 @@ def main(argv=None):
                  f"cost.LADDER ({', '.join(ladder)})")
     bf16 = torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported()
     print(f"machine: {hardware_label(fingerprint())}")
-    print(f"{args.steps} steps, 1 thread, amp {bf16}; validation metric of the best validation checkpoint, per seed")
+    print(f"{args.steps} steps, 1 thread, amp {bf16}, compile {args.compile}; validation metric of the best "
+          "validation checkpoint, per seed")
     print("| dataset | rung | metric | per seed | mean | sd | fit s (mean) |\n|---|---|---|---|---|---|---|")
     for name in args.datasets.split(","):
         cfg = configs[name]
@@ -72,7 +75,7 @@ def main(argv=None):
             scores, seconds = [], []
             for seed in (int(s) for s in args.seeds.split(",")):
                 model = NPT(ds.meta, seed, **ladder[rung].params, steps=args.steps, amp=bf16, cpus=1,
-                            fused_optimizer=False, device="cpu")
+                            fused_optimizer=False, device="cpu", compile=args.compile)
                 start = time.perf_counter()
                 model.fit(X.iloc[sp.train], y[sp.train], X.iloc[sp.val], y[sp.val])
                 seconds.append(time.perf_counter() - start)

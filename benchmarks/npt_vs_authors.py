@@ -67,6 +67,7 @@ hash of its files (ignoring ``__pycache__``) against a399360's tree. Another com
     python benchmarks/npt_vs_authors.py --authors PATH [--data DIR] [--threads 2] [--steps 5] [--warmup 2]
     python benchmarks/npt_vs_authors.py --authors PATH --configs breast_cancer --rows 128 --layers 2 --steps 1
     python benchmarks/npt_vs_authors.py --authors PATH --rungs e8-l2,e16-l4 --threads 1
+    python benchmarks/npt_vs_authors.py --authors PATH --rungs e8-l2 --threads 1 --variants bf16,bf16-compiled
 
 ``--rungs``: the sizes of ``size: "budget"``'s ladder (``tabbench_plugins.npt.cost.LADDER``: embedding, layers,
 heads, row batch) on each config's table in place of the paper's, on both sides (theirs: ``--model_dim_hidden``,
@@ -103,6 +104,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 PINNED_COMMIT = "a399360c4ac953eac3149692918df12fafee66e0"
 PINNED_TREE = "29fcd1773f3711e8e0c741557cc58b48f422525b"  # git rev-parse a399360^{tree}
+VARIANTS = ("bf16", "fp32", "bf16-compiled")  # of ours: autocast or not, the step compiled or not
 
 # The paper's settings per dataset: the options of scripts/uci_class_reg.sh's "Default" line that bear
 # on the model, optimiser, masking and loss (the rest are logging, evaluation and data-split options).
@@ -340,8 +342,9 @@ class Authors:
         self.loss.reset()
 
 
-def run_ours(name, ds, train, val, test, size, amp, threads, n_steps, between):
-    """NPT.fit of the paper's config at ``size``, cut after ``n_steps`` steps; ``between()`` runs after each step.
+def run_ours(name, ds, train, val, test, size, amp, threads, n_steps, between, compile_=False):
+    """NPT.fit of the paper's config at ``size``, cut after ``n_steps`` steps; ``between()`` runs after each step;
+    ``compile_``: the step compiled (param ``compile``; it compiles in the first step, a warm-up one).
     Returns (step seconds, the fitted estimator)."""
     from tabbench_plugins import npt as plugin
     from tabbench_plugins.npt import checkpoints as nt
@@ -350,7 +353,7 @@ def run_ours(name, ds, train, val, test, size, amp, threads, n_steps, between):
     est = plugin.NPT(ds.meta, seed=0, e=size["e"], n_layers=size["n_layers"], n_heads=size["n_heads"],
                      batch_size=size["batch_rows"], lr=paper["lr"], steps=paper["steps"], transductive=True,
                      amp=amp, fused_optimizer=size["fused"], clip=1.0, clip_mode="value", budgets=[],
-                     cpus=threads)
+                     cpus=threads, compile=compile_)
     times, clock = [], [0.0]
 
     class Interleaved(nt.Checkpointer):
@@ -395,7 +398,14 @@ def main(argv=None):
     ap.add_argument("--layers", type=int, default=8, help="development: fewer layers than the paper's 8")
     ap.add_argument("--rungs", default=None,
                     help="sizes of size: budget's ladder (e.g. e8-l2-b512,e8-l2) in place of the paper's sizes")
+    ap.add_argument("--variants", default="bf16,fp32",
+                    help="ours: of bf16, fp32, bf16-compiled (the step compiled: param compile true; its inductor "
+                         "cache is the data cache's, so a second run loads what the first compiled)")
     args = ap.parse_args(argv)
+    variants = args.variants.split(",")
+    if set(variants) - set(VARIANTS):
+        ap.error(f"--variants: unknown {', '.join(sorted(set(variants) - set(VARIANTS)))}; choose from "
+                 f"{', '.join(VARIANTS)}")
     names = args.configs.split(",")
     unknown = sorted(set(names) - set(PAPER))
     if unknown:
@@ -450,7 +460,8 @@ def main(argv=None):
         row = {"name": name if rung is None else f"{name} {rung}", "rows": theirs.rows, "cols": theirs.cols,
                "e": size["e"], "theirs_params": theirs.n_params}
         their_times = []
-        for variant, amp in (("bf16", True), ("fp32", False)):
+        for variant in variants:
+            amp = not variant.startswith("fp32")
             if amp and not bf16:
                 print(f"{name}: this CPU has no bf16 matrix instructions; amp=True runs fp32, ours-bf16 skipped")
                 continue
@@ -463,7 +474,8 @@ def main(argv=None):
                 print(f"    {name} theirs step {len(phase)}: {phase[-1] * 1000:.0f} ms", file=sys.stderr, flush=True)
 
             between()  # theirs goes first: order theirs, ours, theirs, ours, ...
-            ours, est = run_ours(name, ds, train, val, test, size, amp, args.threads, n, between)
+            ours, est = run_ours(name, ds, train, val, test, size, amp, args.threads, n, between,
+                                 compile_=variant.endswith("compiled"))
             their_times += phase[args.warmup:n]
             row[f"ours_{variant}"] = statistics.median(ours[args.warmup:]) * 1000
             row[f"ours_{variant}_min"] = min(ours[args.warmup:]) * 1000
@@ -492,13 +504,16 @@ def main(argv=None):
     if args.rows:
         print(f"development run: table capped at {args.rows} rows (not the paper's shapes)")
     print()
-    print("| config | rows x cols, e | params theirs / ours | theirs fp32 ms/step median (min) | ours bf16 | "
-          "ours fp32 | theirs / ours-bf16 (medians) | theirs / ours-fp32 |")
-    print("|---|---|---|---|---|---|---|---|")
+    ours = [f"ours_{v}" for v in variants]
+    print(f"| config | rows x cols, e | params theirs / ours | theirs fp32 ms/step median (min) | "
+          f"{' | '.join(o.replace('_', ' ') for o in ours)} | "
+          f"{' | '.join('theirs alongside / ' + o.replace('_', '-') + ' (medians)' for o in ours)} |")
+    print("|---|---|---|---|" + "---|" * 2 * len(ours))
     for r in results:
         same = "equal" if r["theirs_params"] == r.get("ours_params") else "DIFFER"
-        cells = [f"{r[k]:.0f} ({r[k + '_min']:.0f})" if k in r else "-" for k in ("theirs", "ours_bf16", "ours_fp32")]
-        ratios = [f"{r['theirs'] / r[k]:.2f}x" if k in r else "-" for k in ("ours_bf16", "ours_fp32")]
+        cells = [f"{r[k]:.0f} ({r[k + '_min']:.0f})" if k in r else "-" for k in ("theirs", *ours)]
+        # each variant against the authors' steps interleaved with it: the load they shared
+        ratios = [f"{r['theirs_during_' + k[5:]] / r[k]:.2f}x" if k in r else "-" for k in ours]
         print(f"| {r['name']} | {r['rows']} x {r['cols']}, {r['e']} | {r['theirs_params']:,} / "
               f"{r.get('ours_params', 0):,} ({same}) | {' | '.join(cells)} | {' | '.join(ratios)} |")
     for r in results:

@@ -337,7 +337,8 @@ class SpeedBook:
         est = estimate_cpu_seconds(meta, sizes, {**params, "steps": 0})
         device = params.get("device", "cpu")
         shape = {**{k: params.get(k) for k in SHAPE_PARAMS}, "device": "cpu" if device == "auto" else device,
-                 "columns": est["d"], "rows": int(rows), "torch": _torch_version()}
+                 "columns": est["d"], "rows": int(rows), "torch": _torch_version(),
+                 **({"compile": True} if params.get("compile") is True else {})}  # a compiled pass (compiled.py)
         return json.dumps(shape, sort_keys=True)
 
     # --- reading and writing --------------------------------------------------------------------------------
@@ -350,6 +351,12 @@ class SpeedBook:
 
     def lookup(self, meta, sizes, params) -> float | None:
         """The stored slowdown for a pass at ``params`` on this table shape, or None where none is stored."""
+        entry = self.entry(meta, sizes, params)
+        return None if entry is None else float(entry["slowdown"])
+
+    def entry(self, meta, sizes, params) -> dict | None:
+        """What is stored for a pass at ``params`` on this table shape (its ``slowdown``; a compiled pass's also
+        ``compile_s``, the seconds the last fit to compile that shape took to), or None where nothing is."""
         book = self._read()
         if not book:
             return None
@@ -357,10 +364,10 @@ class SpeedBook:
         for timed in self.rows_to_time(rows):
             entry = book.get(self.key(meta, sizes, params, timed))
             if entry is not None:
-                return float(entry["slowdown"])
+                return entry
         return None
 
-    def store(self, key: str, slowdown: float) -> None:
+    def store(self, key: str, slowdown: float, **more) -> None:
         """Add one calibration, under a lock so that jobs measuring at once on the same machine both keep theirs;
         written whole and renamed into place, so a reader never sees half a file. A folder that cannot be written
         (a read-only cache) keeps nothing: the fit goes on with what it measured."""
@@ -369,7 +376,7 @@ class SpeedBook:
             with open(self.folder / f"{self.machine}.lock", "a") as lock:
                 with _locked(lock):
                     book = self._read()
-                    book[key] = {"slowdown": slowdown,
+                    book[key] = {"slowdown": slowdown, **more,
                                  "measured_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
                     partial = self.path.with_suffix(f".{os.getpid()}.part")
                     partial.write_text(json.dumps(book, indent=1, sort_keys=True))

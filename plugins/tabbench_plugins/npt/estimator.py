@@ -50,6 +50,23 @@ def fused_optimizer(setting, device_type: str, n_params: int, budgeted: bool = F
     return bool(setting)
 
 
+def _size_key(params) -> tuple:
+    """What tells the sizes ``size: "budget"`` asks apart (cost.Rung.params)."""
+    return tuple(params[k] for k in ("e", "n_layers", "n_heads", "batch_size"))
+
+
+def _with_compile(left_s: float, compile_s: float) -> float:
+    """The factor on a pass's slowdown that takes ``compile_s`` seconds of compiling off ``left_s`` seconds of
+    training time: the steps sized at the slowdown times it are those that fit in what is left after the compile."""
+    return left_s / max(left_s - compile_s, 1e-9)
+
+
+def _compile_s(book, meta, sizes, params) -> float:
+    """The seconds the last fit to compile this size took to, as the book recorded them (0 where none are)."""
+    entry = book.entry(meta, sizes, {**params, "compile": True})
+    return float((entry or {}).get("compile_s") or 0.0)
+
+
 def _whole(value):
     if int(value) != value:
         raise ValueError("not a whole number")
@@ -144,6 +161,12 @@ class NPT(Estimator):
             "auto", "one compiled LAMB kernel per parameter; auto: on the CPU for models of FUSED_MIN_PARAMS "
             "parameters or more, in jobs without a time budget (its compilation comes out of the budget), on CUDA "
             "never")
+        compile: Literal["auto", True, False] = param(
+            "auto", "the training step's forward pass and loss compiled by torch.compile on the CPU (compiled.py), "
+            "its kernels cached on disk for every job of the machine; auto: in jobs sized by their budget (steps "
+            "auto) where this machine's speed book holds a compiled calibration of the shape (an earlier fit with "
+            "compile true measured it and warmed the cache) and the compiled steps, after the compile's recorded "
+            "seconds, outnumber the eager ones", run_only=True, added_as="auto")
         deterministic: bool = param(
             True, "on CUDA, torch's deterministic algorithms while fitting, so that a seed repeats a fit bit for "
             "bit there as on the CPU (benchmarks/README.md: its cost)", run_only=True, added_as=True)
@@ -221,12 +244,14 @@ class NPT(Estimator):
                                      steps=self.sizing_.steps,
                                      seed=self.seed, clock=self.clock_, identity=self.job_identity(),
                                      checkpoint_dir=context.checkpoint_dir, predict_rows=context.predict_rows,
-                                     points=points)
+                                     points=points, compiled=self.compiled_)
         self.time_points_ = points.state_times()
         self.point_weights_ = {point: weights for point, (_, weights) in points.kept.items()}
         self.run_ = trained.run
         self.resumed_fit_seconds_ = self.run_.earlier_seconds
         self._fill_info(trained, torch, context.time_budget_s)
+        self._record_compile_seconds()
+        self.compiled_ = self.compile_record_ = None  # a fitted estimator holds no compiled function (pickling)
         return self
 
     def _build(self, params, X, y, X_val, y_val, X_unlabelled, torch):
@@ -251,10 +276,14 @@ class NPT(Estimator):
         from tabbench_plugins.npt.speed import calibrated_slowdown
 
         budget, folder = context.time_budget_s, context.checkpoint_dir
+        self.compiled_, compile_chosen = None, {}  # compile_chosen: the size's params -> compiled or not
+        self.compile_record_ = None  # (speed book, sizes): where this fit's compile seconds are recorded
+        on_cpu = self.device_.type == "cpu"
         if self.params["steps"] != "auto":
             self.resolution_resumed_ = None
             self.sizing_ = Sizing(dict(self.params), int(self.params["steps"]), None)
             self._build(self.params, X, y, X_val, y_val, X_unlabelled, torch)
+            self._compile_if(on_cpu and self.params["compile"] is True)
             return
         by_budget = self.params["size"] == "budget"
         if not budget:
@@ -268,25 +297,38 @@ class NPT(Estimator):
                     "val_rows": 0 if X_val is None else len(X_val), "unlabelled_rows": n_unlabelled}
         saved = checkpoints.saved_resolution(folder, identity)
         self.resolution_resumed_ = saved is not None
-        if saved is not None:
+        if saved is not None:  # compiled where asked for (auto's choice is not kept: the steps are)
             self.sizing_ = Sizing.from_saved(self.params, saved)
             self._build(self.sizing_.params, X, y, X_val, y_val, X_unlabelled, torch)
+            self._compile_if(on_cpu and self.params["compile"] is True)
         else:
             sizes = SplitSizes(len(X), 0 if X_val is None else len(X_val), n_unlabelled)
             book, built = SpeedBook(), [None]
 
-            def slowdown_of(params):
-                stored = book.lookup(self.meta, sizes, params) if self.device_.type == "cpu" else None
+            def measured(params, compiled: bool):
+                p = {**params, "compile": compiled}
+                stored = book.lookup(self.meta, sizes, p) if on_cpu else None
                 if stored is not None:  # the rung need not be built to be asked
                     return stored, "stored"
                 self._build(params, X, y, X_val, y_val, X_unlabelled, torch)
                 built[0] = params
-                return calibrated_slowdown(book, self.table_, self.model_, torch, self.meta, sizes, params,
-                                           self.clock_.remaining())
+                self._compile_if(compiled)
+                return calibrated_slowdown(book, self.table_, self.model_, torch, self.meta, sizes, p,
+                                           self.clock_.remaining(), self.compiled_)
+
+            def slowdown_of(params):
+                setting = params["compile"] if on_cpu else False
+                chosen = setting is True or (setting == "auto"
+                                             and self._compile_pays(book, sizes, params, measured, budget))
+                compile_chosen[_size_key(params)] = chosen
+                slowdown, speed = measured(params, chosen)
+                if chosen and speed == "stored":  # the compile comes after sizing: its recorded seconds as slowdown
+                    slowdown *= _with_compile(self._training_left(budget),
+                                              _compile_s(book, self.meta, sizes, params))
+                return slowdown, speed
 
             def spent_s():  # of the training share, before training: the table, the model, the timing
-                left = self.clock_.remaining()
-                return 0.0 if left is None else AUTO_BUDGET_SHARE * budget - left
+                return AUTO_BUDGET_SHARE * budget - self._training_left(budget)
 
             on_cpu_clock = context.clock == CPU and self.device_.type == "cpu"
             self.sizing_ = sizing(self.meta, sizes, self.params, budget, slowdown_of, spent_s=spent_s,
@@ -294,6 +336,8 @@ class NPT(Estimator):
                                   cores=1.0 if on_cpu_clock else None)  # cpu clock: CPU seconds, every thread's
             if built[0] != self.sizing_.params:
                 self._build(self.sizing_.params, X, y, X_val, y_val, X_unlabelled, torch)
+            self._compile_if(compile_chosen.get(_size_key(self.sizing_.params), False))
+            self.compile_record_ = book, sizes
             checkpoints.save_resolution(folder, identity, self.sizing_.saved())
         if context.predict_rows and self.sizing_.reserve_s:
             self.clock_.reserve(self.sizing_.reserve_s)
@@ -303,6 +347,49 @@ class NPT(Estimator):
             what = f'size "budget": not one training step of the smallest rung ({self.sizing_.rung})' if by_budget \
                 else 'steps "auto": not one training step'
             raise ValueError(f"npt: {what} fits in the time budget of {budget:g} s")
+
+    def _training_left(self, budget: float) -> float:
+        """Seconds of the training share left on the job's clock (all of it when the clock has no deadline)."""
+        left = self.clock_.remaining()
+        return AUTO_BUDGET_SHARE * budget if left is None else left
+
+    def _compile_if(self, compiled: bool) -> None:
+        """``compiled_``: the training step's forward pass and loss compiled (compiled.CompiledLoss) for the model
+        built last, when ``compiled``; else None. Made once per model; it compiles at its first call."""
+        from tabbench_plugins.npt.compiled import CompiledLoss
+
+        if not compiled:
+            self.compiled_ = None
+        elif self.compiled_ is None or self.compiled_.model is not self.model_:
+            table = self.table_
+            self.compiled_ = CompiledLoss(self.model_, table.cards, table.n_patches, table.patch_dim, self.amp_,
+                                          self.device_.type)
+
+    def _record_compile_seconds(self) -> None:
+        """A fit sized by its budget that compiled: its compile's seconds (CPU seconds of its process, on the job's
+        clock) replace those the speed book holds for the compiled pass of its size, so that ``compile: auto``
+        weighs what the next fit of that size will pay, from the cache this one filled."""
+        compiled = self.compiled_
+        if self.compile_record_ is None or compiled is None or compiled.failure:
+            return
+        book, sizes = self.compile_record_
+        params = {**self.sizing_.params, "compile": True}
+        from tabbench_plugins.npt.cost import estimate_cpu_seconds
+
+        rows = estimate_cpu_seconds(self.meta, sizes, {**params, "steps": 0})["rows"]
+        entry = book.entry(self.meta, sizes, params)
+        if entry is not None:
+            book.store(book.key(self.meta, sizes, params, rows), float(entry["slowdown"]), compile_s=compiled.seconds)
+
+    def _compile_pays(self, book, sizes, params, measured, budget: float) -> bool:
+        """``compile: auto`` for a size: the book holds a compiled calibration of it (so this machine compiled it,
+        and its kernels are in the cache), and its speed, with the compile's recorded seconds spent first, trains
+        more steps in the training time left than the eager speed (measured here if not stored)."""
+        entry = book.entry(self.meta, sizes, {**params, "compile": True})
+        if entry is None or entry.get("compile_s") is None:
+            return False
+        eager, _ = measured(params, False)
+        return entry["slowdown"] * _with_compile(self._training_left(budget), entry["compile_s"]) < eager
 
     def _table(self, P, X, y, X_val, y_val, X_unlabelled):
         """This fit's table (``table.Table``) under the params ``P``: which rows join it, how it is batched, which
@@ -352,6 +439,9 @@ class NPT(Estimator):
             "deterministic": dev.type == "cpu" or (dev.type == "cuda" and bool(self._param("deterministic"))),
             "fused_optimizer": self.opt_.base.fused,
             "cuda_graph": trained.cuda_graph,  # "off", "replayed", "eager" (too few steps) or "failed: <why>"
+            # the step's forward pass and loss compiled (compiled.py): "off", or its compile's CPU seconds on the
+            # job's clock, the C++ compiler's (its child processes), the shapes compiled, and a failure if any
+            "compile": "off" if self.compiled_ is None else self.compiled_.summary(),
             "threads": torch.get_num_threads() if dev.type == "cpu" else None,
             "resumed_from_step": trained.checkpointer.resumed_from,
             "checkpoint_ignored": trained.checkpointer.ignored,

@@ -118,24 +118,56 @@ def dropout(x, p: float, training: bool):
     """Inverted dropout: zero each entry with probability p, scale the rest by 1 / (1 - p).
 
     Off the CPU (CUDA, MPS) this is ``F.dropout``. On the CPU, torch's generator (mt19937, one thread) made
-    dropout's random draws 16% of a training step, so the keep-mask is 16 random bits per entry from
-    numpy's PCG64 (four entries per 64-bit draw, 5x faster), seeded from torch's generator so that
-    ``torch.manual_seed`` and a checkpoint's RNG state govern it: p is kept to 1 / 65,536, and the
-    scale uses that p, so the expectation is exact. A different random stream from ``F.dropout``.
-    The mask is built in numpy as bit patterns (keep x the scale's bits in x's dtype): the same values as
-    ``keep.to(dtype) * scale``, without torch's bool -> float conversion, the slowest part of it.
+    dropout's random draws 16% of a training step, so the keep-mask is ``keep_mask``'s: 16 random bits per entry
+    from numpy's PCG64. Inside a compiled forward pass (``FED``, compiled.py) the masks were drawn by
+    ``keep_mask`` before it, in the order the calls here need them, and are taken from there.
     """
     if not training or p == 0:
         return x
     if x.device.type != "cpu":
         return F.dropout(x, p, True)
-    n, cut = x.numel(), round(p * 65536)
+    if FED.masks is not None:
+        return x * FED.take()
+    if FED.plan is not None:  # recording what a step draws (compiled.py); the step itself runs as below
+        FED.plan.append((tuple(x.shape), p, x.dtype))
+    return x * keep_mask(x.shape, p, x.dtype)
+
+
+def keep_mask(shape, p: float, dtype):
+    """:func:`dropout`'s CPU mask for a tensor of ``shape`` and ``dtype``: 0 or 1 / (1 - p) per entry.
+
+    16 random bits per entry from numpy's PCG64 (four entries per 64-bit draw, 5x faster than torch's
+    generator), seeded from torch's generator so that ``torch.manual_seed`` and a checkpoint's RNG state govern
+    it: p is kept to 1 / 65,536, and the scale uses that p, so the expectation is exact. A different random
+    stream from ``F.dropout``. The mask is built in numpy as bit patterns (keep x the scale's bits in the dtype):
+    the same values as ``keep.to(dtype) * scale``, without torch's bool -> float conversion, the slowest part.
+    """
+    n, cut = math.prod(shape), round(p * 65536)
     raw = np.random.PCG64(int(torch.randint(0, 2**62, (1,)))).random_raw(-(-n // 4))
     keep = (raw.view(np.int16)[:n] >= cut - 32768).view(np.uint8)  # uniform bits; P(keep) = 1 - cut / 65536
-    scale = torch.tensor(65536 / (65536 - cut), dtype=x.dtype)
-    size = x.element_size()
+    scale = torch.tensor(65536 / (65536 - cut), dtype=dtype)
+    size = scale.element_size()
     mask = keep * _UINT[size](scale.view(_INT[size]).item())  # the scale is positive: no sign bit
-    return x * torch.from_numpy(mask).view(x.dtype).view(x.shape)
+    return torch.from_numpy(mask).view(dtype).view(shape)
+
+
+class FedMasks:
+    """The CPU dropout masks of one training step, drawn ahead of a compiled forward pass (compiled.py), where
+    numpy cannot run: ``plan`` (a list while a step's draws are recorded: (shape, p, dtype) in call order, else
+    None) and ``masks`` (the step's masks while its compiled pass runs, else None), taken in order by
+    :func:`dropout`. Drawn in the order the eager pass draws them, from the same generator, they are the masks
+    the eager pass would have used."""
+
+    def __init__(self):
+        self.plan, self.masks, self.at = None, None, 0
+
+    def take(self):
+        mask = self.masks[self.at]
+        self.at += 1
+        return mask
+
+
+FED = FedMasks()
 
 
 class Dropout(nn.Module):

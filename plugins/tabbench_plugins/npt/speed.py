@@ -29,11 +29,12 @@ TIMING_SHARE = 0.1
 TIMED_PASSES = 2
 
 
-def timed_pass_seconds(table, model, torch, rows: int) -> float:
+def timed_pass_seconds(table, model, torch, rows: int, compiled=None) -> float:
     """Seconds of one training pass (forward and backward) of ``model`` over the ``table``'s first ``rows`` rows
     under the table's autocast: CPU seconds of this process on the CPU, wall seconds with the device synchronised
-    on CUDA; one warm-up pass, then the least of TIMED_PASSES. The weights, their gradients, every random generator
-    and the train/eval mode are left as they were."""
+    on CUDA; one warm-up pass, then the least of TIMED_PASSES. ``compiled``: the pass through that
+    ``compiled.CompiledLoss`` of the model (its loss over every observed entry), which the warm-up pass compiles.
+    The weights, their gradients, every random generator and the train/eval mode are left as they were."""
     from tabbench_plugins.npt.training import entry_losses
 
     xb, mb = table.x[:rows], table.m[:rows]
@@ -44,9 +45,12 @@ def timed_pass_seconds(table, model, torch, rows: int) -> float:
         model.train()
         for attempt in range(TIMED_PASSES + 1):
             start = clock()
-            with table.autocast():
-                out = model(xb, mb)
-            entry_losses(out, xb, table.cards, table.n_patches, table.patch_dim).mean().backward()
+            if compiled is not None:
+                compiled(xb, mb, xb, ~mb, 0.5, 0.5).backward()
+            else:
+                with table.autocast():
+                    out = model(xb, mb)
+                entry_losses(out, xb, table.cards, table.n_patches, table.patch_dim).mean().backward()
             if cuda:
                 torch.cuda.synchronize(table.device)
             if attempt:
@@ -57,11 +61,14 @@ def timed_pass_seconds(table, model, torch, rows: int) -> float:
     return best
 
 
-def calibrated_slowdown(book: SpeedBook, table, model, torch, meta, sizes, params, left_s: float | None):
+def calibrated_slowdown(book: SpeedBook, table, model, torch, meta, sizes, params, left_s: float | None,
+                        compiled=None):
     """(slowdown, "stored" or "measured") for a training pass at ``params`` over this fit's ``table``: the book's,
     else measured here (``timed_pass_seconds`` against the cost model's seconds for the same rows, the rows chosen
     as the module docstring says, ``left_s``: the training time left) and stored. On a GPU the pass is timed each
-    fit and never stored: the book is the CPU's (its jobs count CPU time; a GPU job counts wall time)."""
+    fit and never stored: the book is the CPU's (its jobs count CPU time; a GPU job counts wall time).
+    ``compiled`` (``params["compile"]`` true): the pass is that ``compiled.CompiledLoss``'s, timed over a whole batch
+    only (each number of rows is a compile), and the seconds its compile took are stored with it (``compile_s``)."""
     on_cpu = table.device.type == "cpu"
     stored = book.lookup(meta, sizes, params) if on_cpu else None
     if stored is not None:
@@ -70,8 +77,13 @@ def calibrated_slowdown(book: SpeedBook, table, model, torch, meta, sizes, param
     cores = 1.0 if table.device.type == "cpu" else max(1.0, float(params["cpus"]))  # CPU seconds: every thread's
 
     def slowdown(rows):
-        return timed_pass_seconds(table, model, torch, rows) / (pass_seconds_at(est, params, rows) / cores)
+        return timed_pass_seconds(table, model, torch, rows, compiled) / (pass_seconds_at(est, params, rows) / cores)
 
+    if compiled is not None:
+        value = slowdown(est["rows"])
+        if on_cpu:
+            book.store(book.key(meta, sizes, params, est["rows"]), value, compile_s=compiled.seconds)
+        return value, "measured"
     probe = min(est["rows"], PROBE_ROWS)
     timed, value = probe, slowdown(probe)
     for rows in SpeedBook.rows_to_time(est["rows"])[:2]:

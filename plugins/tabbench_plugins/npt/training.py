@@ -56,12 +56,15 @@ class TrainStep:
     rate and the two loss weights are device tensors refreshed in place before each replay. Lookahead's pull,
     every k-th step, runs eagerly after the step (the graph cannot count steps).
 
+    ``compiled_loss`` (the CPU; a ``compiled.CompiledLoss`` of the same model, or None: eager): the forward pass and
+    the loss run as that one ``torch.compile``d function (the same dropout masks, other kernels).
+
     ``gen`` draws the masks: on CUDA the device's default generator, the one a graph can replay (dropout draws
     from it too), elsewhere the run's own. ``amp``: bf16 autocast of the forward pass (its cast cache off when
     graphed, so each replay casts the current weights)."""
 
     def __init__(self, model, opt, x, m, p_col, cards, gen, *, p_random=0.1, n_patches=0, patch_dim=0,
-                 amp=False, clip_norm=None, graphed=False):
+                 amp=False, clip_norm=None, graphed=False, compiled_loss=None):
         import torch
 
         from torch.profiler import record_function  # a no-op unless a profiler runs
@@ -73,6 +76,8 @@ class TrainStep:
         self.p_random, self.n_patches, self.patch_dim = p_random, n_patches, patch_dim
         self.amp, self.clip_norm, self.graphed = amp, clip_norm, graphed
         self.params = list(model.parameters())
+        assert not (graphed and compiled_loss), "a step is either compiled (CPU) or graphed (CUDA)"
+        self.compiled_loss = compiled_loss
         self.lr_t, self.w_target_t, self.w_feature_t = (torch.zeros((), device=x.device) for _ in range(3))
         self.replayed = graphs.Replayed(lambda: self._step(self.lr_t, self.w_target_t, self.w_feature_t, self.x,
                                                            self.m, self.cand), enabled=graphed)
@@ -102,13 +107,17 @@ class TrainStep:
         with phase("masking"):
             c = corrupt(xb, mb, cb, self.p_col, self.cards_t, self.gen, self.p_random, self.n_patches,
                         self.patch_dim)
-        with phase("forward"), bf16_autocast(xb.device.type, self.amp, cache=not self.graphed):
-            out = self.model(c.x, c.m)
-        with phase("loss"):
-            losses = entry_losses(out, xb, self.cards, self.n_patches, self.patch_dim)
-            loss = w_target * masked_mean(losses[:, t], c.scored[:, t])
-            if torch.is_tensor(w_feature) or w_feature > 0:  # a tensor (graphed): kept, its weight goes to 0
-                loss = loss + w_feature * masked_mean(losses[:, :t], c.scored[:, :t])
+        if self.compiled_loss is not None:
+            with phase("forward + loss (compiled)"):
+                loss = self.compiled_loss(c.x, c.m, xb, c.scored, w_target, w_feature)
+        else:
+            with phase("forward"), bf16_autocast(xb.device.type, self.amp, cache=not self.graphed):
+                out = self.model(c.x, c.m)
+            with phase("loss"):
+                losses = entry_losses(out, xb, self.cards, self.n_patches, self.patch_dim)
+                loss = w_target * masked_mean(losses[:, t], c.scored[:, t])
+                if torch.is_tensor(w_feature) or w_feature > 0:  # a tensor (graphed): kept, its weight goes to 0
+                    loss = loss + w_feature * masked_mean(losses[:, :t], c.scored[:, :t])
         self.opt.zero_grad(set_to_none=True)
         with phase("backward"):
             loss.backward()
@@ -148,10 +157,11 @@ class Trained:
     run: checkpoints.Run
     checkpointer: checkpoints.Checkpointer
     cuda_graph: str
+    compiled: object = None  # the step's compiled.CompiledLoss, None when eager
 
 
 def train(table, model, opt, params, torch, *, steps: int, seed: int, clock, identity: dict,
-          checkpoint_dir=None, predict_rows: int | None = None, points=None) -> Trained:
+          checkpoint_dir=None, predict_rows: int | None = None, points=None, compiled=None) -> Trained:
     """Train ``model`` with ``opt`` (LAMB in Lookahead) for ``steps`` steps on ``table`` (``table.Table``),
     validating on its validation rows, under ``params`` (the estimator's: masking, schedules, clipping,
     evaluation, budgets, checkpoints, CUDA graphs). ``seed``: the masks' and batches' generator's (off CUDA);
@@ -159,7 +169,8 @@ def train(table, model, opt, params, torch, *, steps: int, seed: int, clock, ide
     checkpoint must match (``NPT.job_identity``); ``checkpoint_dir``: where checkpoints go, if anywhere;
     ``predict_rows``: the rows the job predicts after training (``JobContext.predict_rows``): the clock keeps time
     for them, sized from the validation passes as they are timed (``prediction_reserve``); ``points``: the job's
-    budget points (tabbench.estimator.TimePoints), if any."""
+    budget points (tabbench.estimator.TimePoints), if any; ``compiled``: the step's forward pass and loss compiled
+    (``compiled.CompiledLoss``), already made (and compiled by the speed measurement) or None: eager."""
     P, dev = params, table.device
     t = len(table.cards) - 1  # the target column
     p_col = torch.tensor([P["p_feature"]] * t + [P["p_target"]], device=dev)
@@ -175,7 +186,7 @@ def train(table, model, opt, params, torch, *, steps: int, seed: int, clock, ide
     train_step = TrainStep(model, opt, table.x, table.m, p_col, table.cards, run.gen, p_random=P["p_random"],
                            n_patches=table.n_patches, patch_dim=table.patch_dim, amp=table.amp,
                            clip_norm=P["clip"] if P["clip"] and P["clip_mode"] == "norm" else None,
-                           graphed=graphed)
+                           graphed=graphed, compiled_loss=compiled)
     at_step = torch.zeros((), dtype=torch.int64, device=dev)  # the step a validation is taken after
     # a validation over several chunks draws their rows from a generator of its own: not capturable
     one_chunk = table.has_val and table.eval_chunks(0 if table.transductive else table.n_val) == 1
@@ -231,4 +242,4 @@ def train(table, model, opt, params, torch, *, steps: int, seed: int, clock, ide
     if table.has_val:
         run.use_best()
     model.eval()
-    return Trained(run, ckpt, cuda_graph)
+    return Trained(run, ckpt, cuda_graph, compiled)
