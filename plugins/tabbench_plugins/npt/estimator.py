@@ -162,11 +162,12 @@ class NPT(Estimator):
             "parameters or more, in jobs without a time budget (its compilation comes out of the budget), on CUDA "
             "never")
         compile: Literal["auto", True, False] = param(
-            "auto", "the training step's forward pass and loss compiled by torch.compile on the CPU (compiled.py), "
+            False, "the training step's forward pass and loss compiled by torch.compile on the CPU (compiled.py), "
             "its kernels cached on disk for every job of the machine; auto: in jobs sized by their budget (steps "
             "auto) where this machine's speed book holds a compiled calibration of the shape (an earlier fit with "
             "compile true measured it and warmed the cache) and the compiled steps, after the compile's recorded "
-            "seconds, outnumber the eager ones", run_only=True, added_as="auto")
+            "seconds, outnumber the eager ones. Off by default: with true or auto, what a budgeted job trains "
+            "depends on what earlier jobs left in the machine's cache", run_only=True, added_as=False)
         deterministic: bool = param(
             True, "on CUDA, torch's deterministic algorithms while fitting, so that a seed repeats a fit bit for "
             "bit there as on the CPU (benchmarks/README.md: its cost)", run_only=True, added_as=True)
