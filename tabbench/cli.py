@@ -64,7 +64,8 @@ def _run_parser(sub) -> None:
                      "--results results adds jobs to the published folders, e.g. a new model's)")
     _reference_arg(run)
     _checkpoints_arg(run)
-    run.add_argument("--force", action="store_true", help="re-run jobs that already have a record")
+    run.add_argument("--force", action="store_true", help="re-run jobs that already have a record (but those a "
+                     "forced run with the same --rerun-reason ran: the same command resumes)")
     run.add_argument("--retry-failed", action="store_true", help="re-run jobs whose record is a failure")
     run.add_argument("--rerun-reason", metavar="TEXT",
                      help="why jobs with a record run again, kept in each re-run record's `rerun` field beside the "

@@ -46,6 +46,15 @@ def test_resume_runs_no_job_twice_and_force_reruns_all(tmp_path, ray_session):
     assert all("rerun" not in r for r in first)  # each re-run names its reason and the record it replaced
     assert [again[r["key"]]["rerun"] for r in first] == [
         {"reason": "a fixed model", "replaces": {"finished_at": r["finished_at"], "status": "ok"}} for r in first]
+    resumed = _run(tmp_path, force=True, rerun_reason="a fixed model")  # the same forced command, again
+    assert (resumed.done, resumed.skipped) == (0, 8) and len(store.records()) == 16
+    wider = {**SMALL, "datasets": SMALL["datasets"] + [{"name": "wine", "source": "sklearn", "id": "wine",
+                                                        "split": {"protocol": "holdout"}}]}
+    new = _run(tmp_path, wider, force=True, rerun_reason="budget points")  # another reason: all, new jobs too
+    assert (new.done, new.skipped) == (10, 0)
+    firsts = [r for r in store.records()[16:] if r["dataset"] == "wine"]
+    assert [r["rerun"] for r in firsts] == [{"reason": "budget points", "replaces": None}] * 2
+    assert _run(tmp_path, wider, force=True, rerun_reason="budget points").skipped == 10
 
 
 def test_filters_restrict_models_and_datasets(tmp_path, ray_session):

@@ -359,13 +359,14 @@ def _run(suite: Suite, options: RunOptions, store: Store, summary: RunSummary, s
         if not options.force:
             keep = lambda r: r is None or (options.retry_failed and r.get("status") != OK)  # noqa: E731
             pending = [j for j in jobs if keep(existing.get(j.key))]
-        else:
-            pending = jobs
+        else:  # every job but those this reason already ran: the same forced command resumes where it stopped
+            pending = [j for j in jobs if not ran_for(existing.get(j.key), options.rerun_reason)]
         summary.skipped = len(jobs) - len(pending)
         _say_held_elsewhere(claims.sweep(), pending)
         queue = JobQueue(pending, store, claims, mark, stop)
         try:
-            done = rerun_marked(executor.run(queue, prepared, store, stop), existing, options.rerun_reason)
+            done = rerun_marked(executor.run(queue, prepared, store, stop), existing, options.rerun_reason,
+                                options.force)
             _record_all(done, len(pending), store, summary, queue, options.progress, stop, describe_jobs(pending))
         finally:
             summary.elsewhere = queue.recorded_elsewhere
@@ -380,17 +381,27 @@ def _run(suite: Suite, options: RunOptions, store: Store, summary: RunSummary, s
     return summary
 
 
-def rerun_marked(records, existing: dict, reason: str | None):
+def rerun_marked(records, existing: dict, reason: str | None, forced: bool = False):
     """Each (job, record) as it comes, a record that replaces one of ``existing`` (key -> the newest record before
     the run) marked ``rerun``: ``reason`` (``--rerun-reason``; None: not given) and the replaced record's
     ``finished_at`` and ``status``, so that a folder's history says which jobs ran again and why
-    (tabbench/report/provenance.py)."""
+    (tabbench/report/provenance.py). In a ``forced`` run (--force) a job's first record is marked too, replacing
+    nothing (``replaces`` None), so that the same forced command, run again after an interruption, passes over
+    every job it already ran (``ran_for``)."""
     for job, record in records:
         old = existing.get(job.key)
         if old is not None:
             record = {**record, "rerun": {"reason": reason, "replaces": {"finished_at": old.get("finished_at"),
                                                                         "status": old.get("status")}}}
+        elif forced:
+            record = {**record, "rerun": {"reason": reason, "replaces": None}}
         yield job, record
+
+
+def ran_for(record: dict | None, reason: str | None) -> bool:
+    """Whether ``record`` was written by a forced run (--force) for ``reason``."""
+    field = (record or {}).get("rerun")
+    return reason is not None and isinstance(field, dict) and field.get("reason") == reason
 
 
 def describe_jobs(jobs) -> str:
