@@ -167,7 +167,8 @@ class NPT(Estimator):
             "auto) where this machine's speed book holds a compiled calibration of the shape (an earlier fit with "
             "compile true measured it and warmed the cache) and the compiled steps, after the compile's recorded "
             "seconds, outnumber the eager ones. Off by default: with true or auto, what a budgeted job trains "
-            "depends on what earlier jobs left in the machine's cache", run_only=True, added_as=False)
+            "depends on what earlier jobs left in the machine's cache. In the job's key: other kernels, other "
+            "rounding, other steps", added_as=False)
         deterministic: bool = param(
             True, "on CUDA, torch's deterministic algorithms while fitting, so that a seed repeats a fit bit for "
             "bit there as on the CPU (benchmarks/README.md: its cost)", run_only=True, added_as=True)
