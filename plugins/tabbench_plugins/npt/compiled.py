@@ -54,7 +54,7 @@ def configure(torch) -> None:
 
 class CompiledLoss:
     """``(model, x, m, x_true, scored, w_target, w_feature) -> loss`` of a training step, compiled: the model's
-    forward pass (under bf16 autocast when ``amp``) and the masked loss (``model.entry_losses``, ``model.masked_mean``),
+    forward pass (under bf16 autocast when ``amp``) and the masked loss (``model.step_loss``),
     the dropout masks drawn before it (module docstring). Each new number of rows compiles (dynamo's automatic
     dynamic shapes make the second a graph for any rows). ``seconds``: the CPU seconds of this process its first calls
     at each new shape took (a compile dwarfs a step), ``compiler_seconds`` those of the C++ compiler it ran (child
@@ -77,16 +77,13 @@ class CompiledLoss:
         return bf16_autocast(self.device_type, self.amp)
 
     def _loss(self, x, m, x_true, scored, w_target, w_feature, masks):
-        from tabbench_plugins.npt.model import FED, entry_losses, masked_mean
+        from tabbench_plugins.npt.model import FED, step_loss
 
         FED.masks, FED.at = masks, 0
         with self._autocast():
             out = self.model(x, m)
         FED.masks = None
-        t = len(self.cards) - 1
-        losses = entry_losses(out, x_true, self.cards, self.n_patches, self.patch_dim)
-        return w_target * masked_mean(losses[:, t], scored[:, t]) + w_feature * masked_mean(losses[:, :t],
-                                                                                            scored[:, :t])
+        return step_loss(out, x_true, scored, self.cards, self.n_patches, self.patch_dim, w_target, w_feature)
 
     def _plan(self, x, m):
         """The masks a training forward pass over ``x``, ``m`` draws: recorded from one eager pass without

@@ -507,6 +507,20 @@ def entry_losses(out, x_true, cards, n_patches=0, patch_dim=0):
     return losses if unsort is None else losses.index_select(1, unsort)  # back to table order
 
 
+def step_loss(out, x_true, scored, cards, n_patches, patch_dim, w_target, w_feature):
+    """A training step's loss: ``w_target`` times the mean loss of the scored target entries plus ``w_feature``
+    times that of the scored feature entries; the feature term is left out when ``w_feature`` is the number 0 (a
+    tensor weight, graphed or compiled, keeps it: its value may go to 0 later)."""
+    import torch
+
+    t = len(cards) - 1
+    losses = entry_losses(out, x_true, cards, n_patches, patch_dim)
+    loss = w_target * masked_mean(losses[:, t], scored[:, t])
+    if torch.is_tensor(w_feature) or w_feature > 0:
+        loss = loss + w_feature * masked_mean(losses[:, :t], scored[:, :t])
+    return loss
+
+
 def masked_mean(losses, scored):
     """Mean over the scored entries (0 when none), without a host sync."""
     s = scored.to(losses.dtype)

@@ -35,7 +35,7 @@ def timed_pass_seconds(table, model, torch, rows: int, compiled=None) -> float:
     on CUDA; one warm-up pass, then the least of TIMED_PASSES. ``compiled``: the pass through that
     ``compiled.CompiledLoss`` of the model (its loss over every observed entry), which the warm-up pass compiles.
     The weights, their gradients, every random generator and the train/eval mode are left as they were."""
-    from tabbench_plugins.npt.training import entry_losses
+    from tabbench_plugins.npt.model import entry_losses
 
     xb, mb = table.x[:rows], table.m[:rows]
     cuda = table.device.type == "cuda"

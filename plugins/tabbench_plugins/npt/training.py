@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from tabbench_plugins.torch_training import bf16_autocast
 from tabbench_plugins.npt import checkpoints, graphs
 from tabbench_plugins.npt.cost import prediction_reserve
-from tabbench_plugins.npt.model import corrupt, entry_losses, masked_mean
+from tabbench_plugins.npt.model import corrupt, step_loss
 from tabbench_plugins.npt.optimiser import cosine_cyclic, cosine_tradeoff, flat_then_anneal
 
 
@@ -102,7 +102,7 @@ class TrainStep:
         return loss
 
     def _step(self, lr, w_target, w_feature, xb, mb, cb):
-        torch, phase, t = self.torch, self.phase, len(self.cards) - 1  # t: the target column
+        torch, phase = self.torch, self.phase
 
         with phase("masking"):
             c = corrupt(xb, mb, cb, self.p_col, self.cards_t, self.gen, self.p_random, self.n_patches,
@@ -114,10 +114,7 @@ class TrainStep:
             with phase("forward"), bf16_autocast(xb.device.type, self.amp, cache=not self.graphed):
                 out = self.model(c.x, c.m)
             with phase("loss"):
-                losses = entry_losses(out, xb, self.cards, self.n_patches, self.patch_dim)
-                loss = w_target * masked_mean(losses[:, t], c.scored[:, t])
-                if torch.is_tensor(w_feature) or w_feature > 0:  # a tensor (graphed): kept, its weight goes to 0
-                    loss = loss + w_feature * masked_mean(losses[:, :t], c.scored[:, :t])
+                loss = step_loss(out, xb, c.scored, self.cards, self.n_patches, self.patch_dim, w_target, w_feature)
         self.opt.zero_grad(set_to_none=True)
         with phase("backward"):
             loss.backward()
@@ -157,7 +154,6 @@ class Trained:
     run: checkpoints.Run
     checkpointer: checkpoints.Checkpointer
     cuda_graph: str
-    compiled: object = None  # the step's compiled.CompiledLoss, None when eager
 
 
 def train(table, model, opt, params, torch, *, steps: int, seed: int, clock, identity: dict,
@@ -242,4 +238,4 @@ def train(table, model, opt, params, torch, *, steps: int, seed: int, clock, ide
     if table.has_val:
         run.use_best()
     model.eval()
-    return Trained(run, ckpt, cuda_graph, compiled)
+    return Trained(run, ckpt, cuda_graph)
