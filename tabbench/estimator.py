@@ -19,13 +19,15 @@ validation-selected state at the suite's budget points (``budget.points_s``) ask
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, ClassVar, Mapping
 
-from tabbench.clock import WALL, reader
+from tabbench.clock import CPU, WALL, reader
 from tabbench.params import Params, check, merged
 from tabbench.spec import DatasetMeta
 
@@ -56,11 +58,16 @@ class TrainingClock:
     creation, setup included) would end past the deadline, and from then on ``stopped`` is True (recorded as
     ``info_["stopped_by_time_budget"]``). The model then keeps what it has: the weights of its best validation
     epoch, or the trees up to its best iteration.
+
+    On the ``cpu`` clock a model whose epochs its budget decides may first ask ``plan_epochs`` for them: from an
+    epoch time this kind of machine measured once and stored, not from the epochs' CPU seconds in this fit
+    (which a process sharing the core still moves, through the caches: TabM trained 26 epochs alone and 19
+    beside a busy loop on its core when its clock decided). The clock then only guards the planned epochs.
     """
 
     def __init__(self, budget_s: float | None, share: float = TRAINING_SHARE, started: float | None = None,
-                 now=time.monotonic):
-        self.now = now
+                 now=time.monotonic, cpu: bool = False):
+        self.now, self.cpu = now, cpu  # cpu: ``now`` reads the job's own CPU seconds (tabbench/clock.py)
         self._last = now()
         start = self._start = self._last if started is None else started
         self.deadline = None if budget_s is None else start + share * float(budget_s)
@@ -69,6 +76,11 @@ class TrainingClock:
         self._reserved = 0.0
         self.longest = 0.0  # seconds, the longest epoch so far
         self.stopped = False
+        self.epochs = 0  # epochs counted by out_of_time
+        self.epoch_plan: dict | None = None  # plan_epochs': what decided the epochs (recorded by the model)
+        self._planned: int | None = None
+        self._epoch_key: str | None = None
+        self._trained_s = 0.0  # seconds of the epochs counted, from begin()
 
     def begin(self) -> None:
         """Training starts now: the first epoch counts from here, not from the clock's creation (for a model
@@ -94,6 +106,43 @@ class TrainingClock:
             self._share_deadline = self.end - GUARD_MARGIN * (self.end - self._start)
             self.reserve(self._reserved)
 
+    def plan_epochs(self, shape: Mapping) -> int | None:
+        """The epochs a fit of ``shape`` (what sets an epoch's length: the model, its params, the table and its
+        rows; JSON-able) trains, decided now, before its first epoch, from the epoch time this kind of machine
+        stored for that shape (tabbench.machine_book, ``EPOCH_TIMES``): as many as fit in ``remaining()``, at
+        least one. The clock then only guards them (``guard_only``) and ``out_of_time`` ends training after
+        them, so the same job trains the same epochs alone or beside a CPU hog (tests/test_clock.py). None where
+        no time is stored (this machine's first fit of the shape: its clock decides, and ``keep_epoch_time``
+        stores the mean epoch it measured), on a wall clock (another process's load is in a wall-clock epoch's
+        time) and without a budget. Training starts now (``begin``). ``epoch_plan`` says which, for the record."""
+        self.begin()
+        if not self.cpu or self.deadline is None:
+            return None
+        from tabbench.machine_book import EPOCH_TIMES, MachineBook, torch_version
+
+        book = MachineBook(EPOCH_TIMES)
+        self._epoch_key = json.dumps({**shape, "torch": torch_version()}, sort_keys=True, default=str)
+        stored = book.get(self._epoch_key)
+        if stored is None:
+            self.epoch_plan = {"speed": "measured", "machine": book.machine}
+            return None
+        epoch_s = float(stored["epoch_s"])
+        self._planned = max(1, int(self.remaining() // epoch_s))
+        self.epoch_plan = {"speed": "stored", "machine": book.machine, "epoch_s": epoch_s, "epochs": self._planned}
+        self.guard_only()
+        return self._planned
+
+    def keep_epoch_time(self) -> None:
+        """After training: where ``plan_epochs`` found no stored time for its shape, store the mean epoch this fit
+        measured (``epoch_s`` in ``epoch_plan`` too), for the machine's later fits of the shape."""
+        if self._epoch_key is None or self._planned is not None or not self.epochs:
+            return
+        from tabbench.machine_book import EPOCH_TIMES, MachineBook
+
+        epoch_s = self._trained_s / self.epochs
+        MachineBook(EPOCH_TIMES).put(self._epoch_key, {"epoch_s": epoch_s, "epochs": self.epochs})
+        self.epoch_plan = {**self.epoch_plan, "epoch_s": epoch_s}
+
     def remaining(self) -> float | None:
         """Seconds left before the deadline (never below 0), or None without a budget."""
         return None if self.deadline is None else max(0.0, self.deadline - self.now())
@@ -102,10 +151,24 @@ class TrainingClock:
         """Count the epoch that just ended; True when another as long as the longest would pass the deadline."""
         now = self.now()
         self.longest = max(self.longest, now - self._last)
+        self._trained_s += now - self._last
         self._last = now
+        self.epochs += 1
         if self.deadline is not None and now + self.longest > self.deadline:
             self.stopped = True
+        if self._planned is not None and self.epochs >= self._planned:
+            self.stopped = True  # the epochs the budget planned are done
         return self.stopped
+
+
+def epoch_shape(estimator, rows: int, val_rows: int = 0) -> dict:
+    """What sets how long one of ``estimator``'s epochs takes (``TrainingClock.plan_epochs``' key): its class and
+    params, the table's name, columns and classes, and the rows it trains and validates on."""
+    meta = estimator.meta
+    columns = hashlib.sha256(json.dumps([[c.name, c.kind] for c in meta.columns]).encode()).hexdigest()[:12]
+    return {"model": f"{type(estimator).__module__}.{type(estimator).__qualname__}", "params": dict(estimator.params),
+            "table": meta.name, "columns": [len(meta.columns), columns], "classes": len(meta.classes),
+            "rows": int(rows), "val_rows": int(val_rows)}
 
 
 class TimePoints:
@@ -208,7 +271,8 @@ class JobContext:
     def training_clock(self, share: float = TRAINING_SHARE) -> TrainingClock:
         """A clock for this fit's training loop: ``share`` of the job's time budget, counted from the job's start
         (no limit without a budget)."""
-        return TrainingClock(self.time_budget_s, share, started=self.started, now=reader(self.clock))
+        return TrainingClock(self.time_budget_s, share, started=self.started, now=reader(self.clock),
+                             cpu=self.clock == CPU)
 
 
 class Estimator:

@@ -11,16 +11,12 @@ from tabbench.clock import CPU, WALL, clock_of, job_clock, process_cpu_seconds, 
 from tests.conftest import ROOT, require_shared
 
 BUDGET = 12  # CPU seconds a job
-#: How far apart npt-budget's steps may be in the two runs (issue 60: 10%). Its steps are decided before training,
-#: from the speed the machine stored; its clock only guards them: measured 265 of 265 steps alone and 246 of 265
-#: beside the loop (the guard stopped it: sharing a core still costs a job CPU time, in its caches); 224 of 224 and
-#: 227 of 230 in another run.
+#: How far apart npt-budget's steps, and TabR's and TabM's epochs, may be in the two runs (issue 60: 10%). Each is
+#: decided before training, from the speed or epoch time the machine stored; their clocks only guard them:
+#: npt-budget measured 265 of 265 steps alone and 246 of 265 beside the loop (the guard stopped it: sharing a core
+#: still costs a job CPU time, in its caches), 224 of 224 and 227 of 230 in another run. While TabM's and TabR's
+#: clocks decided their epochs they moved more: TabM 26 alone and 19 beside the loop on CI's machine, TabR 82 and 73.
 TOLERANCE = 0.10
-#: How far apart TabR's and TabM's epochs may be where their clocks stop them. Their clocks decide how much they
-#: train, so whatever moves CPU time moves them: measured TabR 82 vs 73 and 75 vs 62, TabM 30 vs 28, and on this
-#: project's 2-core KVM Xeon the same fixed torch workload (600 MLP steps, one thread) takes 3.35 to 3.67 CPU-s
-#: alone from one run to the next, as much as beside the loop. Under the wall clock they trained about half.
-EPOCH_TOLERANCE = 0.25
 
 
 def test_a_job_counts_cpu_time_unless_it_asks_for_a_gpu_or_the_suite_says_wall():
@@ -85,7 +81,8 @@ def _run_on_one_core(tmp_path, name: str, hog: bool) -> dict:
 def test_npt_budget_tabr_and_tabm_train_the_same_beside_a_cpu_hog_on_their_core(tmp_path):
     """The same jobs alone on a core and then beside a busy loop on that core: npt-budget measures its speed in the
     first run and reads it in the second, takes the same rung and trains within TOLERANCE of the same steps (its
-    clock only guards them), TabR and TabM, stopped by their clocks, within EPOCH_TOLERANCE of the same epochs;
+    clock only guards them); TabR and TabM, stopped by their clocks in the first run, store its epoch time and
+    plan their epochs from it in the second, within TOLERANCE of the first run's;
     each job ends within its CPU budget, whatever wall time the core's sharing costs it (about twice beside the
     loop on an otherwise idle machine); every record names its clock. Under the wall clock these moved with the
     load: npt-budget measured itself 6.3 times slower on a busy credit_card fold and took another size."""
@@ -104,7 +101,9 @@ def test_npt_budget_tabr_and_tabm_train_the_same_beside_a_cpu_hog_on_their_core(
     assert a["size_rung"] == b["size_rung"]
     assert abs(a["steps_run"] - b["steps_run"]) <= TOLERANCE * a["steps_run"]
     for method in ("tabr", "tabm"):
-        ta, tb = alone[method]["info"]["epochs"], busy[method]["info"]["epochs"]
-        print(f"{method} alone {ta} epochs, beside a hog {tb}")
-        assert alone[method]["info"]["stopped_by_time_budget"]
-        assert abs(ta - tb) <= max(1, EPOCH_TOLERANCE * ta), method
+        a, b = alone[method]["info"], busy[method]["info"]
+        print(f"{method} alone {a['epochs']} epochs ({a['epoch_plan']['epoch_s']:.3f} CPU-s each), beside a hog "
+              f"{b['epochs']} of {b['epoch_plan']['epochs']} planned")
+        assert a["stopped_by_time_budget"] and (a["epoch_plan"]["speed"], b["epoch_plan"]["speed"]) == (
+            "measured", "stored"), method
+        assert abs(a["epochs"] - b["epochs"]) <= max(1, TOLERANCE * a["epochs"]), method

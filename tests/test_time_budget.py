@@ -147,6 +147,39 @@ def test_a_guard_only_clock_runs_past_the_training_share_to_the_jobs_end_less_it
     assert clock.out_of_time() and clock.stopped  # another step as long as the last would end past 95
 
 
+def test_planned_epochs_come_from_the_machines_first_fit_of_the_shape_and_only_the_cpu_clock_plans(
+        tmp_path, monkeypatch):
+    """The first fit of a shape on a machine has no stored epoch time: its clock decides (here 3 epochs of 2, 3
+    and 4 s, then the 80 s training share is reached) and it stores their mean (3 s). The next fit of that shape
+    plans remaining() // 3 s epochs before its first (26 of its 79 s), trains them whatever they cost (a busy
+    machine's 3.3 s epochs here) with its clock only guarding them, and stops after them. Another shape, a wall
+    clock or a fit without a budget plans nothing."""
+    monkeypatch.setenv("TABBENCH_CACHE", str(tmp_path))
+    shape = {"model": "m", "rows": 100}
+    t = [0.0]
+    first = TrainingClock(100.0, started=0.0, now=lambda: t[0], cpu=True)
+    assert first.plan_epochs(shape) is None and first.epoch_plan["speed"] == "measured"
+    for t[0] in (2.0, 5.0, 9.0):
+        first.out_of_time()
+    first.keep_epoch_time()
+    assert first.epoch_plan["epoch_s"] == pytest.approx(3.0)
+
+    t[0] = 1.0
+    second = TrainingClock(100.0, started=0.0, now=lambda: t[0], cpu=True)
+    assert second.plan_epochs(shape) == 26 and second.epoch_plan["speed"] == "stored"
+    for epoch in range(1, 27):
+        t[0] = 1.0 + 3.3 * epoch  # 86.8 s at the 26th: past the training share, within the guard's 95 s
+        if second.out_of_time():
+            break
+    assert epoch == 26 and second.stopped
+    second.keep_epoch_time()  # a planned fit stores nothing: the first fit's time stays
+    assert TrainingClock(100.0, started=0.0, now=lambda: 1.0, cpu=True).plan_epochs(shape) == 26
+
+    assert TrainingClock(100.0, started=0.0, now=lambda: 1.0, cpu=True).plan_epochs({**shape, "rows": 101}) is None
+    assert TrainingClock(100.0, started=0.0, now=lambda: 1.0).plan_epochs(shape) is None  # a wall clock
+    assert TrainingClock(None, now=lambda: 1.0, cpu=True).plan_epochs(shape) is None
+
+
 def test_the_leaderboard_counts_the_jobs_the_budget_stopped_and_the_ones_it_killed(tmp_path):
     """A 6 s budget on wine's holdout split (a job's process imports torch in about 2 s of it): the MLP (no epoch
     cap to speak of) is stopped by the clock and keeps a result; a Random Forest of 100,000 trees has no clock and

@@ -33,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 
 import tabbench
-from tabbench.estimator import Estimator, JobContext
+from tabbench.estimator import Estimator, JobContext, epoch_shape
 from tabbench.params import Params, param
 from tabbench.preprocess import TabularEncoder, TargetScaler
 from tabbench.spec import ModelSpec
@@ -86,7 +86,7 @@ class MLP(EpochStates, Estimator):
                                           p["dropout"]).to(self.device_)
             optimizer = torch.optim.AdamW(self.network_.parameters(), lr=p["lr"], weight_decay=p["weight_decay"])
             stopping = EarlyStopping(self.network_, p["patience"], p["max_epochs"], clock, validated=has_val,
-                                     points=points)
+                                     points=points, shape=epoch_shape(self, len(x_train), len(t_val) if has_val else 0))
             train_epochs(stopping, optimizer, lambda rows, _: self._loss(self.network_(x_train[rows]), t_train[rows]),
                          len(x_train), p["batch_size"], self.seed, self.device_,
                          validation_loss=(lambda: self._evaluate(x_val, t_val)) if has_val else None)

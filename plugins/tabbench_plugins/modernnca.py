@@ -54,7 +54,7 @@ from __future__ import annotations
 import numpy as np
 
 import tabbench
-from tabbench.estimator import Estimator, JobContext
+from tabbench.estimator import Estimator, JobContext, epoch_shape
 from tabbench.params import Params, param
 from tabbench.spec import ModelSpec
 from tabbench_plugins.devices import Device, gpus_for, resolve_device
@@ -175,7 +175,8 @@ class ModernNCA(EpochStates, Estimator):
         with torch_threads(p["n_jobs"]), torch_seeded(self.seed, self.device_):
             self.network_ = build_network(self.inputs_.n_numeric, self.inputs_.cardinalities_, p).to(self.device_)
             optimizer = torch.optim.AdamW(self.network_.parameters(), lr=p["lr"], weight_decay=p["weight_decay"])
-            stopping = EarlyStopping(self.network_, p["patience"], p["max_epochs"], clock, points=points)
+            stopping = EarlyStopping(self.network_, p["patience"], p["max_epochs"], clock, points=points,
+                                     shape=epoch_shape(self, n, len(t_val)))
             train_epochs(stopping, optimizer, batch_loss, n, p["batch_size"], self.seed, self.device_,
                          validation_loss=lambda: float(self._loss(self._predict_output(x_val), t_val)))
         self.time_points_, self.point_states_ = stopping.point_states()

@@ -50,7 +50,7 @@ import tempfile
 import numpy as np
 import pandas as pd
 
-from tabbench.estimator import Estimator, JobContext
+from tabbench.estimator import Estimator, JobContext, epoch_shape
 from tabbench_plugins.devices import resolve_device
 from tabbench_plugins.labels import SeenClasses, validation
 from tabbench_plugins.torch_training import torch_seeded, torch_threads
@@ -155,11 +155,13 @@ class PytabkitEstimator(Estimator):
                 device=self.device_, random_state=self.seed, n_threads=p["n_jobs"], verbosity=0,
                 tmp_folder=tmp, **self.library_params())
             with torch_threads(p["n_jobs"]), torch_seeded(self.seed, self.device_), \
-                    self.time_limit(clock, context) as limit, recorder:
+                    self.time_limit(clock, context, epoch_shape(self, len(X), len(X_v))) as limit, recorder:
                 self.model_.fit(self._frame(X), target, X_val=self._frame(X_v), y_val=y_v, **limit)
         self.info_ = {"device": self.device_, "library": f"pytabkit.{name}"}
         if getattr(self, "epochs_run_", None) is not None:  # a subclass that counts its epochs (TabR's clock)
             self.info_["epochs"] = self.epochs_run_
+        if clock.epoch_plan:  # a subclass that plans its epochs (TabR's clock)
+            self.info_["epoch_plan"] = clock.epoch_plan
         if keeping or not points.points:
             self.time_points_ = points.state_times()
             self.point_states_ = {point: state for point, (_, state) in points.kept.items()}
@@ -168,10 +170,10 @@ class PytabkitEstimator(Estimator):
         return self
 
     @contextlib.contextmanager
-    def time_limit(self, clock, context: JobContext):
+    def time_limit(self, clock, context: JobContext, shape: dict):
         """Around pytabkit's fit: yields the keyword arguments that limit its time. A ``time_limited`` model gets
         ``time_to_fit_in_seconds``, what is left of the training share (a subclass may limit it otherwise, from
-        the job's ``context``)."""
+        the job's ``context``, and plan its epochs for the fit's ``shape``, ``TrainingClock.plan_epochs``)."""
         yield {"time_to_fit_in_seconds": clock.remaining()} if self.time_limited and clock.deadline is not None else {}
 
     def stopped_by_time(self) -> bool:

@@ -57,7 +57,7 @@ from typing import Annotated, Literal, Optional
 from pydantic import Field
 
 import tabbench
-from tabbench.estimator import Estimator, JobContext
+from tabbench.estimator import Estimator, JobContext, epoch_shape
 from tabbench.params import Params, param
 from tabbench.spec import ModelSpec
 from tabbench_plugins.devices import Device, gpus_for, resolve_device
@@ -113,7 +113,8 @@ class TabM(EpochStates, Estimator):
         with torch_threads(p["n_jobs"]), torch_seeded(self.seed, self.device_):
             self.network_ = self._network(x_train[0], n_out).to(self.device_)
             optimizer = torch.optim.AdamW(self.network_.parameters(), lr=p["lr"], weight_decay=p["weight_decay"])
-            stopping = EarlyStopping(self.network_, p["patience"], p["max_epochs"], clock, points=points)
+            stopping = EarlyStopping(self.network_, p["patience"], p["max_epochs"], clock, points=points,
+                                     shape=epoch_shape(self, len(t_train), len(t_val)))
             train_epochs(stopping, optimizer, batch_loss, len(t_train), p["batch_size"], self.seed, self.device_,
                          validation_loss=lambda: self._validation_error(x_val, t_val),
                          clip_norm=p["gradient_clipping_norm"])

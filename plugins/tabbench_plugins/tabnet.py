@@ -48,7 +48,7 @@ import warnings
 import numpy as np
 
 import tabbench
-from tabbench.estimator import Estimator, JobContext
+from tabbench.estimator import Estimator, JobContext, epoch_shape
 from tabbench.params import Params, param
 from tabbench.preprocess import TabularEncoder, TargetScaler
 from tabbench.spec import CATEGORICAL, ModelSpec
@@ -81,13 +81,20 @@ def all_class_logloss():
     return _LOGLOSS
 
 
-def time_limit(clock, max_epochs: int):
+def time_limit(clock, max_epochs: int, shape: dict):
     """A pytorch-tabnet Callback that ends training (the trainer's ``_stop_training`` flag, which its own
-    early stopping sets) when ``clock`` says one more epoch would pass the deadline; the early-stopping
-    callback still restores the best epoch's weights at the end of training."""
+    early stopping sets) when ``clock`` says one more epoch would pass the deadline, or after the epochs it
+    planned for this fit's ``shape`` (``TrainingClock.plan_epochs``); the early-stopping callback still restores
+    the best epoch's weights at the end of training."""
     from pytorch_tabnet.callbacks import Callback
 
     class TimeLimit(Callback):
+        def on_train_begin(self, logs=None):
+            clock.plan_epochs(shape)
+
+        def on_train_end(self, logs=None):
+            clock.keep_epoch_time()
+
         def on_epoch_end(self, epoch, logs=None):
             if epoch + 1 < max_epochs and not self.trainer._stop_training and clock.out_of_time():
                 self.trainer._stop_training = True
@@ -217,7 +224,8 @@ class TabNet(Estimator):
                 batch_size=batch_size, virtual_batch_size=virtual_batch_size,
                 drop_last=_last_batch_breaks_batch_norm(n, batch_size, virtual_batch_size),
                 num_workers=0, pin_memory=self.device_ == "cuda", compute_importance=False,
-                callbacks=[time_limit(clock, p["max_epochs"]), *([budget_points(points)] if points.points else [])],
+                callbacks=[time_limit(clock, p["max_epochs"], epoch_shape(self, n, len(eval_set[0][1]) if eval_set else 0)),
+                           *([budget_points(points)] if points.points else [])],
             )
         self.time_points_ = points.state_times()
         self.point_states_ = {point: state for point, (_, state) in points.kept.items()}
@@ -230,6 +238,7 @@ class TabNet(Estimator):
             "cat_idxs": list(self.cat_idxs_),
             "cat_dims": cat_dims,
             "stopped_by_time_budget": clock.stopped,
+            **({"epoch_plan": clock.epoch_plan} if clock.epoch_plan else {}),
         }
         return self
 

@@ -75,9 +75,13 @@ REQUIRES = ("pytabkit", "faiss", "skorch")
 PREDICT_MARGIN_MIN_S = 1.0
 
 
-def budget_stop(estimator, clock, context):
+def budget_stop(estimator, clock, context, shape):
     """A Lightning callback ending TabR's training on the job's clock, so that the job ends by itself with its best
     checkpoint and its predictions before the harness kills it, also where the machine turns busy mid-run:
+
+    * at the start of training (after Lightning's sanity check has timed a validation pass): the epochs are
+      planned from the epoch time this machine stored for the fit's ``shape`` (``TrainingClock.plan_epochs``;
+      the clock then guards them, below, instead of deciding them), and stored after training where none was;
 
     * after each epoch (validated and checkpointed by then): stop when one more epoch as long as the longest
       (``TrainingClock.out_of_time``) would pass the training deadline, or the prediction margin's start;
@@ -122,6 +126,12 @@ def budget_stop(estimator, clock, context):
             if rows and context.predict_rows:
                 row_s = self.validation_s / rows
                 clock.reserve(max(PREDICT_SLOWDOWN * row_s * context.predict_rows, PREDICT_MARGIN_MIN_S))
+
+        def on_train_start(self, trainer, pl_module):
+            clock.plan_epochs(shape)
+
+        def on_train_end(self, trainer, pl_module):
+            clock.keep_epoch_time()
 
         def on_train_epoch_end(self, trainer, pl_module):
             estimator.epochs_run_ = trainer.current_epoch + 1  # recorded as info["epochs"]
@@ -186,7 +196,7 @@ class TabR(PytabkitEstimator):
     trainer_module = "pytabkit.models.alg_interfaces.tabr_interface"
 
     @contextlib.contextmanager
-    def time_limit(self, clock, context):
+    def time_limit(self, clock, context, shape):
         """pytabkit builds TabR's Lightning Trainer inside its fit, with no time limit, and ignores
         ``time_to_fit_in_seconds``: for the fit, its Trainer gets our ``BudgetStop`` callback
         (``trainer_callbacks``); pytabkit then loads the best validation checkpoint as always."""
@@ -194,7 +204,7 @@ class TabR(PytabkitEstimator):
         if clock.deadline is None:
             yield {}
             return
-        with trainer_callbacks(self.trainer_module, [budget_stop(self, clock, context)]):
+        with trainer_callbacks(self.trainer_module, [budget_stop(self, clock, context, shape)]):
             yield {}
 
     def point_callback(self, points):

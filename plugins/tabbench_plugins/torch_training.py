@@ -111,24 +111,28 @@ class EarlyStopping:
     training have none.
     """
 
-    def __init__(self, network, patience: int, max_epochs: int | None, clock, validated: bool = True, points=None):
+    def __init__(self, network, patience: int, max_epochs: int | None, clock, validated: bool = True, points=None,
+                 shape=None):
         self.network, self.patience, self.max_epochs, self.clock = network, patience, max_epochs, clock
-        self.validated, self.points = validated, points
+        self.validated, self.points, self.shape = validated, points, shape
         self.epoch, self.best_epoch, self.best_loss, self.best_state = -1, -1, np.inf, None
         self.best_s = None  # the job's elapsed time when the best epoch was validated (with points only)
 
     def __iter__(self):
+        if self.shape is not None:  # the epochs the budget allows, decided before the first (TrainingClock)
+            self.clock.plan_epochs(self.shape)
         epoch = 0
         while self.max_epochs is None or epoch < self.max_epochs:
             self.epoch = epoch
             yield epoch
             waited = epoch - self.best_epoch
             if self.validated and waited > 0 and waited >= self.patience:
-                return
+                break
             last = self.max_epochs is not None and epoch + 1 >= self.max_epochs
             if not last and self.clock.out_of_time():
-                return
+                break
             epoch += 1
+        self.clock.keep_epoch_time()
 
     def _keep_points(self) -> float | None:
         """The points passed by now get the best state so far; returns now (None without points)."""
@@ -165,7 +169,8 @@ class EarlyStopping:
         return {"epochs": self.epoch + 1,
                 "best_epoch": self.best_epoch if self.validated else self.epoch,
                 "best_val_loss": float(self.best_loss) if self.validated else None,
-                "stopped_by_time_budget": self.clock.stopped}
+                "stopped_by_time_budget": self.clock.stopped,
+                **({"epoch_plan": self.clock.epoch_plan} if self.clock.epoch_plan else {})}
 
 
 def train_epochs(stopping: EarlyStopping, optimizer, batch_loss, n_rows: int, batch_size: int, seed: int, device,

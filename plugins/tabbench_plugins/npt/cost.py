@@ -20,17 +20,14 @@ No torch here: the check runs before any job, in the process that plans the run.
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import json
 import math
-import os
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Optional, Union
 
 from tabbench.estimator import PREDICT_SLOWDOWN, TRAINING_SHARE
+from tabbench.machine_book import MachineBook, torch_version
 
 #: ``batch_size: "auto"``: the whole table up to this many rows (the paper trains on whole tables up to
 #: Concrete's 1,030 rows), above it class-stratified minibatches of at most this many rows, as equal as
@@ -287,24 +284,6 @@ def sizing(meta, sizes, params, budget_s: float, slowdown_of: Callable[[dict], t
     return Sizing(taken.params, taken.steps, taken.slowdown, taken.reserve_s, rung.name, tried, taken.speed)
 
 
-@functools.lru_cache(maxsize=1)
-def _machine() -> str:
-    """This machine's kind (tabbench.measure.fingerprint's ``id``), read once a process."""
-    from tabbench.measure import fingerprint
-
-    return fingerprint()["id"]
-
-
-@functools.lru_cache(maxsize=1)
-def _torch_version() -> str | None:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("torch")
-    except PackageNotFoundError:
-        return None
-
-
 #: The rows a fit may time (speed.py): a probe's, and at most this many of a batch.
 PROBE_ROWS, TIMED_ROWS = 64, 512
 #: The params that change what a training pass computes or how, besides the table's shape (they are in the key).
@@ -312,17 +291,13 @@ SHAPE_PARAMS = ("e", "n_layers", "n_heads", "residual", "attention", "checkpoint
                 "device")
 
 
-class SpeedBook:
+class SpeedBook(MachineBook):
     """The cost model's per-machine calibration (speed.py measures it): the slowdowns measured on this kind of
-    machine: one JSON file per machine ``id`` in ``folder`` (default:
-    the data cache's ``npt-speed/``: --cache, $TABBENCH_CACHE or the user cache dir), pass shape -> slowdown."""
+    machine, a ``tabbench.machine_book.MachineBook`` (default folder: the data cache's ``npt-speed/``), pass
+    shape -> slowdown."""
 
     def __init__(self, folder: Path | None = None):
-        from tabbench.data.cache import DataPaths
-
-        self.folder = Path(folder) if folder is not None else DataPaths.from_env().cache / "npt-speed"
-        self.machine = _machine()
-        self.path = self.folder / f"{self.machine}.json"
+        super().__init__("npt-speed", folder)
 
     # --- keys ----------------------------------------------------------------------------------------------
 
@@ -337,17 +312,11 @@ class SpeedBook:
         est = estimate_cpu_seconds(meta, sizes, {**params, "steps": 0})
         device = params.get("device", "cpu")
         shape = {**{k: params.get(k) for k in SHAPE_PARAMS}, "device": "cpu" if device == "auto" else device,
-                 "columns": est["d"], "rows": int(rows), "torch": _torch_version(),
+                 "columns": est["d"], "rows": int(rows), "torch": torch_version(),
                  **({"compile": True} if params.get("compile") is True else {})}  # a compiled pass (compiled.py)
         return json.dumps(shape, sort_keys=True)
 
     # --- reading and writing --------------------------------------------------------------------------------
-
-    def _read(self) -> dict:
-        try:
-            return json.loads(self.path.read_text())
-        except (OSError, ValueError):
-            return {}
 
     def lookup(self, meta, sizes, params) -> float | None:
         """The stored slowdown for a pass at ``params`` on this table shape, or None where none is stored."""
@@ -357,7 +326,7 @@ class SpeedBook:
     def entry(self, meta, sizes, params) -> dict | None:
         """What is stored for a pass at ``params`` on this table shape (its ``slowdown``; a compiled pass's also
         ``compile_s``, the seconds the last fit to compile that shape took to), or None where nothing is."""
-        book = self._read()
+        book = self.read()
         if not book:
             return None
         rows = estimate_cpu_seconds(meta, sizes, {**params, "steps": 0})["rows"]
@@ -368,35 +337,8 @@ class SpeedBook:
         return None
 
     def store(self, key: str, slowdown: float, **more) -> None:
-        """Add one calibration, under a lock so that jobs measuring at once on the same machine both keep theirs;
-        written whole and renamed into place, so a reader never sees half a file. A folder that cannot be written
-        (a read-only cache) keeps nothing: the fit goes on with what it measured."""
-        try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            with open(self.folder / f"{self.machine}.lock", "a") as lock:
-                with _locked(lock):
-                    book = self._read()
-                    book[key] = {"slowdown": slowdown, **more,
-                                 "measured_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
-                    partial = self.path.with_suffix(f".{os.getpid()}.part")
-                    partial.write_text(json.dumps(book, indent=1, sort_keys=True))
-                    os.replace(partial, self.path)
-        except OSError:
-            pass
-
-
-@contextlib.contextmanager
-def _locked(handle):
-    try:
-        import fcntl
-    except ImportError:  # not POSIX: no lock (a lost update only means a later fit measures again)
-        yield
-        return
-    fcntl.flock(handle, fcntl.LOCK_EX)
-    try:
-        yield
-    finally:
-        fcntl.flock(handle, fcntl.LOCK_UN)
+        """Keep one calibration (``MachineBook.put``)."""
+        self.put(key, {"slowdown": slowdown, **more})
 
 
 def planned_speed(meta, sizes, params) -> tuple:
