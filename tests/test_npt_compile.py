@@ -112,7 +112,7 @@ def test_auto_compiles_where_the_stored_compiled_calibration_trains_more_steps(b
     compiled = fit(True)
     assert compiled["compile"]["failed"] is None and compiled["speed"] == "measured"
     book = SpeedBook()
-    entries = book._read()
+    entries = book.read()
     key = next(k for k in entries if json.loads(k).get("compile"))
     assert entries[key]["compile_s"] > 0
     eager = json.dumps({k: v for k, v in json.loads(key).items() if k != "compile"}, sort_keys=True)
