@@ -66,6 +66,10 @@ def _run_parser(sub) -> None:
     _checkpoints_arg(run)
     run.add_argument("--force", action="store_true", help="re-run jobs that already have a record (but those a "
                      "forced run with the same --rerun-reason ran: the same command resumes)")
+    run.add_argument("--force-only", metavar="WHICH", type=_csv, default=(),
+                     help="with --force, only the jobs whose record is one of WHICH (comma-separated): "
+                          "budget-stopped (its budget ended or killed it), other-cpu (it ran on another kind of CPU), "
+                          "wall-clock (its budget counted wall seconds)")
     run.add_argument("--retry-failed", action="store_true", help="re-run jobs whose record is a failure")
     run.add_argument("--rerun-reason", metavar="TEXT",
                      help="why jobs with a record run again, kept in each re-run record's `rerun` field beside the "
@@ -215,6 +219,14 @@ def _check_rerun_reason(args) -> None:
     if args.rerun_reason is not None and not (args.force or args.retry_failed):
         raise TabbenchError("tabbench run --rerun-reason is for jobs run again: add --force or --retry-failed, or drop it")
     args.rerun_reason = reason or None
+    if args.force_only:
+        from tabbench.run.runner import FORCE_ONLY
+
+        unknown = [name for name in args.force_only if name not in FORCE_ONLY]
+        if unknown or not args.force:
+            raise TabbenchError(f"tabbench run --force-only {','.join(args.force_only)}: "
+                                + (f"{', '.join(unknown)} is not one of {', '.join(FORCE_ONLY)}" if unknown
+                                   else "it limits --force: add --force (and --rerun-reason)"))
 
 
 def cmd_run(args) -> int:
@@ -227,6 +239,7 @@ def cmd_run(args) -> int:
     suite = load_suite(args.suite, tuple(args.plugin))
     options = RunOptions(results=Path(args.results or RunOptions.results), executor=_executor_of(args),
                          address=args.address, force=args.force, rerun_reason=args.rerun_reason,
+                         force_only=tuple(args.force_only or ()),
                          retry_failed=args.retry_failed, models=args.models, datasets=args.datasets, folds=args.folds,
                          plugin_files=tuple(args.plugin),
                          checkpoints=Path(args.checkpoints) if args.checkpoints else None,

@@ -180,6 +180,13 @@ def fingerprint() -> dict:
     return {"id": hid, "cpu": cpu, "gpu": gpu, "torch": torch.__version__ if torch is not None else None}
 
 
+def cpu_kind(hardware: dict | None) -> tuple | None:
+    """The kind of CPU a fingerprint (``fingerprint()``, a record's ``environment.hardware``) names: its
+    identifying fields, GPU left aside; None where none was recorded."""
+    cpu = (hardware or {}).get("cpu")
+    return tuple(json.dumps(cpu.get(k)) for k in _IDENTITY) if cpu else None
+
+
 def hardware_label(hardware: dict | None, torch: bool = True) -> str:
     """One line naming a fingerprint's hardware, e.g. "Intel(R) Xeon(R) Processor (GenuineIntel family 6
     model 167 stepping 1; avx512f avx512_bf16 amx_bf16), 2 cores, 23.5 GiB [id 1a2b3c4d5e6f]"; with

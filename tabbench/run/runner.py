@@ -13,6 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from tabbench.clock import WALL, clock_of
 from tabbench.data.cache import DataPaths
 from tabbench.data.dataset import load_dataset
 from tabbench.data.splits import make_splits
@@ -39,6 +40,7 @@ class RunOptions:
     retry_failed: bool = False
     # why --force / --retry-failed re-run jobs that have a record: each re-run record names it (``rerun``)
     rerun_reason: str | None = None
+    force_only: tuple = ()  # with force: only jobs whose newest record is one of these (FORCE_ONLY); () every job
     models: tuple = ()  # restrict to these method labels
     datasets: tuple = ()  # restrict to these dataset names
     folds: tuple = ()  # restrict to these fold indices
@@ -360,7 +362,8 @@ def _run(suite: Suite, options: RunOptions, store: Store, summary: RunSummary, s
             keep = lambda r: r is None or (options.retry_failed and r.get("status") != OK)  # noqa: E731
             pending = [j for j in jobs if keep(existing.get(j.key))]
         else:  # every job but those this reason already ran: the same forced command resumes where it stopped
-            pending = [j for j in jobs if not ran_for(existing.get(j.key), options.rerun_reason)]
+            pending = [j for j in jobs if not ran_for(existing.get(j.key), options.rerun_reason)
+                       and is_one_of(existing.get(j.key), options.force_only)]
         summary.skipped = len(jobs) - len(pending)
         _say_held_elsewhere(claims.sweep(), pending)
         queue = JobQueue(pending, store, claims, mark, stop)
@@ -396,6 +399,30 @@ def rerun_marked(records, existing: dict, reason: str | None, forced: bool = Fal
         elif forced:
             record = {**record, "rerun": {"reason": reason, "replaces": None}}
         yield job, record
+
+
+def _budget_stopped(record: dict) -> bool:
+    return (record.get("info") or {}).get("stopped_by_time_budget") is True or record.get("status") == "timeout"
+
+
+def _other_cpu(record: dict) -> bool:
+    from tabbench.measure import cpu_kind, fingerprint
+
+    return cpu_kind((record.get("environment") or {}).get("hardware")) != cpu_kind(fingerprint())
+
+
+#: ``tabbench run --force --force-only WHICH``: the records whose jobs a forced run re-runs, by what may have made
+#: their result differ from the same job's here and now: the budget ended or killed the job (its clock decided
+#: how much it trained), it ran on another kind of CPU (or before the fingerprint was recorded), or its budget
+#: counted wall seconds (tabbench/clock.py). A job with no record runs in any case.
+FORCE_ONLY = {"budget-stopped": _budget_stopped, "other-cpu": _other_cpu,
+              "wall-clock": lambda record: clock_of(record) == WALL}
+
+
+def is_one_of(record: dict | None, which: tuple) -> bool:
+    """Whether a forced run re-runs the job of ``record`` (its newest, None: none) when limited to ``which``
+    (names in FORCE_ONLY; empty: no limit)."""
+    return record is None or not which or any(FORCE_ONLY[name](record) for name in which)
 
 
 def ran_for(record: dict | None, reason: str | None) -> bool:
