@@ -68,8 +68,8 @@ def _run_parser(sub) -> None:
                      "forced run with the same --rerun-reason ran: the same command resumes)")
     run.add_argument("--force-only", metavar="WHICH", type=_csv, default=(),
                      help="with --force, only the jobs whose record is one of WHICH (comma-separated): "
-                          "budget-stopped (its budget ended or killed it), other-cpu (it ran on another kind of CPU), "
-                          "wall-clock (its budget counted wall seconds)")
+                          "wall-stopped (a budget counted in wall seconds ended or killed it), other-cpu (it ran on "
+                          "another kind of CPU), wall-clock (its budget counted wall seconds)")
     run.add_argument("--retry-failed", action="store_true", help="re-run jobs whose record is a failure")
     run.add_argument("--rerun-reason", metavar="TEXT",
                      help="why jobs with a record run again, kept in each re-run record's `rerun` field beside the "

@@ -13,8 +13,13 @@ from tabbench_plugins.npt import model as nm  # noqa: E402
 from tabbench_plugins.npt import optimiser as no  # noqa: E402
 from tabbench_plugins.npt.compiled import CompiledLoss  # noqa: E402
 from tabbench_plugins.npt.training import TrainStep  # noqa: E402
-from tests.test_npt import SMALL, bc_tensors, breast_cancer, one_thread  # noqa: E402, F401
+from tests.test_npt import bc_tensors, breast_cancer, one_thread  # noqa: E402, F401
 from tests.test_npt_step_speed import BF16  # noqa: E402
+
+
+#: The model of the two compiled fits: one shape, so that the second compile of a session finds the first's kernels
+#: in inductor's cache (every job's, the data cache's npt-compile/: about a minute cold, seconds warm)
+TINY = {"e": 8, "n_layers": 2, "n_heads": 2}
 
 
 def steps(x, cards, amp, compiled_loss=None, n=4):
@@ -69,15 +74,15 @@ def test_inductor_caches_in_the_data_cache_unless_the_user_names_a_folder(monkey
 
 @pytest.mark.slow
 def test_a_compiled_fit_reaches_the_losses_of_an_eager_fit(breast_cancer):
-    """The same tiny fit (Breast Cancer, e 16, 2 layers, 60 steps) with the step compiled by inductor and eagerly:
-    the same masks, other kernels, so the losses differ by rounding only: close, not equal. The record says the
-    compile ran (its seconds, one shape) or that it is off."""
+    """The same tiny fit (Breast Cancer, TINY, 60 steps) with the step compiled by inductor and eagerly: the same
+    masks, other kernels, so the losses differ by rounding only: close, not equal. The record says the compile ran
+    (its seconds, one shape) or that it is off."""
     from tabbench_plugins.npt import NPT
 
     ds, sp = breast_cancer
     fits = {}
     for compile_ in (False, True):
-        model = NPT(ds.meta, 0, **SMALL, steps=60, eval_every=20, device="cpu", compile=compile_)
+        model = NPT(ds.meta, 0, **TINY, steps=60, eval_every=20, device="cpu", compile=compile_)
         fits[compile_] = model.fit(ds.X.iloc[sp.train], ds.y[sp.train], ds.X.iloc[sp.val], ds.y[sp.val])
     eager, compiled = fits[False].info_, fits[True].info_
     assert eager["compile"] == "off"
@@ -104,7 +109,7 @@ def test_auto_compiles_where_the_stored_compiled_calibration_trains_more_steps(b
     ds, sp = breast_cancer
 
     def fit(compile_):
-        model = NPT(ds.meta, 0, e=8, n_layers=2, n_heads=2, steps="auto", device="cpu", compile=compile_)
+        model = NPT(ds.meta, 0, **TINY, steps="auto", device="cpu", compile=compile_)
         model.fit(ds.X.iloc[sp.train], ds.y[sp.train], ds.X.iloc[sp.val], ds.y[sp.val],
                   context=JobContext(time_budget_s=30.0, clock="cpu"))
         return model.info_

@@ -71,10 +71,10 @@ def test_force_without_a_reason_or_with_an_unknown_force_only_is_refused_before_
     assert "--force replaces records that may have succeeded: say why with --rerun-reason TEXT" in err
     assert main(["run", "suites/quickstart.yaml", "--rerun-reason", "x"]) != 0
     assert "--rerun-reason is for jobs run again" in capsys.readouterr().err
-    assert main(["run", "suites/quickstart.yaml", "--force-only", "budget-stopped"]) != 0
+    assert main(["run", "suites/quickstart.yaml", "--force-only", "wall-stopped"]) != 0
     assert "it limits --force: add --force" in capsys.readouterr().err
     assert main(["run", "suites/quickstart.yaml", "--force", "--rerun-reason", "x", "--force-only", "slow"]) != 0
-    assert "slow is not one of budget-stopped, other-cpu, wall-clock" in capsys.readouterr().err
+    assert "slow is not one of wall-stopped, other-cpu, wall-clock" in capsys.readouterr().err
 
 
 def test_a_comparison_of_times_names_the_methods_whose_records_mix_machines():

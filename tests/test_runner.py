@@ -57,24 +57,27 @@ def test_resume_runs_no_job_twice_and_force_reruns_all(tmp_path, ray_session):
     assert _run(tmp_path, wider, force=True, rerun_reason="budget points").skipped == 10
 
 
-def test_force_only_reruns_the_jobs_whose_record_the_budget_stopped_or_another_cpu_or_the_wall_clock_made(
-        tmp_path, ray_session):
-    """``--force --force-only``: of 8 jobs run here, none is re-run until their newest records say otherwise; then
-    one record whose budget stopped it, one from another kind of CPU and one counted on the wall clock (as the
-    published folders' older records are) bring exactly their three jobs back, and only for the names asked."""
+def test_force_only_reruns_the_jobs_whose_record_a_wall_clock_or_another_cpu_made(tmp_path, ray_session):
+    """``--force --force-only``: of the 4 k-NN jobs run here (cpu clock, this CPU), none is re-run until their
+    newest records say otherwise, a cpu-clock job its budget stopped neither; then a record that a wall-clock
+    budget stopped, one from another kind of CPU and one counted on the wall clock (as the published folders'
+    older records are) bring exactly their three jobs back, each only for the names that take it."""
     _run(tmp_path, models=("knn",))
     store = Store(tmp_path / "results" / "small")
-    everything = ("budget-stopped", "other-cpu", "wall-clock")
+    stopped, other, wall, fourth = store.records()
+    store.append({**fourth, "info": {**fourth["info"], "stopped_by_time_budget": True}})
+    everything = ("wall-stopped", "other-cpu", "wall-clock")
     assert _run(tmp_path, models=("knn",), force=True, rerun_reason="r", force_only=everything).done == 0
-    stopped, other, wall, *_ = store.records()
     hardware = other["environment"]["hardware"]
-    store.append({**stopped, "info": {**stopped["info"], "stopped_by_time_budget": True}})
+    store.append({k: v for k, v in stopped.items() if k != "clock"} | {
+        "info": {**stopped["info"], "stopped_by_time_budget": True}})
     store.append({**other, "environment": {**other["environment"], "hardware": {
         **hardware, "cpu": {**hardware["cpu"], "model_name": "another CPU"}}}})
     store.append({k: v for k, v in wall.items() if k != "clock"})
     assert _run(tmp_path, models=("knn",), force=True, rerun_reason="s", force_only=("other-cpu",)).done == 1
-    again = _run(tmp_path, models=("knn",), force=True, rerun_reason="t", force_only=everything)
-    assert again.done == 2 and {r["key"] for r in store.records()[-3:]} == {stopped["key"], other["key"], wall["key"]}
+    assert _run(tmp_path, models=("knn",), force=True, rerun_reason="t", force_only=("wall-stopped",)).done == 1
+    assert _run(tmp_path, models=("knn",), force=True, rerun_reason="u", force_only=everything).done == 1
+    assert {r["key"] for r in store.records()[-3:]} == {stopped["key"], other["key"], wall["key"]}
 
 
 def test_filters_restrict_models_and_datasets(tmp_path, ray_session):

@@ -401,8 +401,9 @@ def rerun_marked(records, existing: dict, reason: str | None, forced: bool = Fal
         yield job, record
 
 
-def _budget_stopped(record: dict) -> bool:
-    return (record.get("info") or {}).get("stopped_by_time_budget") is True or record.get("status") == "timeout"
+def _wall_stopped(record: dict) -> bool:
+    stopped = (record.get("info") or {}).get("stopped_by_time_budget") is True or record.get("status") == "timeout"
+    return stopped and clock_of(record) == WALL
 
 
 def _other_cpu(record: dict) -> bool:
@@ -412,10 +413,10 @@ def _other_cpu(record: dict) -> bool:
 
 
 #: ``tabbench run --force --force-only WHICH``: the records whose jobs a forced run re-runs, by what may have made
-#: their result differ from the same job's here and now: the budget ended or killed the job (its clock decided
-#: how much it trained), it ran on another kind of CPU (or before the fingerprint was recorded), or its budget
-#: counted wall seconds (tabbench/clock.py). A job with no record runs in any case.
-FORCE_ONLY = {"budget-stopped": _budget_stopped, "other-cpu": _other_cpu,
+#: their result differ from the same job's here and now: a budget counted in wall seconds (which other processes
+#: move, tabbench/clock.py) ended or killed the job, it ran on another kind of CPU (or before the fingerprint was
+#: recorded), or its budget counted wall seconds at all. A job with no record runs in any case.
+FORCE_ONLY = {"wall-stopped": _wall_stopped, "other-cpu": _other_cpu,
               "wall-clock": lambda record: clock_of(record) == WALL}
 
 
