@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 import yaml
 
 from tabbench.clock import CPU, WALL, clock_of, job_clock, process_cpu_seconds, wall_ceiling
@@ -78,6 +79,7 @@ def _run_on_one_core(tmp_path, name: str, hog: bool) -> dict:
     return records
 
 
+@pytest.mark.alone  # another test on the other core moves CPU time too (tests/conftest.py)
 def test_npt_budget_tabr_and_tabm_train_the_same_beside_a_cpu_hog_on_their_core(tmp_path):
     """The same jobs alone on a core and then beside a busy loop on that core: npt-budget measures its speed in the
     first run and reads it in the second, takes the same rung and trains within TOLERANCE of the same steps (its
