@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 import yaml
 
 from tabbench.clock import CPU, WALL, clock_of, job_clock, process_cpu_seconds, wall_ceiling
@@ -43,6 +44,24 @@ def test_process_cpu_seconds_counts_a_busy_process_and_not_a_sleeping_one():
     assert process_cpu_seconds(busy.pid) is None  # gone
 
 
+def test_a_thread_that_asks_for_a_long_slice_gets_it_and_so_do_the_processes_it_starts():
+    """``ask_long_slice`` (what a cpu-clock job's process calls first, tabbench/run/isolation.py): the kernel's
+    record of the thread's slice (/proc/<pid>/sched, ``se.slice`` in ns) says LONG_SLICE_MS, also in a process it
+    starts afterwards. Skipped where the kernel keeps no per-task slice (before Linux 6.12, or not Linux)."""
+    from tabbench.clock import LONG_SLICE_MS
+
+    code = ("from tabbench.clock import ask_long_slice; import subprocess, sys; ok = ask_long_slice(); "
+            "read = lambda: [l.split(':')[1].strip() for l in open('/proc/self/sched') if l.startswith('se.slice')]; "
+            "print(ok, read(), subprocess.run([sys.executable, '-c', "
+            "\"print([l.split(':')[1].strip() for l in open('/proc/self/sched') if l.startswith('se.slice')])\"], "
+            "capture_output=True, text=True).stdout.strip())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True).stdout.strip()
+    ok, own, child = out.split(" ", 1)[0], *out.split(" ", 1)[1].rsplit(" ", 1)
+    if ok != "True" or own == "[]":
+        pytest.skip(f"no per-task scheduler slice here ({out.strip()})")
+    assert own == child == f"['{LONG_SLICE_MS * 10**6}']", out
+
+
 def _run_on_one_core(tmp_path, name: str, hog: bool) -> dict:
     """breast cancer's holdout under npt-budget, TabR and TabM, every process of the run (and a busy loop, with
     ``hog``) pinned to one core, the runs of one test sharing a data cache (so NPT's speed, measured by the first,
@@ -78,6 +97,36 @@ def _run_on_one_core(tmp_path, name: str, hog: bool) -> dict:
     return records
 
 
+#: Above this many times the CPU seconds alone, for the same work beside the busy loop (``_work_cpu_seconds``), no
+#: clock of CPU seconds can count the same work the same: the guard's headroom over the planned work is less.
+MOVED = 1.15
+#: A fixed torch workload on one thread, asking for a job's long slice as a job does: its CPU seconds.
+WORK = ("import time, torch\nfrom tabbench.clock import ask_long_slice\nask_long_slice(); torch.set_num_threads(1); "
+        "torch.manual_seed(0)\nnet = torch.nn.Sequential(torch.nn.Linear(64, 512), torch.nn.ReLU(), "
+        "torch.nn.Linear(512, 512), torch.nn.ReLU(), torch.nn.Linear(512, 1)); opt = torch.optim.AdamW(net.parameters())"
+        "\nx, y = torch.randn(256, 64), torch.randn(256, 1); t = time.process_time()\nfor _ in range(300):\n"
+        "    opt.zero_grad(); ((net(x) - y) ** 2).mean().backward(); opt.step()\nprint(time.process_time() - t)")
+
+
+def _work_cpu_seconds(hog: bool) -> float:
+    """CPU seconds of WORK pinned to one core, alone there or beside a busy loop on it."""
+    core = min(os.sched_getaffinity(0))
+
+    def on_one_core():
+        os.sched_setaffinity(0, {core})
+
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"], preexec_fn=on_one_core) if hog else None
+    try:
+        out = subprocess.run([sys.executable, "-c", WORK], preexec_fn=on_one_core, capture_output=True, text=True,
+                             cwd=ROOT, check=True)
+    finally:
+        if busy is not None:
+            busy.kill()
+            busy.wait()
+    return float(out.stdout)
+
+
+@pytest.mark.alone  # another test on the other core moves CPU time too (tests/conftest.py)
 def test_npt_budget_tabr_and_tabm_train_the_same_beside_a_cpu_hog_on_their_core(tmp_path):
     """The same jobs alone on a core and then beside a busy loop on that core: npt-budget measures its speed in the
     first run and reads it in the second, takes the same rung and trains within TOLERANCE of the same steps (its
@@ -87,6 +136,10 @@ def test_npt_budget_tabr_and_tabm_train_the_same_beside_a_cpu_hog_on_their_core(
     loop on an otherwise idle machine); every record names its clock. Under the wall clock these moved with the
     load: npt-budget measured itself 6.3 times slower on a busy credit_card fold and took another size."""
     require_shared()
+    moved = _work_cpu_seconds(hog=True) / _work_cpu_seconds(hog=False)
+    if moved > MOVED:  # seen on this project's Xeon VM one day (1.3-1.6x), not another (about 1.05x)
+        pytest.skip(f"on this machine the same torch work takes {moved:.2f} times the CPU seconds beside a busy loop "
+                    f"on its core: CPU time itself moves here, so no CPU clock can train the same (over {MOVED})")
     alone = _run_on_one_core(tmp_path, "alone", hog=False)
     busy = _run_on_one_core(tmp_path, "busy", hog=True)
     for records in (alone, busy):
