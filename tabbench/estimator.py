@@ -80,6 +80,7 @@ class TrainingClock:
         self.epoch_plan: dict | None = None  # plan_epochs': what decided the epochs (recorded by the model)
         self._planned: int | None = None
         self._epoch_key: str | None = None
+        self._book = None  # the machine's epoch times (tabbench.machine_book), once plan_epochs has read them
         self._trained_s = 0.0  # seconds of the epochs counted, from begin()
 
     def begin(self) -> None:
@@ -120,7 +121,7 @@ class TrainingClock:
             return None
         from tabbench.machine_book import EPOCH_TIMES, MachineBook, torch_version
 
-        book = MachineBook(EPOCH_TIMES)
+        book = self._book = MachineBook(EPOCH_TIMES)
         self._epoch_key = json.dumps({**shape, "torch": torch_version()}, sort_keys=True, default=str)
         stored = book.get(self._epoch_key)
         if stored is None:
@@ -137,10 +138,8 @@ class TrainingClock:
         measured (``epoch_s`` in ``epoch_plan`` too), for the machine's later fits of the shape."""
         if self._epoch_key is None or self._planned is not None or not self.epochs:
             return
-        from tabbench.machine_book import EPOCH_TIMES, MachineBook
-
         epoch_s = self._trained_s / self.epochs
-        MachineBook(EPOCH_TIMES).put(self._epoch_key, {"epoch_s": epoch_s, "epochs": self.epochs})
+        self._book.put(self._epoch_key, {"epoch_s": epoch_s, "epochs": self.epochs})
         self.epoch_plan = {**self.epoch_plan, "epoch_s": epoch_s}
 
     def remaining(self) -> float | None:

@@ -8,6 +8,7 @@ call the ``after_run`` hook, where the report writes the leaderboard (the run im
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections import Counter
 from dataclasses import dataclass, field, replace
@@ -406,10 +407,17 @@ def _wall_stopped(record: dict) -> bool:
     return stopped and clock_of(record) == WALL
 
 
-def _other_cpu(record: dict) -> bool:
+@functools.lru_cache(maxsize=1)
+def _this_cpu() -> tuple | None:
     from tabbench.measure import cpu_kind, fingerprint
 
-    return cpu_kind((record.get("environment") or {}).get("hardware")) != cpu_kind(fingerprint())
+    return cpu_kind(fingerprint())  # read once: fingerprint() reads /proc/cpuinfo
+
+
+def _other_cpu(record: dict) -> bool:
+    from tabbench.measure import cpu_kind
+
+    return cpu_kind((record.get("environment") or {}).get("hardware")) != _this_cpu()
 
 
 #: ``tabbench run --force --force-only WHICH``: the records whose jobs a forced run re-runs, by what may have made
