@@ -111,7 +111,7 @@ def test_auto_compiles_where_the_stored_compiled_calibration_trains_more_steps(b
     def fit(compile_):
         model = NPT(ds.meta, 0, **TINY, steps="auto", device="cpu", compile=compile_)
         model.fit(ds.X.iloc[sp.train], ds.y[sp.train], ds.X.iloc[sp.val], ds.y[sp.val],
-                  context=JobContext(time_budget_s=30.0, clock="cpu"))
+                  context=JobContext(time_budget_s=60.0, clock="cpu"))
         return model.info_
 
     compiled = fit(True)
