@@ -37,7 +37,10 @@ from tabbench.spec import DatasetMeta
 TRAINING_SHARE = 0.8
 
 #: The share of a job's time budget that a clock guarding a fit sized up front (``TrainingClock.guard_only``) still
-#: keeps free before the job's end, whatever the fit's own reserve for predicting.
+#: keeps free before the job's end, whatever the fit's own reserve for predicting; times the slowdown its training
+#: shows against the plan, where that is over 1 (what follows training is likely as much slower: beside a busy
+#: loop on its core a job's CPU seconds grew 1.7-fold on this project's Xeon VM, and jobs were killed at a 12 s
+#: budget with the unscaled margin).
 GUARD_MARGIN = 0.05
 
 #: How many times slower than the passes a model timed during training (its validation passes, per row) its
@@ -82,6 +85,7 @@ class TrainingClock:
         self._epoch_key: str | None = None
         self._book = None  # the machine's epoch times (tabbench.machine_book), once plan_epochs has read them
         self._trained_s = 0.0  # seconds of the epochs counted, from begin()
+        self._unit_s: float | None = None  # guard_only's: the seconds an epoch (step) was planned to take
 
     def begin(self) -> None:
         """Training starts now: the first epoch counts from here, not from the clock's creation (for a model
@@ -97,14 +101,20 @@ class TrainingClock:
         if self.end is not None:
             self.deadline = min(self._share_deadline, self.end - self._reserved)
 
-    def guard_only(self) -> None:
+    def guard_only(self, unit_s: float | None = None) -> None:
         """For a fit whose work was sized before training to fill the training share (NPT's ``steps: "auto"``,
         from the machine's stored speed): the deadline moves to the job's end less the reserve, so that the clock
         guards against a machine slower than sized (a core shared with another process still costs a job some
         CPU time, in its caches) instead of deciding how much the fit trains: the same job trains the same steps
-        alone or beside a CPU hog as long as the sized work fits before the reserve."""
+        alone or beside a CPU hog as long as the sized work fits before the reserve. ``unit_s``: the seconds one
+        epoch (or step) was planned to take; where training's mean comes out slower, the margin kept before the
+        job's end (``GUARD_MARGIN``) grows by as much."""
+        self._unit_s = unit_s
+        self._guard(1.0)
+
+    def _guard(self, slowdown: float) -> None:
         if self.end is not None:
-            self._share_deadline = self.end - GUARD_MARGIN * (self.end - self._start)
+            self._share_deadline = self.end - GUARD_MARGIN * slowdown * (self.end - self._start)
             self.reserve(self._reserved)
 
     def plan_epochs(self, shape: Mapping) -> int | None:
@@ -130,7 +140,7 @@ class TrainingClock:
         epoch_s = float(stored["epoch_s"])
         self._planned = max(1, int(self.remaining() // epoch_s))
         self.epoch_plan = {"speed": "stored", "machine": book.machine, "epoch_s": epoch_s, "epochs": self._planned}
-        self.guard_only()
+        self.guard_only(epoch_s)
         return self._planned
 
     def keep_epoch_time(self) -> None:
@@ -153,6 +163,8 @@ class TrainingClock:
         self._trained_s += now - self._last
         self._last = now
         self.epochs += 1
+        if self._unit_s and self._trained_s > self.epochs * self._unit_s:  # slower than planned
+            self._guard(self._trained_s / (self.epochs * self._unit_s))
         if self.deadline is not None and now + self.longest > self.deadline:
             self.stopped = True
         if self._planned is not None and self.epochs >= self._planned:

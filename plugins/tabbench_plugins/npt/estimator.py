@@ -344,7 +344,8 @@ class NPT(Estimator):
         if context.predict_rows and self.sizing_.reserve_s:
             self.clock_.reserve(self.sizing_.reserve_s)
         # the sizing decided the steps: the clock only guards against a machine slower than the speed it used
-        self.clock_.guard_only()
+        left = self.clock_.remaining()
+        self.clock_.guard_only(left / self.sizing_.steps if left is not None and self.sizing_.steps >= 1 else None)
         if self.sizing_.steps < 1:
             what = f'size "budget": not one training step of the smallest rung ({self.sizing_.rung})' if by_budget \
                 else 'steps "auto": not one training step'
