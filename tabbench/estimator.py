@@ -86,6 +86,7 @@ class TrainingClock:
         self._book = None  # the machine's epoch times (tabbench.machine_book), once plan_epochs has read them
         self._trained_s = 0.0  # seconds of the epochs counted, from begin()
         self._unit_s: float | None = None  # guard_only's: the seconds an epoch (step) was planned to take
+        self._first_s = 0.0  # seconds of the first epoch counted
 
     def begin(self) -> None:
         """Training starts now: the first epoch counts from here, not from the clock's creation (for a model
@@ -107,8 +108,8 @@ class TrainingClock:
         guards against a machine slower than sized (a core shared with another process still costs a job some
         CPU time, in its caches) instead of deciding how much the fit trains: the same job trains the same steps
         alone or beside a CPU hog as long as the sized work fits before the reserve. ``unit_s``: the seconds one
-        epoch (or step) was planned to take; where training's mean comes out slower, the margin kept before the
-        job's end (``GUARD_MARGIN``) grows by as much."""
+        epoch (or step) was planned to take; where the mean of the epochs after the first (which may hold a compile
+        or a warm-up) comes out slower, the margin kept before the job's end (``GUARD_MARGIN``) grows by as much."""
         self._unit_s = unit_s
         self._guard(1.0)
 
@@ -163,8 +164,10 @@ class TrainingClock:
         self._trained_s += now - self._last
         self._last = now
         self.epochs += 1
-        if self._unit_s and self._trained_s > self.epochs * self._unit_s:  # slower than planned
-            self._guard(self._trained_s / (self.epochs * self._unit_s))
+        if self.epochs == 1:
+            self._first_s = self._trained_s
+        elif self._unit_s:  # the epochs after the first (which may hold a compile or a warm-up) against the plan
+            self._guard(max(1.0, (self._trained_s - self._first_s) / ((self.epochs - 1) * self._unit_s)))
         if self.deadline is not None and now + self.longest > self.deadline:
             self.stopped = True
         if self._planned is not None and self.epochs >= self._planned:
