@@ -57,3 +57,35 @@ def test_a_pair_is_settled_only_where_wilcoxon_holm_says_so_over_the_datasets():
         "settled ahead of knn; not settled against boost")
     with pytest.raises(KeyError):
         found[("boost", "knn")]  # only NPT's pairs are tested (and corrected for)
+
+
+def test_the_answer_says_how_settled_breadths_splits_leave_it_as_its_readme_block_does():
+    """Breadth as published (17 holdout datasets with one split): the answer counts them. The same records without
+    those datasets (every one left has three folds or more): the answer gives the count of datasets with the splits a stable
+    ranking needs that the README's split-stability block gives, not a count of single splits."""
+    import re
+
+    pytest.importorskip("bencheval")
+    from tabbench.pooling import pooled_records
+    from tabbench.report.leaderboard import select_trials
+    from tabbench.report.stability import stability_block
+    from tabbench_plugins.npt_study.answer import how_settled
+
+    selected = select_trials(pooled_records([ROOT / "results" / "breadth"], False))
+    splits = selected.groupby("dataset")[["repeat", "fold"]].nunique().prod(axis=1)
+    single = sorted(splits[splits == 1].index)
+    assert len(single) == 17 and "wa_churn" in single
+    assert how_settled(selected).startswith(f"- **How settled**: 17 of breadth's {len(splits)} datasets have one "
+                                            "split each")
+
+    several = selected[~selected["dataset"].isin(single)]
+    sentence = how_settled(several)
+
+    class Context:
+        selected, labels = several, {}
+
+    block = " ".join(stability_block(Context()))
+    enough = re.search(r"have more than one split: (\d+) of them", block).group(1)
+    assert f"each of breadth's {len(splits) - 17} datasets has {splits.drop(single).min()} splits or more" in sentence
+    assert f"{enough} of the {len(splits) - 17} it could estimate have the splits" in sentence
+    assert "one split each" not in sentence

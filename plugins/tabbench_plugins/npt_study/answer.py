@@ -60,13 +60,7 @@ def verdict(contexts: dict) -> list:
             out.append(f"- **{what}** (`{method}`) is {place} over {n} datasets in {link}, {budget_text(ctx)}. "
                        f"By Wilcoxon-Holm over the datasets it is {standing(ctx, method, found)}.")
         if out:
-            splits = ctx.selected.groupby("dataset").apply(lambda d: len(set(zip(d["repeat"], d["fold"]))))
-            single = int((splits == 1).sum())
-            if single:
-                out.append(f"- **How settled**: {single} of breadth's {n} datasets have one split each, so a dataset's "
-                           "rank there rests on one test part; the split-stability block of "
-                           f"[its README]({VERDICT}/README.md) says how many splits a stable ranking needs, and the "
-                           "intervals above overlap where a pair is not settled.")
+            out.append(how_settled(ctx.selected))
     gpu = contexts.get(REPRODUCTION)
     if gpu is not None:
         judged = [agree for *_, agree in paper_comparisons(gpu) if agree is not None]
@@ -75,6 +69,30 @@ def verdict(contexts: dict) -> list:
                        f"combined standard errors on {sum(judged)} of {count(len(judged), 'dataset')} "
                        f"([{REPRODUCTION}]({REPRODUCTION}/report.html)).")
     return out
+
+
+def how_settled(selected) -> str:
+    """The verdict's sentence on how far breadth's splits settle a dataset's ranking: how many of its datasets rest
+    on one split, or, where none does, how many have the splits bencheval's estimate says a stable ranking needs
+    (tabbench.report.stability, the README's split-stability block). ``selected``: the leaderboard's runs."""
+    from tabbench.report.stability import TARGET, estimate
+
+    splits = selected.groupby("dataset").apply(lambda d: len(set(zip(d["repeat"], d["fold"]))))
+    single, n = int((splits == 1).sum()), len(splits)
+    block = f"the split-stability block of [its README]({VERDICT}/README.md)"
+    if single:
+        return (f"- **How settled**: {single} of breadth's {n} datasets have one split each, so a dataset's rank "
+                f"there rests on one test part; {block} says how many splits a stable ranking needs, and the "
+                "intervals above overlap where a pair is not settled.")
+    table, _, reason = estimate(selected)
+    if table is None:
+        return (f"- **How settled**: each of breadth's {n} datasets has {splits.min()} splits or more; no estimate "
+                f"of how many a stable ranking needs. {reason}")
+    measured = table[table["splits"] > 1]
+    enough = int((measured["splits"] >= measured["needed"]).sum())
+    return (f"- **How settled**: each of breadth's {n} datasets has {splits.min()} splits or more; by bencheval's "
+            f"estimate (reliability {TARGET:g}) {enough} of the {len(measured)} it could estimate have the splits a "
+            f"stable ranking of the methods there needs and {len(measured) - enough} have not ({block}).")
 
 
 def _separates(ctx) -> str:
