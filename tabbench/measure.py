@@ -187,6 +187,15 @@ def cpu_kind(hardware: dict | None) -> tuple | None:
     return tuple(json.dumps(cpu.get(k)) for k in _IDENTITY) if cpu else None
 
 
+def short_name(hardware: dict) -> str:
+    """A fingerprint's CPU model in a few words ("Intel Xeon", "AMD EPYC 9R14"), and its GPU's where it has one."""
+    name = (hardware.get("cpu") or {}).get("model_name") or "unknown CPU"
+    name = re.sub(r"\((?:R|TM)\)|\b(?:Processor|CPU)\b|\d+-Core", " ", name)
+    name = " ".join(name.split())
+    gpu = hardware.get("gpu")
+    return f"{name} + {gpu['name']}" if gpu else name
+
+
 def hardware_label(hardware: dict | None, torch: bool = True) -> str:
     """One line naming a fingerprint's hardware, e.g. "Intel(R) Xeon(R) Processor (GenuineIntel family 6
     model 167 stepping 1; avx512f avx512_bf16 amx_bf16), 2 cores, 23.5 GiB [id 1a2b3c4d5e6f]"; with

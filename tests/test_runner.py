@@ -57,11 +57,12 @@ def test_resume_runs_no_job_twice_and_force_reruns_all(tmp_path, ray_session):
     assert _run(tmp_path, wider, force=True, rerun_reason="budget points").skipped == 10
 
 
-def test_force_only_reruns_the_jobs_whose_record_a_wall_clock_or_another_cpu_made(tmp_path, ray_session):
+def test_force_only_reruns_the_jobs_whose_record_a_wall_clock_or_another_cpu_made(tmp_path, ray_session, capsys):
     """``--force --force-only``: of the 4 k-NN jobs run here (cpu clock, this CPU), none is re-run until their
     newest records say otherwise, a cpu-clock job its budget stopped neither; then a record that a wall-clock
     budget stopped, one from another kind of CPU and one counted on the wall clock (as the published folders'
-    older records are) bring exactly their three jobs back, each only for the names that take it."""
+    older records are) bring exactly their three jobs back, each only for the names that take it. A run says,
+    before its jobs, how many of the folder's results of its methods came from another kind of CPU, and which."""
     _run(tmp_path, models=("knn",))
     store = Store(tmp_path / "results" / "small")
     stopped, other, wall, fourth = store.records()
@@ -74,10 +75,17 @@ def test_force_only_reruns_the_jobs_whose_record_a_wall_clock_or_another_cpu_mad
     store.append({**other, "environment": {**other["environment"], "hardware": {
         **hardware, "cpu": {**hardware["cpu"], "model_name": "another CPU"}}}})
     store.append({k: v for k, v in wall.items() if k != "clock"})
+    assert "another kind of CPU" not in capsys.readouterr().err
     assert _run(tmp_path, models=("knn",), force=True, rerun_reason="s", force_only=("other-cpu",)).done == 1
+    said = capsys.readouterr().err
+    assert "1 of this folder's results of the methods run here came from another kind of CPU" in said
+    assert ": another (1)." in said and "--force-only other-cpu" in said
     assert _run(tmp_path, models=("knn",), force=True, rerun_reason="t", force_only=("wall-stopped",)).done == 1
     assert _run(tmp_path, models=("knn",), force=True, rerun_reason="u", force_only=everything).done == 1
     assert {r["key"] for r in store.records()[-3:]} == {stopped["key"], other["key"], wall["key"]}
+    capsys.readouterr()
+    _run(tmp_path, models=("knn_k15",))
+    assert "another kind of CPU" not in capsys.readouterr().err  # knn's results are not knn_k15's
 
 
 def test_filters_restrict_models_and_datasets(tmp_path, ray_session):

@@ -22,12 +22,12 @@ clocks, naming the methods it touches.
 
 from __future__ import annotations
 
-import re
 import statistics
 from collections import Counter, defaultdict
 from pathlib import Path
 
 from tabbench.clock import clock_of
+from tabbench.measure import short_name
 
 NOT_RECORDED = "not recorded"
 
@@ -44,14 +44,6 @@ def hardware_id(record) -> str | None:
     return hardware["id"] if hardware else None
 
 
-def _model_name(hardware: dict) -> str:
-    name = (hardware.get("cpu") or {}).get("model_name") or "unknown CPU"
-    name = re.sub(r"\((?:R|TM)\)|\b(?:Processor|CPU)\b|\d+-Core", " ", name)
-    name = " ".join(name.split())
-    gpu = hardware.get("gpu")
-    return f"{name} + {gpu['name']}" if gpu else name
-
-
 def machine_names(records) -> dict:
     """fingerprint id -> a short name: the CPU's model (and GPU's), with the id where two machines share it."""
     hardware = {}
@@ -59,7 +51,7 @@ def machine_names(records) -> dict:
         h = _hardware(record)
         if h:
             hardware.setdefault(h["id"], h)
-    names = {hid: _model_name(h) for hid, h in hardware.items()}
+    names = {hid: short_name(h) for hid, h in hardware.items()}
     shared = Counter(names.values())
     return {hid: (f"{name} [{hid}]" if shared[name] > 1 else name) for hid, name in sorted(names.items())}
 

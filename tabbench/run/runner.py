@@ -367,6 +367,7 @@ def _run(suite: Suite, options: RunOptions, store: Store, summary: RunSummary, s
                        and is_one_of(existing.get(j.key), options.force_only)]
         summary.skipped = len(jobs) - len(pending)
         _say_held_elsewhere(claims.sweep(), pending)
+        _say_other_cpu(existing, pending)
         queue = JobQueue(pending, store, claims, mark, stop)
         try:
             done = rerun_marked(executor.run(queue, prepared, store, stop), existing, options.rerun_reason,
@@ -454,6 +455,26 @@ def _device_auto(suite: Suite, registry: dict) -> bool:
     there before the jobs are expanded."""
     return any(params.get("device") == "auto" for e in suite.models for d in suite.datasets
                for _, _, params in method_params(e, registry[e.model].spec, d))
+
+
+def _say_other_cpu(existing: dict, pending: list) -> None:
+    """Tell the user, before any job runs, when the folder's results of the methods this run runs came from another
+    kind of CPU than this machine's: a time budget is seconds of a CPU, which another kind spends at another rate,
+    so a comparison that mixes them is not one kind of CPU (``--force --force-only other-cpu`` runs theirs here)."""
+    from collections import Counter
+
+    from tabbench.measure import fingerprint, short_name
+
+    methods = {job.method for job in pending}
+    other = Counter(short_name(hardware) if (hardware := (r.get("environment") or {}).get("hardware")) else
+                    "a machine not recorded" for r in existing.values()
+                    if r.get("method") in methods and r.get("status") == OK and _other_cpu(r))
+    if other:
+        where = ", ".join(f"{name} ({n})" for name, n in other.most_common())
+        print(f"{sum(other.values())} of this folder's results of the methods run here came from another kind of CPU "
+              f"than this machine's {short_name(fingerprint())}: {where}. A time budget counts that CPU's seconds, so "
+              "their comparison with this run's is not one kind of CPU; `--force --force-only other-cpu` runs "
+              "their jobs again here.", file=sys.stderr)
 
 
 def _say_held_elsewhere(held: dict, pending: list) -> None:
