@@ -409,10 +409,17 @@ def _wall_stopped(record: dict) -> bool:
 
 
 @functools.lru_cache(maxsize=1)
-def _this_cpu() -> tuple | None:
-    from tabbench.measure import cpu_kind, fingerprint
+def _this_machine() -> dict:
+    from tabbench.measure import fingerprint
 
-    return cpu_kind(fingerprint())  # read once: fingerprint() reads /proc/cpuinfo
+    return fingerprint()  # read once: fingerprint() reads /proc/cpuinfo
+
+
+@functools.lru_cache(maxsize=1)
+def _this_cpu() -> tuple | None:
+    from tabbench.measure import cpu_kind
+
+    return cpu_kind(_this_machine())
 
 
 def _other_cpu(record: dict) -> bool:
@@ -463,7 +470,7 @@ def _say_other_cpu(existing: dict, pending: list) -> None:
     so a comparison that mixes them is not one kind of CPU (``--force --force-only other-cpu`` runs theirs here)."""
     from collections import Counter
 
-    from tabbench.measure import fingerprint, short_name
+    from tabbench.measure import short_name
 
     methods = {job.method for job in pending}
     other = Counter(short_name(hardware) if (hardware := (r.get("environment") or {}).get("hardware")) else
@@ -472,7 +479,7 @@ def _say_other_cpu(existing: dict, pending: list) -> None:
     if other:
         where = ", ".join(f"{name} ({n})" for name, n in other.most_common())
         print(f"{sum(other.values())} of this folder's results of the methods run here came from another kind of CPU "
-              f"than this machine's {short_name(fingerprint())}: {where}. A time budget counts that CPU's seconds, so "
+              f"than this machine's {short_name(_this_machine())}: {where}. A time budget counts that CPU's seconds, so "
               "their comparison with this run's is not one kind of CPU; `--force --force-only other-cpu` runs "
               "their jobs again here.", file=sys.stderr)
 
