@@ -64,16 +64,7 @@ def _run_parser(sub) -> None:
                      "--results results adds jobs to the published folders, e.g. a new model's)")
     _reference_arg(run)
     _checkpoints_arg(run)
-    run.add_argument("--force", action="store_true", help="re-run jobs that already have a record (but those a "
-                     "forced run with the same --rerun-reason ran: the same command resumes)")
-    run.add_argument("--force-only", metavar="WHICH", type=_csv, default=(),
-                     help="with --force, only the jobs whose record is one of WHICH (comma-separated): "
-                          "wall-stopped (a budget counted in wall seconds ended or killed it), other-cpu (it ran on "
-                          "another kind of CPU), wall-clock (its budget counted wall seconds)")
-    run.add_argument("--retry-failed", action="store_true", help="re-run jobs whose record is a failure")
-    run.add_argument("--rerun-reason", metavar="TEXT",
-                     help="why jobs with a record run again, kept in each re-run record's `rerun` field beside the "
-                          "record it replaces (a results README's provenance block shows it); required with --force")
+    _rerun_args(run)
     run.add_argument("--skip-refused", action="store_true",
                      help="run every job that can run when some datasets cannot be loaded or a model's pre-run "
                           "check refuses some jobs (else the run stops before any job); what is left out is said "
@@ -85,6 +76,21 @@ def _run_parser(sub) -> None:
     tables_only_argument(run)
     _plugin_arg(run)
     _data_args(run)
+
+
+def _rerun_args(parser) -> None:
+    """Which jobs that have a record run again: `tabbench run`'s, and `tabbench plan`'s to plan that run."""
+    parser.add_argument("--force", action="store_true", help="re-run jobs that already have a record (but those a "
+                        "forced run with the same --rerun-reason ran: the same command resumes)")
+    parser.add_argument("--force-only", metavar="WHICH", type=_csv, default=(),
+                        help="with --force, only the jobs whose record is one of WHICH (comma-separated): "
+                             "wall-stopped (a budget counted in wall seconds ended or killed it), other-cpu (it ran "
+                             "on another kind of CPU), wall-clock (its budget counted wall seconds)")
+    parser.add_argument("--retry-failed", action="store_true", help="re-run jobs whose record is a failure")
+    parser.add_argument("--rerun-reason", metavar="TEXT",
+                        help="why jobs with a record run again, kept in each re-run record's `rerun` field beside "
+                             "the record it replaces (a results README's provenance block shows it); required with "
+                             "--force")
 
 
 def _leaderboard_parser(sub) -> None:
@@ -125,6 +131,7 @@ def _plan_parser(sub) -> None:
                            "the --results and --reference roots)")
     plan.add_argument("--gpus", type=int, default=0, metavar="N",
                       help="plan for N GPUs (default 0: device=auto resolves to cpu)")
+    _rerun_args(plan)
     _selection_args(plan)
     _plugin_arg(plan)
     _data_args(plan)
@@ -212,19 +219,20 @@ def _check_rerun_reason(args) -> None:
     optional; without either nothing that has a record runs, and a reason would mark nothing."""
     from tabbench.errors import TabbenchError
 
+    command = f"tabbench {args.command}"
     reason = (args.rerun_reason or "").strip()
     if args.force and not reason:
-        raise TabbenchError("tabbench run --force replaces records that may have succeeded: say why with --rerun-reason "
-                       "TEXT (e.g. --rerun-reason 'budget points added'); each re-run record keeps it")
+        raise TabbenchError(f"{command} --force replaces records that may have succeeded: say why with --rerun-reason "
+                            "TEXT (e.g. --rerun-reason 'budget points added'); each re-run record keeps it")
     if args.rerun_reason is not None and not (args.force or args.retry_failed):
-        raise TabbenchError("tabbench run --rerun-reason is for jobs run again: add --force or --retry-failed, or drop it")
+        raise TabbenchError(f"{command} --rerun-reason is for jobs run again: add --force or --retry-failed, or drop it")
     args.rerun_reason = reason or None
     if args.force_only:
         from tabbench.run.runner import FORCE_ONLY
 
         unknown = [name for name in args.force_only if name not in FORCE_ONLY]
         if unknown or not args.force:
-            raise TabbenchError(f"tabbench run --force-only {','.join(args.force_only)}: "
+            raise TabbenchError(f"{command} --force-only {','.join(args.force_only)}: "
                                 + (f"{', '.join(unknown)} is not one of {', '.join(FORCE_ONLY)}" if unknown
                                    else "it limits --force: add --force (and --rerun-reason)"))
 
@@ -296,13 +304,15 @@ def cmd_compare(args) -> int:
 def cmd_plan(args) -> int:
     from tabbench.run.expand import Selection
     from tabbench.plan import format_plan, plan_suite
-    from tabbench.run.runner import RunOptions
+    from tabbench.run.runner import Rerun, RunOptions
 
+    _check_rerun_reason(args)
     suite, paths = _suite_and_paths(args, tuple(args.plugin))
     results = Path(args.results or RunOptions.results)
     plan = plan_suite(suite, paths, suite.results_dir(results), suite.results_dir(args.reference),
                       args.basis or _default_basis(suite, results, args.reference), args.gpus,
-                      Selection(args.models, args.datasets, args.folds), tuple(args.plugin))
+                      Selection(args.models, args.datasets, args.folds), tuple(args.plugin),
+                      Rerun(args.force, args.retry_failed, args.rerun_reason, tuple(args.force_only)))
     print(format_plan(plan))
     return 0 if plan.rows else 1  # nothing could be planned: a script must not take that for success
 

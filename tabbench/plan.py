@@ -70,6 +70,8 @@ class Plan:
     refused_jobs: int = 0  # the selected jobs those refusals cover: not planned, in no total
     refused_hours: float | None = None  # their CPU-hours by their models' cost models (None: a model has none)
     stand_ins: dict = field(default_factory=dict)  # dataset -> its subset or SUBSTITUTE label (PreparedSuite's)
+    rerun: object = None  # the Rerun (tabbench/run/runner.py) whose jobs count as not done
+    no_task: list = field(default_factory=list)  # methods with no job: no dataset of a task they support
 
 
 def suite_folders(paths) -> list[Path]:
@@ -261,14 +263,20 @@ def _model_estimate(row: PlanRow, pending: list, basis: pd.DataFrame, spec, meta
 
 
 def make_plan(prepared, results_dir: Path, published_dir: Path | None, basis_dirs=(), gpus: int = 0,
-              paths=None) -> Plan:
+              paths=None, rerun=None) -> Plan:
     """The plan of a ``PreparedSuite``'s selected jobs (tabbench/run/runner.py), its unloaded datasets and its
     models' refusals listed beside them. ``paths``: where the basis records' tables are looked for, to estimate
-    a method on a table it has no record of (None: no such estimate)."""
+    a method on a table it has no record of (None: no such estimate). ``rerun``: which jobs with a record the
+    run would do again (a ``Rerun``, as ``tabbench run``'s --force, --force-only, --retry-failed and
+    --rerun-reason; None: none); a job it would not run counts as done."""
+    from tabbench.run.runner import Rerun
+
+    rerun = rerun or Rerun()
     prepared = prepared.on_gpus(gpus > 0)  # a GPU's jobs are checked as a GPU runs them, whatever this machine has
     suite, registry, loaded = prepared.suite, prepared.registry, prepared.loaded
     jobs = prepared.jobs(gpu_available=gpus > 0)
-    done = set(Store(results_dir).latest())
+    pending_keys = {j.key for j in rerun.pending(jobs, Store(results_dir).latest())}
+    done = {j.key for j in jobs} - pending_keys
     same = published_dir is None or Path(published_dir).resolve() == Path(results_dir).resolve()
     published = None if same or not (Path(published_dir) / RECORDS_DIR).is_dir() else set(
         Store(published_dir).latest())
@@ -278,7 +286,7 @@ def make_plan(prepared, results_dir: Path, published_dir: Path | None, basis_dir
     out = Plan(suite.name, Path(results_dir), None if published is None else Path(published_dir),
                unloaded=dict(prepared.unloaded), basis_dirs=tuple(map(str, folders)), gpus=gpus,
                refused=list(map(str, prepared.refusals)), refused_jobs=refused_jobs, refused_hours=refused_hours,
-               stand_ins=prepared.stand_ins())
+               stand_ins=prepared.stand_ins(), rerun=rerun, no_task=prepared.no_task())
     unestimated = []  # (row, its pending jobs, its table's shape): no record of the method here, no cost model
     groups: dict = {}
     for job in jobs:
@@ -317,6 +325,15 @@ def _resources(res: dict) -> str:
     return ", ".join(f"{float(res.get(k) or 0):g} {name}" for k, name in (("num_cpus", "cpu"), ("num_gpus", "gpu")))
 
 
+def _done_means(rerun) -> str:
+    if rerun is None or not (rerun.force or rerun.retry_failed):
+        return "done: a record exists where the run writes"
+    if not rerun.force:
+        return "done: a record that did not fail exists where the run writes (--retry-failed)"
+    only = f", and those whose record is none of {', '.join(rerun.only)} (--force-only)" if rerun.only else ""
+    return f"done (--force): the jobs a forced run for the reason {rerun.reason!r} already ran{only}"
+
+
 def format_plan(plan: Plan) -> str:
     has_published = plan.published_dir is not None
     header = ["method", "dataset", "rows x cols", "jobs (configs x splits x seeds)", "done"]
@@ -339,7 +356,7 @@ def format_plan(plan: Plan) -> str:
         from tabbench.run.runner import stand_in_lines
 
         lines += [*stand_in_lines(plan.stand_ins), ""]
-    lines.append("done: a record exists where the run writes; cpu h and gpu h: for the jobs not done.")
+    lines.append(_done_means(plan.rerun) + "; cpu h and gpu h: for the jobs not done.")
     if any(r.similar for r in plan.rows):
         lines.append("~: no record of the method on this table; estimated from its records on the tables nearest in "
                      f"size (rows x features), {SIMILAR_TABLES} at most, named below.")
@@ -404,6 +421,7 @@ def format_plan(plan: Plan) -> str:
                  "pass --gpus N to plan for a machine with GPUs.")
     for name, why in plan.unloaded.items():
         lines.append(f"Not planned: dataset {name!r} could not be loaded: {why}")
+    lines += [f"Not planned: {line}." for line in plan.no_task]
     if plan.refused:
         cost = "" if plan.refused_hours is None else (f" (about {plan.refused_hours:,.0f} CPU-hours by the models' "
                                                       "cost models)")
@@ -416,10 +434,10 @@ def format_plan(plan: Plan) -> str:
 
 
 def plan_suite(suite, paths, results_dir: Path, published_dir: Path | None, basis_dirs=(), gpus: int = 0,
-               selection: Selection = Selection(), plugin_files=()) -> Plan:
+               selection: Selection = Selection(), plugin_files=(), rerun=None) -> Plan:
     """Prepare the suite as ``tabbench run`` does (tabbench/run/runner.py: registry, the same --models,
     --datasets and --folds; a dataset that fails to load is listed, not fatal), then ``make_plan``."""
     from tabbench.run.runner import prepare_suite
 
     prepared = prepare_suite(suite, selection, paths, plugin_files)
-    return make_plan(prepared, results_dir, published_dir, basis_dirs, gpus, paths)
+    return make_plan(prepared, results_dir, published_dir, basis_dirs, gpus, paths, rerun)

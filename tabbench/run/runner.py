@@ -56,6 +56,31 @@ class RunOptions:
     def selection(self) -> Selection:
         return Selection(tuple(self.models), tuple(self.datasets), tuple(self.folds))
 
+    def rerun(self) -> Rerun:
+        return Rerun(self.force, self.retry_failed, self.rerun_reason, tuple(self.force_only))
+
+
+@dataclass(frozen=True)
+class Rerun:
+    """Which of a suite's jobs that have a record a run does again: ``tabbench run``'s and ``tabbench plan``'s one
+    rule. None without ``force`` or ``retry_failed`` (a failed record too: a job runs where it has no record);
+    ``retry_failed``: those whose newest record failed; ``force``: every one of them (those of ``only``'s kinds,
+    FORCE_ONLY, where given) but the jobs a forced run for the same ``reason`` already ran, so that the same forced
+    command resumes where it stopped."""
+
+    force: bool = False
+    retry_failed: bool = False
+    reason: str | None = None
+    only: tuple = ()
+
+    def pending(self, jobs: list, existing: dict) -> list:
+        """The ``jobs`` a run does, ``existing``: key -> the job's newest record."""
+        if self.force:
+            return [j for j in jobs if not ran_for(existing.get(j.key), self.reason)
+                    and is_one_of(existing.get(j.key), self.only)]
+        return [j for j in jobs if existing.get(j.key) is None
+                or (self.retry_failed and existing[j.key].get("status") != OK)]
+
 
 @dataclass
 class RunSummary:
@@ -249,6 +274,15 @@ class PreparedSuite:
                          f", about {hours:,.0f} CPU-hours by the models' cost models"))
         return lines
 
+    def no_task(self) -> list[str]:
+        """A line per selected method whose model supports none of the tasks of the loaded datasets (a model
+        passes over a dataset of a task it does not support, so such a method has no job at all)."""
+        tasks = {dataset.meta.task for _, dataset, _ in self.loaded.values()}
+        chosen = [e for e in self.suite.models if not self.selection.models or e.label in self.selection.models]
+        return [f"{e.label} has no job: its model {e.model} supports {', '.join(sorted(spec.tasks))}, and the "
+                f"selected datasets are {', '.join(sorted(tasks))}" for e in chosen
+                for spec in [self.registry[e.model].spec] if tasks and not tasks & set(spec.tasks)]
+
     def raise_unless_ready(self, skip: bool = False, option: str = "") -> None:
         """``RunError`` naming every dataset that did not load and every model's refusal, then a short summary
         ending with ``option`` (the command's way to run the rest, e.g. ``--skip-refused``): a run or a probe
@@ -348,6 +382,8 @@ def _run(suite: Suite, options: RunOptions, store: Store, summary: RunSummary, s
     summary.left_out = prepared.left_out()
     if summary.left_out:
         print(f"Not run ({SKIP_REFUSED}): " + "; ".join(summary.left_out) + ".", file=sys.stderr)
+    for line in prepared.no_task():
+        print(f"Not run: {line}.", file=sys.stderr)
 
     with stop.deferred():  # a first Ctrl-C never breaks into the executor's start (Ray's); checked once it is up
         stop.pause_point("ray-start")
@@ -359,12 +395,7 @@ def _run(suite: Suite, options: RunOptions, store: Store, summary: RunSummary, s
         claims.open()
         mark = store.mark()  # before reading what is done: a record written in between is seen by the queue
         existing = store.latest()
-        if not options.force:
-            keep = lambda r: r is None or (options.retry_failed and r.get("status") != OK)  # noqa: E731
-            pending = [j for j in jobs if keep(existing.get(j.key))]
-        else:  # every job but those this reason already ran: the same forced command resumes where it stopped
-            pending = [j for j in jobs if not ran_for(existing.get(j.key), options.rerun_reason)
-                       and is_one_of(existing.get(j.key), options.force_only)]
+        pending = options.rerun().pending(jobs, existing)
         summary.skipped = len(jobs) - len(pending)
         _say_held_elsewhere(claims.sweep(), pending)
         _say_other_cpu(existing, pending)
