@@ -190,31 +190,38 @@ def test_plan_selects_jobs_as_run_does_folds_included(tmp_path, capsys):
     assert "3 jobs planned" in out and "wine" not in out  # knn 2 configs + mlp 1, fold 1 of diabetes only
 
 
+def _in_process(capsys, *argv) -> tuple[int, str, str]:
+    """`tabbench ARGV` in this process (no interpreter to start: seconds less than ``_tabbench``): its exit code,
+    stdout and stderr."""
+    code = main([*map(str, argv), *(["--no-progress"] if argv[0] == "run" else [])])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def _planned_done(capsys, suite, results, *extra) -> tuple:
+    code, out, _ = _in_process(capsys, "plan", suite, "--results", results, "--cache", results / "cache", *extra)
+    assert code == 0
+    return re.search(r"(\d+) jobs planned, (\d+) already done", out).groups()
+
+
 def test_plan_with_force_counts_the_jobs_the_same_forced_run_then_runs(two_runs, tmp_path, capsys):
     """`tabbench plan --force --rerun-reason R` (and --force-only): a job counts as done when the forced run for
     R already ran it, and the jobs it leaves are those `tabbench run` with the same options runs next."""
     import shutil
 
     shutil.copytree(two_runs[0] / "runs", tmp_path / "runs")
-    suite = _write(tmp_path, SUITE)
-    reason = ["--force", "--rerun-reason", "R", "--cache", tmp_path / "cache"]
-
-    def plan(*extra):
-        assert main(["plan", str(suite), "--results", str(tmp_path / "runs"), *map(str, reason), *extra]) == 0
-        return re.search(r"(\d+) jobs planned, (\d+) already done", capsys.readouterr().out).groups()
-
-    assert plan() == ("18", "0")  # every job has a record; none was run for R
-    ran = _tabbench("run", suite, "--no-ray", "--tables-only", "--results", tmp_path / "runs", *reason,
-                    "--models", "knn", "--datasets", "wine", "--folds", "0", cwd=tmp_path)
-    assert ran.returncode == 0, ran.stderr[-3000:]
-    assert plan() == ("18", "2")  # knn's 2 configurations on fold 0 of wine ran for R
-    assert plan("--models", "knn", "--datasets", "wine") == ("6", "2")
-    again = _tabbench("run", suite, "--no-ray", "--tables-only", "--results", tmp_path / "runs", *reason,
-                      "--models", "knn", "--datasets", "wine", cwd=tmp_path)
-    assert "6 jobs: 4 ran" in again.stdout, again.stdout[-3000:]  # the 6 - 2 the plan left
-    assert plan("--force-only", "wall-clock") == ("18", "18")  # every record here ran on the cpu clock
-    assert main(["plan", str(suite), "--results", str(tmp_path / "runs"), "--force"]) == 2
-    assert "tabbench plan --force replaces records" in capsys.readouterr().err
+    suite, runs = _write(tmp_path, SUITE), tmp_path / "runs"
+    forced = ["--force", "--rerun-reason", "R"]
+    run = ["run", suite, "--no-ray", "--tables-only", "--results", runs, *forced, "--models", "knn", "--datasets", "wine"]
+    assert _planned_done(capsys, suite, runs, *forced) == ("18", "0")  # every job has a record; none ran for R
+    assert _in_process(capsys, *run, "--folds", "0")[0] == 0
+    assert _planned_done(capsys, suite, runs, *forced) == ("18", "2")  # knn's 2 configurations on wine's fold 0
+    assert _planned_done(capsys, suite, runs, *forced, "--models", "knn", "--datasets", "wine") == ("6", "2")
+    code, out, _ = _in_process(capsys, *run)
+    assert code == 0 and "6 jobs: 4 ran" in out, out  # the 6 - 2 the plan left
+    assert _planned_done(capsys, suite, runs, *forced, "--force-only", "wall-clock") == ("18", "18")  # cpu clock
+    code, _, err = _in_process(capsys, "plan", suite, "--results", runs, "--force")
+    assert code == 2 and "tabbench plan --force replaces records" in err
 
 
 def test_plan_and_run_with_retry_failed_take_the_failed_jobs_only(tmp_path, capsys):
@@ -224,21 +231,16 @@ def test_plan_and_run_with_retry_failed_take_the_failed_jobs_only(tmp_path, caps
 
     raw = {**SUITE, "datasets": SUITE["datasets"][1:],  # diabetes: misbehaving is a regression model
            "models": {"knn": {}, "exits": {"model": "misbehaving", "params": {"how": "exit"}}}}
-    suite, plugin = _write(tmp_path, raw), ["--plugin", str(PLUGIN_FILE)]
-    first = _tabbench("run", suite, "--no-ray", "--tables-only", "--results", tmp_path / "runs", *plugin, cwd=tmp_path)
-    assert "6 jobs: 6 ran" in first.stdout, first.stdout[-3000:] + first.stderr[-3000:]
-    assert (load_records(tmp_path / "runs" / "small").groupby("method")["status"].agg(set)
-            .to_dict() == {"knn": {"ok"}, "exits": {"crash"}})
-
-    def plan(*extra):
-        assert main(["plan", str(suite), "--results", str(tmp_path / "runs"), "--cache", str(tmp_path / "cache"),
-                     *plugin, *extra]) == 0
-        return re.search(r"(\d+) jobs planned, (\d+) already done", capsys.readouterr().out).groups()
-
-    assert plan() == ("6", "6") and plan("--retry-failed") == ("6", "3")
-    again = _tabbench("run", suite, "--no-ray", "--tables-only", "--results", tmp_path / "runs", "--retry-failed",
-                      *plugin, cwd=tmp_path)
-    assert "6 jobs: 3 ran" in again.stdout, again.stdout[-3000:]
+    suite, runs, plugin = _write(tmp_path, raw), tmp_path / "runs", ["--plugin", PLUGIN_FILE]
+    run = ["run", suite, "--no-ray", "--tables-only", "--results", runs, *plugin]
+    code, out, _ = _in_process(capsys, *run)
+    assert "6 jobs: 6 ran" in out and "3 failed (3 crash)" in out, out
+    assert (load_records(runs / "small").groupby("method")["status"].agg(set).to_dict()
+            == {"knn": {"ok"}, "exits": {"crash"}})
+    assert _planned_done(capsys, suite, runs, *plugin) == ("6", "6")
+    assert _planned_done(capsys, suite, runs, *plugin, "--retry-failed") == ("6", "3")
+    code, out, _ = _in_process(capsys, *run, "--retry-failed")
+    assert "6 jobs: 3 ran, 3 skipped (already done), 3 failed (3 crash)" in out, out  # the crashed 3 again
 
 
 def test_a_method_whose_model_supports_none_of_the_datasets_tasks_is_named_by_run_and_plan(tmp_path, capsys):
@@ -247,16 +249,15 @@ def test_a_method_whose_model_supports_none_of_the_datasets_tasks_is_named_by_ru
     from tests.plugins_for_tests import PLUGIN_FILE
 
     raw = {**SUITE, "datasets": SUITE["datasets"][:1], "models": {"knn": {}, "exits": {"model": "misbehaving"}}}
-    suite, plugin = _write(tmp_path, raw), ["--plugin", str(PLUGIN_FILE)]
+    suite, runs, plugin = _write(tmp_path, raw), tmp_path / "runs", ["--plugin", PLUGIN_FILE]
     said = "exits has no job: its model misbehaving supports regression, and the selected datasets are multiclass."
-    ran = _tabbench("run", suite, "--no-ray", "--tables-only", "--results", tmp_path / "runs", *plugin, cwd=tmp_path)
-    assert "3 jobs: 3 ran" in ran.stdout and f"Not run: {said}" in ran.stderr, ran.stderr[-3000:]
-    assert main(["plan", str(suite), "--results", str(tmp_path / "runs"), "--cache", str(tmp_path / "cache"),
-                 *plugin]) == 0
-    assert f"Not planned: {said}" in capsys.readouterr().out
-    assert main(["plan", str(suite), "--results", str(tmp_path / "runs"), "--cache", str(tmp_path / "cache"),
-                 "--models", "knn", *plugin]) == 0
-    assert "has no job" not in capsys.readouterr().out  # a method left out by --models is not named
+    code, out, err = _in_process(capsys, "run", suite, "--no-ray", "--tables-only", "--results", runs, *plugin)
+    assert code == 0 and "3 jobs: 3 ran" in out and f"Not run: {said}" in err, err
+    _, out, _ = _in_process(capsys, "plan", suite, "--results", runs, "--cache", runs / "cache", *plugin)
+    assert f"Not planned: {said}" in out
+    _, out, _ = _in_process(capsys, "plan", suite, "--results", runs, "--cache", runs / "cache", "--models", "knn",
+                            *plugin)
+    assert "has no job" not in out  # a method left out by --models is not named
 
 
 def test_plan_estimates_a_method_without_records_by_its_models_cost_model(tmp_path, monkeypatch):

@@ -114,7 +114,7 @@ def test_auto_compiles_where_the_stored_compiled_calibration_trains_more_steps(b
                   context=JobContext(time_budget_s=budget_s, clock="cpu"))
         return model.info_
 
-    compiled = fit(True, 60.0)  # room for a cold compile and the timing of its pass
+    compiled = fit(True, 60.0)  # room for a cold compile (30 s is too little) and the timing of its pass
     assert compiled["compile"]["failed"] is None and compiled["speed"] == "measured"
     book = SpeedBook()
     entries = book.read()
