@@ -63,10 +63,11 @@ def test_a_thread_that_asks_for_a_long_slice_gets_it_and_so_do_the_processes_it_
 
 
 def _run_on_one_core(tmp_path, name: str, hog: bool) -> dict:
-    """breast cancer's holdout under npt-budget, TabR and TabM, every process of the run (and a busy loop, with
-    ``hog``) pinned to one core, the runs of one test sharing a data cache (so NPT's speed, measured by the first,
-    is read from the cache by the second, as on any machine after its first fit of a shape). TabR and TabM train
-    until their clocks stop them (a patience no table reaches). Returns method -> record."""
+    """breast cancer's holdout under npt-budget, TabR, TabM and RealMLP, every process of the run (and a busy loop,
+    with ``hog``) pinned to one core, the runs of one test sharing a data cache (so NPT's speed, measured by the
+    first, is read from the cache by the second, as on any machine after its first fit of a shape). TabR, TabM and
+    RealMLP train until their clocks stop them (a patience, or epochs, no table reaches). Returns method ->
+    record."""
     from tabbench.store import Store
 
     raw = {"name": name, "seeds": [0], "budget": {"time_s": BUDGET},
@@ -74,7 +75,8 @@ def _run_on_one_core(tmp_path, name: str, hog: bool) -> dict:
                          "split": {"protocol": "holdout"}}],
            "models": {"npt-budget": {"model": "npt", "params": {"size": "budget", "steps": "auto", "device": "cpu"}},
                       "tabr": {"params": {"device": "cpu", "d_main": 96, "context_size": 32, "patience": 10**6}},
-                      "tabm": {"params": {"device": "cpu", "patience": 10**6}}}}
+                      "tabm": {"params": {"device": "cpu", "patience": 10**6}},
+                      "realmlp": {"params": {"device": "cpu", "n_epochs": 10**4}}}}
     path = tmp_path / f"{name}.yaml"
     path.write_text(yaml.safe_dump(raw))
     core = min(os.sched_getaffinity(0))
@@ -127,12 +129,12 @@ def _work_cpu_seconds(hog: bool) -> float:
 
 
 @pytest.mark.alone  # another test on the other core moves CPU time too (tests/conftest.py)
-def test_npt_budget_tabr_and_tabm_train_the_same_beside_a_cpu_hog_on_their_core(tmp_path):
+def test_npt_budget_tabr_tabm_and_realmlp_train_the_same_beside_a_cpu_hog_on_their_core(tmp_path):
     """The same jobs alone on a core and then beside a busy loop on that core: npt-budget measures its speed in the
     first run and reads it in the second, takes the same rung and trains within TOLERANCE of the same steps (its
-    clock only guards them); TabR and TabM, stopped by their clocks in the first run, store its epoch time and
-    plan their epochs from it in the second, within TOLERANCE of the first run's;
-    each job ends within its CPU budget, whatever wall time the core's sharing costs it (about twice beside the
+    clock only guards them); TabR, TabM and RealMLP, stopped by their clocks in the first run, store its epoch time
+    and plan their epochs from it in the second, within TOLERANCE of the first run's; each job ends within its CPU
+    budget, whatever wall time the core's sharing costs it (about twice beside the
     loop on an otherwise idle machine); every record names its clock. Under the wall clock these moved with the
     load: npt-budget measured itself 6.3 times slower on a busy credit_card fold and took another size."""
     require_shared()
@@ -153,7 +155,7 @@ def test_npt_budget_tabr_and_tabm_train_the_same_beside_a_cpu_hog_on_their_core(
     assert (a["speed"], b["speed"]) == ("measured", "stored")
     assert a["size_rung"] == b["size_rung"]
     assert abs(a["steps_run"] - b["steps_run"]) <= TOLERANCE * a["steps_run"]
-    for method in ("tabr", "tabm"):
+    for method in ("tabr", "tabm", "realmlp"):
         a, b = alone[method]["info"], busy[method]["info"]
         print(f"{method} alone {a['epochs']} epochs ({a['epoch_plan']['epoch_s']:.3f} CPU-s each), beside a hog "
               f"{b['epochs']} of {b['epoch_plan']['epochs']} planned")

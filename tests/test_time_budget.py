@@ -203,6 +203,33 @@ def test_planned_epochs_come_from_the_machines_first_fit_of_the_shape_and_only_t
     assert TrainingClock(None, now=lambda: 1.0, cpu=True).plan_epochs(shape) is None
 
 
+def test_realmlp_stops_on_the_jobs_cpu_clock_and_then_trains_the_epochs_the_machine_stored(tmp_path, monkeypatch):
+    """RealMLP under an 8 CPU-s budget on the job's clock (not pytabkit's ``time_to_fit_in_seconds``, Lightning's
+    wall-clock ``max_time``): the first fit of its shape is stopped by that clock and stores its mean epoch; the
+    same fit again plans its epochs from it before the first and trains exactly those, whatever else the machine
+    does; both keep a usable model. (At a budget of a few seconds the reserve for predicting, at least
+    ``PREDICT_MARGIN_MIN_S``, is more than the slack between the planned training share and the job's end.)"""
+    from tabbench.clock import CPU
+
+    monkeypatch.setenv("TABBENCH_CACHE", str(tmp_path))
+    dataset, split = contract_data("binary")
+    fits = []
+    for _ in range(2):
+        model = spec("realmlp").build(dataset.meta, 0, {"n_epochs": 2000, "device": "cpu"})
+        model.fit(dataset.X.iloc[split.train], dataset.y[split.train], dataset.X.iloc[split.val], dataset.y[split.val],
+                  context=JobContext(time_budget_s=8.0, clock=CPU, predict_rows=len(split.test) + len(split.val)))
+        fits.append(model)
+    first, second = (m.info_ for m in fits)
+    print(f"realmlp: {first['epochs']} epochs measured ({first['epoch_plan']['epoch_s']:.3f} CPU-s each), then "
+          f"{second['epochs']} of {second['epoch_plan']['epochs']} planned")
+    assert first["stopped_by_time_budget"] and first["epoch_plan"]["speed"] == "measured"
+    assert first["epochs"] == trained("realmlp", fits[0]) < 2000
+    assert second["epoch_plan"]["speed"] == "stored" and second["epochs"] == second["epoch_plan"]["epochs"]
+    assert second["stopped_by_time_budget"]  # its clock, at the planned epochs, ended it: not its 2000 epochs
+    proba = fits[1].predict_proba(dataset.X.iloc[split.test])
+    assert proba.shape == (len(split.test), 2) and np.isfinite(proba).all()
+
+
 def test_the_leaderboard_counts_the_jobs_the_budget_stopped_and_the_ones_it_killed(tmp_path):
     """A 6 s budget on wine's holdout split (a job's process imports torch in about 2 s of it): the MLP (no epoch
     cap to speak of) is stopped by the clock and keeps a result; a Random Forest of 100,000 trees has no clock and
@@ -242,7 +269,7 @@ def test_tabr_ends_on_its_own_clock_beside_a_cpu_hog(tmp_path):
     budget, with a busy loop pinned to the same core as the run for its whole length, so that every pass takes
     about twice the wall time it would alone (the budget counts the job's CPU time, tabbench/clock.py). One TabR epoch there is longer than the whole budget: a clock asked only
     after each epoch let the job run into the harness's kill (``timeout``, as measured before the per-batch check
-    and the prediction margin, plugins/tabbench_plugins/tabr.py ``budget_stop``). The job must end by itself: its
+    and the prediction margin, plugins/tabbench_plugins/pytabkit_wrapper.py ``budget_stop``). The job must end by itself: its
     record ``ok``, training ``stopped_by_time_budget``, the whole job within its budget."""
     import os
 

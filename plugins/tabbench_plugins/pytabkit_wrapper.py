@@ -18,11 +18,14 @@ A subclass names the pytabkit classes (``classifier``, ``regressor``: attribute 
 other than ``device``/``n_jobs`` whose value is not None is passed through to pytabkit (None: the
 package's own default for the task).
 
-Time budget: a ``time_limited`` subclass gets what is left of the training share of the job's time budget
-(tabbench/estimator.py, ``TrainingClock``), keeps its best validation epoch as always, and records
-``info_["stopped_by_time_budget"]`` (its ``stopped_by_time()``). RealMLP through pytabkit's
-``fit(time_to_fit_in_seconds=...)`` (handed to Lightning as ``max_time``); TabR, whose pytabkit fit ignores
-that argument, through its own ``time_limit`` (plugins/tabbench_plugins/tabr.py).
+Time budget: a ``time_limited`` subclass (RealMLP, TabR) trains under the job's own clock (tabbench/clock.py:
+CPU seconds unless the job asks for a GPU) through one Lightning callback in the Trainer pytabkit builds
+(``budget_stop``): its epochs planned from the epoch time the machine stored for the same fit
+(``TrainingClock.plan_epochs``), guarded after each epoch and batch, time kept for predicting; it keeps its best
+validation epoch as always and records ``info_["stopped_by_time_budget"]``, ``epochs`` and ``epoch_plan``.
+pytabkit's own limit is not used: RealMLP's ``time_to_fit_in_seconds`` is Lightning's ``max_time``, wall
+seconds that other processes move (a job recorded under the cpu clock would have stopped on a wall clock), and
+TabR's fit ignores it.
 
 Budget points (``JobContext.budget_points_s``; tabbench/estimator.py, ``Estimator.time_points_``): a subclass
 that names the pytabkit module which builds its Lightning Trainer (``trainer_module``) gets, for the fit, a
@@ -50,7 +53,7 @@ import tempfile
 import numpy as np
 import pandas as pd
 
-from tabbench.estimator import Estimator, JobContext, epoch_shape
+from tabbench.estimator import PREDICT_SLOWDOWN, Estimator, JobContext, epoch_shape
 from tabbench_plugins.devices import resolve_device
 from tabbench_plugins.labels import SeenClasses, validation
 from tabbench_plugins.torch_training import torch_seeded, torch_threads
@@ -100,13 +103,92 @@ def trainer_callbacks(module_name: str, callbacks: list):
         module.pl = lightning
 
 
+#: Predicting is timed by the validation passes (the same forward pass per row predicted; TabR's also over the
+#: training rows as candidates): the margin kept for it is ``tabbench.estimator.PREDICT_SLOWDOWN`` times their
+#: rate, for a machine busier when it predicts, and at least this many seconds (loading the best checkpoint,
+#: building the predict loop)
+PREDICT_MARGIN_MIN_S = 1.0
+
+
+def budget_stop(estimator, clock, context, shape, val_rows: int):
+    """A Lightning callback ending a pytabkit model's training (``estimator``'s, in the Trainer of its
+    ``trainer_module``) on the job's clock, so that the job ends by itself with its best checkpoint and its
+    predictions before the harness kills it, also where the machine turns busy mid-run:
+
+    * at the start of training (after Lightning's sanity check has timed a validation pass, where the Trainer has
+      one: RealMLP's has none, so its reserve for predicting comes with its first validation): the epochs are
+      planned from the epoch time this machine stored for the fit's ``shape`` (``TrainingClock.plan_epochs``;
+      the clock then guards them, below, instead of deciding them), and stored after training where none was;
+
+    * after each epoch (validated and checkpointed by then): stop when one more epoch as long as the longest
+      (``TrainingClock.out_of_time``) would pass the training deadline, or the prediction margin's start;
+    * after each batch: stop, the epoch unfinished, when one more batch as long as the longest so far and the
+      validation pass that a stop brings (Lightning validates the part of the epoch run, and its checkpoint may
+      keep it) would pass either: an epoch slower than those before (a busy machine), or a first epoch longer
+      than the whole budget, no longer runs past the deadline;
+    * the prediction margin: the job's test and validation rows (``context.predict_rows``) at the rate the last
+      validation pass (Lightning's sanity check the first, where the Trainer has one) predicted its ``val_rows``,
+      ``PREDICT_SLOWDOWN`` times and at least ``PREDICT_MARGIN_MIN_S``, kept before the job's end
+      (``TrainingClock.reserve``: the deadline moves earlier when the training share would leave less).
+
+    ``estimator.clock_stopped_`` records that the clock, not early stopping or the epoch cap, ended training."""
+    lightning = importlib.import_module(estimator.trainer_module).pl
+    clock_now = clock.now  # the job's clock (tabbench/clock.py), as the deadline counts
+
+    class BudgetStop(lightning.Callback):
+        longest_batch, batch_start, validation_start, validation_s = 0.0, None, None, 0.0
+
+        def _stop(self, trainer):
+            trainer.should_stop = estimator.clock_stopped_ = True
+
+        def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+            self.batch_start = clock_now()
+
+        def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+            now = clock_now()
+            self.longest_batch = max(self.longest_batch, now - self.batch_start)
+            if not trainer.should_stop and now + self.longest_batch + self.validation_s > clock.deadline:
+                self._stop(trainer)
+
+        def on_validation_start(self, trainer, pl_module):
+            self.validation_start = clock_now()
+
+        def on_validation_end(self, trainer, pl_module):
+            self.validation_s = clock_now() - self.validation_start
+            rows = val_rows
+            if trainer.sanity_checking:  # a few batches of the validation rows, not all of them
+                done, of = sum(_counts(trainer.num_sanity_val_batches)), sum(_counts(trainer.num_val_batches))
+                rows = rows * min(done, of) / of if of else 0
+            if rows and context.predict_rows:
+                row_s = self.validation_s / rows
+                clock.reserve(max(PREDICT_SLOWDOWN * row_s * context.predict_rows, PREDICT_MARGIN_MIN_S))
+
+        def on_train_start(self, trainer, pl_module):
+            clock.plan_epochs(shape)
+
+        def on_train_end(self, trainer, pl_module):
+            clock.keep_epoch_time()
+
+        def on_train_epoch_end(self, trainer, pl_module):
+            estimator.epochs_run_ = trainer.current_epoch + 1  # recorded as info["epochs"]
+            if not trainer.should_stop and clock.out_of_time():
+                self._stop(trainer)
+
+    return BudgetStop()
+
+
+def _counts(value) -> list:
+    """Lightning's batch counts per validation loader, as a list (a number or a list, depending on the version)."""
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
 class PytabkitEstimator(Estimator):
     classifier: str = ""
     regressor: str = ""
-    #: Whether the pytabkit model stops at fit's ``time_to_fit_in_seconds`` (then it implements stopped_by_time)
+    #: Whether the job's time budget limits the fit (``budget_stop``, in the Trainer of ``trainer_module``)
     time_limited: bool = False
-    #: The pytabkit module whose ``pl.Trainer`` trains the model (``trainer_callbacks``), for the budget points;
-    #: "" keeps none
+    #: The pytabkit module whose ``pl.Trainer`` trains the model (``trainer_callbacks``), for the time limit and
+    #: the budget points; "" keeps none
     trainer_module: str = ""
 
     def library_params(self) -> dict:
@@ -155,30 +237,33 @@ class PytabkitEstimator(Estimator):
                 device=self.device_, random_state=self.seed, n_threads=p["n_jobs"], verbosity=0,
                 tmp_folder=tmp, **self.library_params())
             with torch_threads(p["n_jobs"]), torch_seeded(self.seed, self.device_), \
-                    self.time_limit(clock, context, epoch_shape(self, len(X), len(X_v))) as limit, recorder:
-                self.model_.fit(self._frame(X), target, X_val=self._frame(X_v), y_val=y_v, **limit)
+                    self.time_limit(clock, context, epoch_shape(self, len(X), len(X_v)), len(X_v)), recorder:
+                self.model_.fit(self._frame(X), target, X_val=self._frame(X_v), y_val=y_v)
         self.info_ = {"device": self.device_, "library": f"pytabkit.{name}"}
-        if getattr(self, "epochs_run_", None) is not None:  # a subclass that counts its epochs (TabR's clock)
+        if self.epochs_run_ is not None:  # counted by the time limit's callback
             self.info_["epochs"] = self.epochs_run_
-        if clock.epoch_plan:  # a subclass that plans its epochs (TabR's clock)
+        if clock.epoch_plan:  # planned by it
             self.info_["epoch_plan"] = clock.epoch_plan
         if keeping or not points.points:
             self.time_points_ = points.state_times()
             self.point_states_ = {point: state for point, (_, state) in points.kept.items()}
         if self.time_limited:
-            self.info_["stopped_by_time_budget"] = clock.deadline is not None and self.stopped_by_time()
+            self.info_["stopped_by_time_budget"] = self.clock_stopped_
         return self
 
     @contextlib.contextmanager
-    def time_limit(self, clock, context: JobContext, shape: dict):
-        """Around pytabkit's fit: yields the keyword arguments that limit its time. A ``time_limited`` model gets
-        ``time_to_fit_in_seconds``, what is left of the training share (a subclass may limit it otherwise, from
-        the job's ``context``, and plan its epochs for the fit's ``shape``, ``TrainingClock.plan_epochs``)."""
-        yield {"time_to_fit_in_seconds": clock.remaining()} if self.time_limited and clock.deadline is not None else {}
-
-    def stopped_by_time(self) -> bool:
-        """Whether the fit just made ended at its time limit (a ``time_limited`` subclass says how)."""
-        raise NotImplementedError(f"{type(self).__name__} is time_limited: implement stopped_by_time")
+    def time_limit(self, clock, context: JobContext, shape: dict, val_rows: int):
+        """Around pytabkit's fit, for a ``time_limited`` model with a budget: its Trainer gets ``budget_stop``
+        (``trainer_callbacks``), which plans the epochs for the fit's ``shape`` and stops them on the job's clock;
+        pytabkit then keeps its best validation epoch as always. (pytabkit's own limit, fit's
+        ``time_to_fit_in_seconds``, is Lightning's ``max_time``: wall seconds, which other processes move; TabR's
+        fit ignores it.)"""
+        self.clock_stopped_, self.epochs_run_ = False, None
+        if not self.time_limited or clock.deadline is None:
+            yield
+            return
+        with trainer_callbacks(self.trainer_module, [budget_stop(self, clock, context, shape, val_rows)]):
+            yield
 
     def point_callback(self, points):
         """A Lightning callback that keeps, for each budget point passed (``points``, ``TimePoints``), the weights

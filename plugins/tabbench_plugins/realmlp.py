@@ -8,9 +8,10 @@ task (e.g. lr 0.04 for classification, 0.2 for regression). pytabkit keeps the w
 with the best validation score (classification error, or RMSE), measured on OUR validation split
 (plugins/pytabkit_wrapper.py passes it as ``X_val``); ``use_early_stopping`` also stops the run once
 the validation score has not improved for 2 x best epoch + 20 epochs (pytabkit's patience rule).
-Under a job's time budget pytabkit gets what is left of its training share as ``time_to_fit_in_seconds``
-(Lightning's ``max_time``): training ends there, the best epoch so far is kept, and
-``info_["stopped_by_time_budget"]`` records it (plugins/pytabkit_wrapper.py).
+Under a job's time budget its epochs end on the job's clock, planned from the epoch time the machine stored
+for the same fit (plugins/pytabkit_wrapper.py, ``budget_stop``, as TabR's): the best epoch so far is kept,
+and ``info_["stopped_by_time_budget"]`` records it. (Until 2026-11-29 pytabkit's ``time_to_fit_in_seconds``
+limited it: Lightning's ``max_time``, a wall clock, also in jobs recorded under the cpu clock.)
 
 Budget points (``JobContext.budget_points_s``; plugins/pytabkit_wrapper.py): a Lightning callback, called at each
 validation's end before pytabkit's module weighs that epoch, gives the points passed during the epoch a CPU copy
@@ -114,14 +115,6 @@ class RealMLP(PytabkitEstimator):
             for saved, values in zip(state, (network.parameters(), network.buffers())):
                 for c, v in zip(saved, values):
                     v[:len(c)] = c.to(v.device)
-
-    def stopped_by_time(self) -> bool:
-        """Fewer epochs than ``n_epochs`` and not all stopped early: Lightning's ``max_time`` ended the fit.
-        pytabkit's TabNNModule counts the epochs validated (``progress``) and which runs its early stopping
-        ended (``has_stopped_list``, per validation metric, per split and sub-split)."""
-        module = self.model_.cv_alg_interface_.model
-        early = all(all(all(split) for split in splits) for splits in module.has_stopped_list.values())
-        return module.progress.epoch < module.progress.max_epochs and not early
 
 
 @tabbench.hookimpl

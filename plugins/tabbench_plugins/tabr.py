@@ -28,10 +28,11 @@ the candidates from there and encodes them anew (no cached keys); in eval mode t
 from them. The context rows go through the same fitted steps, and each row's block replaces that dataset
 for the one predict call (restored afterwards).
 
-Time budget: a Lightning callback in pytabkit's trainer (``budget_stop``) ends training on the job's clock after
-each epoch and each batch, and keeps time for predicting the job's test and validation rows at the rate its
-validation passes ran, so that the job ends by itself, its best checkpoint loaded, also on a machine that turns
-busy mid-run (tests/test_time_budget.py runs it beside a busy loop on its core).
+Time budget: a Lightning callback in pytabkit's trainer (plugins/pytabkit_wrapper.py, ``budget_stop``, RealMLP's
+too) ends training on the job's clock after each epoch and each batch, and keeps time for predicting the job's
+test and validation rows at the rate its validation passes ran, so that the job ends by itself, its best
+checkpoint loaded, also on a machine that turns busy mid-run (tests/test_time_budget.py runs it beside a busy
+loop on its core).
 
 Budget points (plugins/pytabkit_wrapper.py): a second callback, run before Lightning's ``ModelCheckpoint`` (which
 Lightning runs last), gives each point passed during an epoch the best checkpoint so far, read from its file
@@ -58,96 +59,13 @@ import pandas as pd
 from pydantic import Field
 
 import tabbench
-from tabbench.estimator import PREDICT_SLOWDOWN
 from tabbench.params import Params, param
 from tabbench.spec import ModelSpec
 from tabbench_plugins.devices import Device, cuda_available, gpus_for, resolve_device
-from tabbench_plugins.pytabkit_wrapper import PytabkitEstimator, trainer_callbacks
+from tabbench_plugins.pytabkit_wrapper import PytabkitEstimator
 
 # skorch and faiss: imported inside pytabkit's TabR (its test-set Dataset class, its neighbour search)
 REQUIRES = ("pytabkit", "faiss", "skorch")
-
-
-#: Predicting is timed by the validation passes (the same forward pass over the training rows as candidates, per
-#: row predicted): the margin kept for it is ``tabbench.estimator.PREDICT_SLOWDOWN`` times their rate, for a
-#: machine busier when it predicts, and at least this many seconds (loading the best checkpoint, building the
-#: predict loop)
-PREDICT_MARGIN_MIN_S = 1.0
-
-
-def budget_stop(estimator, clock, context, shape):
-    """A Lightning callback ending TabR's training on the job's clock, so that the job ends by itself with its best
-    checkpoint and its predictions before the harness kills it, also where the machine turns busy mid-run:
-
-    * at the start of training (after Lightning's sanity check has timed a validation pass): the epochs are
-      planned from the epoch time this machine stored for the fit's ``shape`` (``TrainingClock.plan_epochs``;
-      the clock then guards them, below, instead of deciding them), and stored after training where none was;
-
-    * after each epoch (validated and checkpointed by then): stop when one more epoch as long as the longest
-      (``TrainingClock.out_of_time``) would pass the training deadline, or the prediction margin's start;
-    * after each batch: stop, the epoch unfinished, when one more batch as long as the longest so far and the
-      validation pass that a stop brings (Lightning validates the part of the epoch run, and its checkpoint may
-      keep it) would pass either: an epoch slower than those before (a busy machine), or a first epoch longer
-      than the whole budget, no longer runs past the deadline;
-    * the prediction margin: the job's test and validation rows (``context.predict_rows``) at the rate the last
-      validation pass (Lightning's sanity check the first) predicted its rows, ``PREDICT_SLOWDOWN`` times and at
-      least ``PREDICT_MARGIN_MIN_S``, kept before the job's end (``TrainingClock.reserve``: the deadline moves
-      earlier when the training share would leave less).
-
-    ``estimator.clock_stopped_`` records that the clock, not early stopping or the epoch cap, ended training."""
-    from pytabkit.models.alg_interfaces import tabr_interface
-
-    clock_now = clock.now  # the job's clock (tabbench/clock.py), as the deadline counts
-
-    class BudgetStop(tabr_interface.pl.Callback):
-        longest_batch, batch_start, validation_start, validation_s = 0.0, None, None, 0.0
-
-        def _stop(self, trainer):
-            trainer.should_stop = estimator.clock_stopped_ = True
-
-        def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
-            self.batch_start = clock_now()
-
-        def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
-            now = clock_now()
-            self.longest_batch = max(self.longest_batch, now - self.batch_start)
-            if not trainer.should_stop and now + self.longest_batch + self.validation_s > clock.deadline:
-                self._stop(trainer)
-
-        def on_validation_start(self, trainer, pl_module):
-            self.validation_start = clock_now()
-
-        def on_validation_end(self, trainer, pl_module):
-            self.validation_s = clock_now() - self.validation_start
-            rows = sum(len(loader.dataset) for loader in _loaders(trainer.val_dataloaders))
-            if trainer.sanity_checking:  # a few batches of the validation rows, not all of them
-                done, of = sum(_counts(trainer.num_sanity_val_batches)), sum(_counts(trainer.num_val_batches))
-                rows = rows * min(done, of) / of if of else 0
-            if rows and context.predict_rows:
-                row_s = self.validation_s / rows
-                clock.reserve(max(PREDICT_SLOWDOWN * row_s * context.predict_rows, PREDICT_MARGIN_MIN_S))
-
-        def on_train_start(self, trainer, pl_module):
-            clock.plan_epochs(shape)
-
-        def on_train_end(self, trainer, pl_module):
-            clock.keep_epoch_time()
-
-        def on_train_epoch_end(self, trainer, pl_module):
-            estimator.epochs_run_ = trainer.current_epoch + 1  # recorded as info["epochs"]
-            if not trainer.should_stop and clock.out_of_time():
-                self._stop(trainer)
-
-    return BudgetStop()
-
-
-def _counts(value) -> list:
-    """Lightning's batch counts per validation loader, as a list (a number or a list, depending on the version)."""
-    return list(value) if isinstance(value, (list, tuple)) else [value]
-
-
-def _loaders(loaders) -> list:
-    return [] if loaders is None else list(loaders) if isinstance(loaders, (list, tuple)) else [loaders]
 
 
 def faiss_gpu_problem() -> str | None:
@@ -195,18 +113,6 @@ class TabR(PytabkitEstimator):
 
     trainer_module = "pytabkit.models.alg_interfaces.tabr_interface"
 
-    @contextlib.contextmanager
-    def time_limit(self, clock, context, shape):
-        """pytabkit builds TabR's Lightning Trainer inside its fit, with no time limit, and ignores
-        ``time_to_fit_in_seconds``: for the fit, its Trainer gets our ``BudgetStop`` callback
-        (``trainer_callbacks``); pytabkit then loads the best validation checkpoint as always."""
-        self.clock_stopped_, self.epochs_run_ = False, None
-        if clock.deadline is None:
-            yield {}
-            return
-        with trainer_callbacks(self.trainer_module, [budget_stop(self, clock, context, shape)]):
-            yield {}
-
     def point_callback(self, points):
         """After each epoch, before Lightning's ``ModelCheckpoint`` (Lightning runs checkpoint callbacks last)
         weighs it: the points passed during the epoch get the best checkpoint so far, read from its file (the
@@ -249,9 +155,6 @@ class TabR(PytabkitEstimator):
     def restore_state(self, state) -> None:
         """The weights (a checkpoint's ``state_dict``) in the Lightning module, as ``load_from_checkpoint`` does."""
         self._interface().model.load_state_dict(state)
-
-    def stopped_by_time(self) -> bool:
-        return self.clock_stopped_
 
     def _frame(self, X):
         """Each categorical column one-hot encoded, as the TabR paper encodes them (a missing value: all zeros),
