@@ -22,6 +22,7 @@ import json
 import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -29,6 +30,9 @@ from tabbench.run.expand import Selection
 from tabbench.spec import SplitSizes
 from tabbench.report.format import text_table
 from tabbench.store import RECORDS_DIR, Store, key_params
+
+if TYPE_CHECKING:
+    from tabbench.run.runner import Rerun
 
 
 @dataclass
@@ -70,7 +74,7 @@ class Plan:
     refused_jobs: int = 0  # the selected jobs those refusals cover: not planned, in no total
     refused_hours: float | None = None  # their CPU-hours by their models' cost models (None: a model has none)
     stand_ins: dict = field(default_factory=dict)  # dataset -> its subset or SUBSTITUTE label (PreparedSuite's)
-    rerun: object = None  # the Rerun (tabbench/run/runner.py) whose jobs count as not done
+    rerun: Rerun | None = None  # which jobs with a record the run does again (they count as not done)
     no_task: list = field(default_factory=list)  # methods with no job: no dataset of a task they support
 
 
