@@ -69,8 +69,9 @@ class TrainingClock:
     """
 
     def __init__(self, budget_s: float | None, share: float = TRAINING_SHARE, started: float | None = None,
-                 now=time.monotonic, cpu: bool = False):
+                 now=time.monotonic, cpu: bool = False, limit=None):
         self.now, self.cpu = now, cpu  # cpu: ``now`` reads the job's own CPU seconds (tabbench/clock.py)
+        self.limit = limit  # the job's tabbench.clock.CpuLimit (None: no watcher), raised by guard_only
         self._last = now()
         start = self._start = self._last if started is None else started
         self.deadline = None if budget_s is None else start + share * float(budget_s)
@@ -104,13 +105,22 @@ class TrainingClock:
 
     def guard_only(self, unit_s: float | None = None) -> None:
         """For a fit whose work was sized before training to fill the training share (NPT's ``steps: "auto"``,
-        from the machine's stored speed): the deadline moves to the job's end less the reserve, so that the clock
-        guards against a machine slower than sized (a core shared with another process still costs a job some
-        CPU time, in its caches) instead of deciding how much the fit trains: the same job trains the same steps
-        alone or beside a CPU hog as long as the sized work fits before the reserve. ``unit_s``: the seconds one
-        epoch (or step) was planned to take; where the mean of the epochs after the first (which may hold a compile
-        or a warm-up) comes out slower, the margin kept before the job's end (``GUARD_MARGIN``) grows by as much."""
+        from the machine's stored speed; the epochs of ``plan_epochs``): the clock guards the planned work instead
+        of deciding how much the fit trains. On the ``cpu`` clock the job's end moves to PLANNED_OVERRUN times its
+        budget (tabbench/clock.py: a core shared with another busy process costs a job CPU seconds too, 2.5 to 3.5
+        times for NPT's step on this project's VMs) and its watcher's limit with it (``limit``), so the same job
+        trains the same steps alone or beside a CPU hog; the record shows what it spent. The deadline is then that
+        end less the reserve. ``unit_s``: the seconds one epoch (or step) was planned to take; where the mean of the
+        epochs after the first (which may hold a compile or a warm-up) comes out slower, the margin kept before the
+        job's end (``GUARD_MARGIN``) grows by as much."""
+        from tabbench.clock import PLANNED_OVERRUN
+
         self._unit_s = unit_s
+        if self.cpu and self.end is not None:
+            budget = self.end - self._start
+            self.end = self._start + PLANNED_OVERRUN * budget
+            if self.limit is not None:
+                self.limit.allow_planned()
         self._guard(1.0)
 
     def _guard(self, slowdown: float) -> None:
@@ -263,6 +273,8 @@ class JobContext:
     ``predict_rows``: the rows the job predicts after ``fit`` (its test and validation rows), for a model that
     keeps time for predicting them before ``started + time_budget_s`` (``TrainingClock.reserve``: NPT, TabR); None
     outside a job.
+    ``cpu_limit``: a ``cpu``-clock job's ``tabbench.clock.CpuLimit``, which its training clock raises when the
+    model plans its work (``TrainingClock.guard_only``); None outside a watched job.
     """
 
     time_budget_s: float | None = None
@@ -273,6 +285,7 @@ class JobContext:
     budget_points_s: tuple = ()
     predict_rows: int | None = None
     clock: str = WALL
+    cpu_limit: Any = None
 
     def now(self) -> float:
         """The current reading of the job's clock (seconds; compare it with ``started``)."""
@@ -286,7 +299,7 @@ class JobContext:
         """A clock for this fit's training loop: ``share`` of the job's time budget, counted from the job's start
         (no limit without a budget)."""
         return TrainingClock(self.time_budget_s, share, started=self.started, now=reader(self.clock),
-                             cpu=self.clock == CPU)
+                             cpu=self.clock == CPU, limit=self.cpu_limit)
 
 
 class Estimator:

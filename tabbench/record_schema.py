@@ -45,6 +45,7 @@ class RecordLine(BaseModel):
     wall_seconds: float | None = None
     cpu_seconds: float | None = None
     clock: Literal["cpu", "wall"] | None = None  # tabbench/clock.py; absent: wall (older records)
+    cpu_limit_s: float | None = None  # a job whose model planned its work: the CPU seconds it could run to
 
 
 def parse_line(raw: bytes) -> tuple[dict | None, str]:

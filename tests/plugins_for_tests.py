@@ -66,11 +66,12 @@ class Gated(Prior):
 
 
 class Misbehaving(Prior):
-    """Breaks its job one way (``how``): sleeps (no CPU time: a hang), spins (CPU time, past any budget), hogs
-    memory, exits, segfaults or raises MemoryError."""
+    """Breaks its job one way (``how``): sleeps (no CPU time: a hang), spins (CPU time, past any budget), plans its
+    work (as NPT's ``steps: "auto"`` does, ``TrainingClock.guard_only``) and then spends a quarter more CPU time than
+    its budget, hogs memory, exits, segfaults or raises MemoryError."""
 
     class Params(Params):
-        how: Literal["ok", "sleep", "spin", "hog", "exit", "segfault", "memoryerror"] = param(
+        how: Literal["ok", "sleep", "spin", "planned", "hog", "exit", "segfault", "memoryerror"] = param(
             "ok", "how fit misbehaves")
 
     def fit(self, X, y, X_val=None, y_val=None, *, context=None):
@@ -79,6 +80,10 @@ class Misbehaving(Prior):
             time.sleep(60)
         elif how == "spin":
             while True:
+                pass
+        elif how == "planned":
+            context.training_clock().guard_only()
+            while time.process_time() < 1.25 * context.time_budget_s:
                 pass
         elif how == "hog":
             blocks = [np.ones(2**27 // 8) for _ in range(40)]  # noqa: F841 (40 x 128 MiB, touched)

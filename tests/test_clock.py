@@ -8,15 +8,15 @@ import sys
 import pytest
 import yaml
 
-from tabbench.clock import CPU, WALL, clock_of, job_clock, process_cpu_seconds, wall_ceiling
+from tabbench.clock import CPU, PLANNED_OVERRUN, WALL, CpuLimit, clock_of, job_clock, process_cpu_seconds, wall_ceiling
 from tests.conftest import ROOT, require_shared
 
-BUDGET = 12  # CPU seconds a job
+BUDGET = 8  # CPU seconds a job
 #: How far apart npt-budget's steps, and TabR's and TabM's epochs, may be in the two runs (issue 60: 10%). Each is
-#: decided before training, from the speed or epoch time the machine stored; their clocks only guard them:
-#: npt-budget measured 265 of 265 steps alone and 246 of 265 beside the loop (the guard stopped it: sharing a core
-#: still costs a job CPU time, in its caches), 224 of 224 and 227 of 230 in another run. While TabM's and TabR's
-#: clocks decided their epochs they moved more: TabM 26 alone and 19 beside the loop on CI's machine, TabR 82 and 73.
+#: decided before training, from the speed or epoch time the machine stored, and trained in full (their clocks
+#: only guard a runaway, PLANNED_OVERRUN); the steps still differ by a few, sized after setups of different
+#: lengths. While a clock at the budget guarded them, sharing the core cut them: npt-budget 39 of 141 steps beside
+#: the loop on CI's machine; while TabM's and TabR's clocks decided their epochs: TabM 26 alone and 19 beside it.
 TOLERANCE = 0.10
 
 
@@ -63,10 +63,10 @@ def test_a_thread_that_asks_for_a_long_slice_gets_it_and_so_do_the_processes_it_
 
 
 def _run_on_one_core(tmp_path, name: str, hog: bool) -> dict:
-    """breast cancer's holdout under npt-budget, TabR, TabM and RealMLP, every process of the run (and a busy loop,
+    """breast cancer's holdout under npt-budget, TabR and TabM, every process of the run (and a busy loop,
     with ``hog``) pinned to one core, the runs of one test sharing a data cache (so NPT's speed, measured by the
-    first, is read from the cache by the second, as on any machine after its first fit of a shape). TabR, TabM and
-    RealMLP train until their clocks stop them (a patience, or epochs, no table reaches). Returns method ->
+    first, is read from the cache by the second, as on any machine after its first fit of a shape). TabR and TabM
+    train until their clocks stop them (a patience, or epochs, no table reaches). Returns method ->
     record."""
     from tabbench.store import Store
 
@@ -75,8 +75,7 @@ def _run_on_one_core(tmp_path, name: str, hog: bool) -> dict:
                          "split": {"protocol": "holdout"}}],
            "models": {"npt-budget": {"model": "npt", "params": {"size": "budget", "steps": "auto", "device": "cpu"}},
                       "tabr": {"params": {"device": "cpu", "d_main": 96, "context_size": 32, "patience": 10**6}},
-                      "tabm": {"params": {"device": "cpu", "patience": 10**6}},
-                      "realmlp": {"params": {"device": "cpu", "n_epochs": 10**4}}}}
+                      "tabm": {"params": {"device": "cpu", "patience": 10**6}}}}
     path = tmp_path / f"{name}.yaml"
     path.write_text(yaml.safe_dump(raw))
     core = min(os.sched_getaffinity(0))
@@ -99,66 +98,39 @@ def _run_on_one_core(tmp_path, name: str, hog: bool) -> dict:
     return records
 
 
-#: Above this many times the CPU seconds alone, for the same work beside the busy loop (``_work_cpu_seconds``), no
-#: clock of CPU seconds can count the same work the same: the guard's headroom over the planned work is less.
-MOVED = 1.15
-#: A fixed torch workload on one thread, asking for a job's long slice as a job does: its CPU seconds.
-WORK = ("import time, torch\nfrom tabbench.clock import ask_long_slice\nask_long_slice(); torch.set_num_threads(1); "
-        "torch.manual_seed(0)\nnet = torch.nn.Sequential(torch.nn.Linear(64, 512), torch.nn.ReLU(), "
-        "torch.nn.Linear(512, 512), torch.nn.ReLU(), torch.nn.Linear(512, 1)); opt = torch.optim.AdamW(net.parameters())"
-        "\nx, y = torch.randn(256, 64), torch.randn(256, 1); t = time.process_time()\nfor _ in range(300):\n"
-        "    opt.zero_grad(); ((net(x) - y) ** 2).mean().backward(); opt.step()\nprint(time.process_time() - t)")
-
-
-def _work_cpu_seconds(hog: bool) -> float:
-    """CPU seconds of WORK pinned to one core, alone there or beside a busy loop on it."""
-    core = min(os.sched_getaffinity(0))
-
-    def on_one_core():
-        os.sched_setaffinity(0, {core})
-
-    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"], preexec_fn=on_one_core) if hog else None
-    try:
-        out = subprocess.run([sys.executable, "-c", WORK], preexec_fn=on_one_core, capture_output=True, text=True,
-                             cwd=ROOT, check=True)
-    finally:
-        if busy is not None:
-            busy.kill()
-            busy.wait()
-    return float(out.stdout)
-
-
 @pytest.mark.alone  # another test on the other core moves CPU time too (tests/conftest.py)
-def test_npt_budget_tabr_tabm_and_realmlp_train_the_same_beside_a_cpu_hog_on_their_core(tmp_path):
+def test_npt_budget_tabr_and_tabm_train_the_same_beside_a_cpu_hog_on_their_core(tmp_path):
     """The same jobs alone on a core and then beside a busy loop on that core: npt-budget measures its speed in the
-    first run and reads it in the second, takes the same rung and trains within TOLERANCE of the same steps (its
-    clock only guards them); TabR, TabM and RealMLP, stopped by their clocks in the first run, store its epoch time
-    and plan their epochs from it in the second, within TOLERANCE of the first run's; each job ends within its CPU
-    budget, whatever wall time the core's sharing costs it (about twice beside the
-    loop on an otherwise idle machine); every record names its clock. Under the wall clock these moved with the
-    load: npt-budget measured itself 6.3 times slower on a busy credit_card fold and took another size."""
+    first run and reads it in the second, takes the same rung and trains the same steps; TabR and TabM, stopped by
+    their clocks in the first run, store its epoch time and plan their epochs from it in the second, within
+    TOLERANCE of the first run's. Planned work is trained whatever CPU seconds it costs beside the loop (2.5 to 3.5
+    times alone, for NPT's step on this project's VMs), up to PLANNED_OVERRUN times the budget, and the record says
+    so (``cpu_limit_s``); a job its clock stops ends within its budget; every record names its clock. Under the
+    wall clock these moved with the load: npt-budget measured itself 6.3 times slower on a busy credit_card fold
+    and took another size; under a CPU clock that cut planned work, npt-budget trained 39 of 141 steps beside the
+    loop on CI's machine."""
     require_shared()
-    moved = _work_cpu_seconds(hog=True) / _work_cpu_seconds(hog=False)
-    if moved > MOVED:  # seen on this project's Xeon VM one day (1.3-1.6x), not another (about 1.05x)
-        pytest.skip(f"on this machine the same torch work takes {moved:.2f} times the CPU seconds beside a busy loop "
-                    f"on its core: CPU time itself moves here, so no CPU clock can train the same (over {MOVED})")
     alone = _run_on_one_core(tmp_path, "alone", hog=False)
     busy = _run_on_one_core(tmp_path, "busy", hog=True)
     for records in (alone, busy):
         for method, r in records.items():
             assert r["status"] == "ok", (method, r.get("error_message"))
-            assert r["clock"] == CPU and r["cpu_seconds"] < BUDGET, (method, r["cpu_seconds"])
+            planned = method == "npt-budget" or records is busy
+            assert r["clock"] == CPU and r["cpu_seconds"] < (PLANNED_OVERRUN if planned else 1) * BUDGET, (
+                method, r["cpu_seconds"])
+            assert r.get("cpu_limit_s") == (PLANNED_OVERRUN * BUDGET if planned else None), method
     a, b = alone["npt-budget"]["info"], busy["npt-budget"]["info"]
     print(f"npt-budget alone {a['size_rung']} {a['steps_run']} of {a['steps']} steps "
-          f"({alone['npt-budget']['wall_seconds']:.1f} s), beside a hog {b['size_rung']} {b['steps_run']} of "
-          f"{b['steps']} ({busy['npt-budget']['wall_seconds']:.1f} s)")
+          f"({alone['npt-budget']['cpu_seconds']:.1f} CPU-s, {alone['npt-budget']['wall_seconds']:.1f} s), beside a "
+          f"hog {b['size_rung']} {b['steps_run']} of {b['steps']} ({busy['npt-budget']['cpu_seconds']:.1f} CPU-s, "
+          f"{busy['npt-budget']['wall_seconds']:.1f} s)")
     assert (a["speed"], b["speed"]) == ("measured", "stored")
-    assert a["size_rung"] == b["size_rung"]
+    assert a["size_rung"] == b["size_rung"] and a["steps_run"] == a["steps"]
     assert abs(a["steps_run"] - b["steps_run"]) <= TOLERANCE * a["steps_run"]
-    for method in ("tabr", "tabm", "realmlp"):
+    for method in ("tabr", "tabm"):
         a, b = alone[method]["info"], busy[method]["info"]
         print(f"{method} alone {a['epochs']} epochs ({a['epoch_plan']['epoch_s']:.3f} CPU-s each), beside a hog "
-              f"{b['epochs']} of {b['epoch_plan']['epochs']} planned")
+              f"{b['epochs']} of {b['epoch_plan']['epochs']} planned ({busy[method]['cpu_seconds']:.1f} CPU-s)")
         assert a["stopped_by_time_budget"] and (a["epoch_plan"]["speed"], b["epoch_plan"]["speed"]) == (
             "measured", "stored"), method
         assert abs(a["epochs"] - b["epochs"]) <= max(1, TOLERANCE * a["epochs"]), method

@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from tabbench.run.runner import RunOptions, run_suite
@@ -20,7 +21,7 @@ def test_limits_and_crashes_become_records_and_the_run_goes_on(tmp_path, request
     # a driver larger than the memory budget (as a pytest process with torch loaded is): under --executor local
     # every job is its fork, and the pages it shares with the driver are not the job's memory
     ballast = np.ones(800 * 2**20 // 8)
-    hows = ["ok", "spin", "hog", "exit", "segfault", "memoryerror"]
+    hows = ["ok", "spin", "planned", "hog", "exit", "segfault", "memoryerror"]
     raw = {
         "name": "limits",
         "budget": {"time_s": 8, "memory_mb": 700},
@@ -34,6 +35,10 @@ def test_limits_and_crashes_become_records_and_the_run_goes_on(tmp_path, request
     assert frame.loc["ok", "status"] == "ok"
     # the budget counts the job's own CPU seconds (tabbench/clock.py): a job that spins is stopped at 8 of them
     assert frame.loc["spin", "status"] == "timeout" and "time budget is 8 CPU-s" in frame.loc["spin", "error_message"]
+    # unless its model planned its work before training: it may then run past its budget (tabbench/clock.py)
+    planned = frame.loc["planned"]
+    assert planned["status"] == "ok" and planned["cpu_seconds"] > 8 and planned["cpu_limit_s"] == 4 * 8
+    assert pd.isna(frame.loc["ok", "cpu_limit_s"])
     assert frame.loc["hog", "status"] == "oom" and "memory budget is 700 MiB" in frame.loc["hog", "error_message"]
     assert frame.loc["exit", "status"] == "crash" and "exited with code 3" in frame.loc["exit", "error_message"]
     assert frame.loc["segfault", "status"] == "crash" and "SIGSEGV" in frame.loc["segfault", "error_message"]

@@ -68,15 +68,16 @@ def portable_traceback() -> str:
     return re.sub(r'File "([^"]+)"', relative, traceback.format_exc())
 
 
-def fit_context(job: Job, checkpoint_dir=None, started: float | None = None, split=None) -> JobContext:
+def fit_context(job: Job, checkpoint_dir=None, started: float | None = None, split=None, limit=None) -> JobContext:
     """What ``fit`` is told about the job: its time budget counted from ``started``, its checkpoint folder,
-    the resources the scheduler reserved for it, its budget points, and (given its ``split``) the rows it
-    predicts after fit."""
+    the resources the scheduler reserved for it, its budget points, (given its ``split``) the rows it
+    predicts after fit, and (``limit``) the CPU limit its watcher kills it at."""
     return JobContext(time_budget_s=job.time_budget_s, started=started,
                       checkpoint_dir=None if checkpoint_dir is None else Path(checkpoint_dir),
                       cpus=job.resources.get("num_cpus"), gpus=job.resources.get("num_gpus"),
                       budget_points_s=tuple(job.budget_points_s),
-                      predict_rows=None if split is None else len(split.test) + len(split.val), clock=job.clock)
+                      predict_rows=None if split is None else len(split.test) + len(split.val), clock=job.clock,
+                      cpu_limit=limit)
 
 
 def _fit(estimator, job: Job, X, y, split, context: JobContext):
@@ -105,7 +106,7 @@ def _budget_curve(estimator, meta, X, y, split) -> list:
 
 
 def _budget_points(estimator, job: Job, meta, X, y, split, final: dict, fit_end_s: float, started: float,
-                   point_cost_s: float) -> list:
+                   point_cost_s: float, limit_s: float | None) -> list:
     """The record's ``budget_points``: per point of ``job.budget_points_s`` (seconds from the job's start),
     the metrics of the state validation had selected by then.
 
@@ -115,9 +116,10 @@ def _budget_points(estimator, job: Job, meta, X, y, split, final: dict, fit_end_
     true; a point before a state existed, or before the fit's end of a model that keeps none, has no state
     (``state_s``, ``val`` and ``test`` null). Scoring a kept state costs about ``point_cost_s`` (what the final
     predictions took): a point whose scoring could pass the job's time budget is left unscored (``unscored``),
-    so that the points never cost the job its record."""
+    so that the points never cost the job its record (``limit_s``: the seconds it may run to, its budget unless its
+    model planned its work, tabbench/clock.py's ``CpuLimit``)."""
     kept = optional(estimator, "time_points_")
-    deadline = None if job.time_budget_s is None else started + job.time_budget_s
+    deadline = None if limit_s is None else started + limit_s
     points, scored = [], {}
     for at_s in job.budget_points_s:
         at_s = float(at_s)
@@ -128,7 +130,7 @@ def _budget_points(estimator, job: Job, meta, X, y, split, final: dict, fit_end_
         point = {"at_s": at_s, "state_s": state_s, "finished": False, "val": None, "test": None}
         if state_s is not None and state_s not in scored:
             # room for twice what the final predictions took, and a margin, before the job's budget
-            if deadline is not None and reader(job.clock)() + 2 * point_cost_s + 0.02 * job.time_budget_s > deadline:
+            if deadline is not None and reader(job.clock)() + 2 * point_cost_s + 0.02 * limit_s > deadline:
                 point["unscored"] = "the job's time budget"
                 points.append(point)
                 continue
@@ -137,10 +139,13 @@ def _budget_points(estimator, job: Job, meta, X, y, split, final: dict, fit_end_
     return points
 
 
-def execute(job: Job, factory, meta, X, y, split, checkpoint_dir=None, started: float | None = None) -> dict:
+def execute(job: Job, factory, meta, X, y, split, checkpoint_dir=None, started: float | None = None,
+            limit=None) -> dict:
     """Fit and evaluate one job; never raises for a model's own failure (it is recorded instead).
     ``checkpoint_dir``: a folder the model may keep its training state in (``JobContext``).
-    ``started``: the reading of the job's clock (``job.clock``) its time budget counts from (default: now)."""
+    ``started``: the reading of the job's clock (``job.clock``) its time budget counts from (default: now).
+    ``limit``: the ``tabbench.clock.CpuLimit`` its watcher kills a ``cpu``-clock job at (None: in-process, no
+    watcher); a model that planned its work raises it, and the record keeps the raised limit (``cpu_limit_s``)."""
     now = reader(job.clock)
     started = now() if started is None else started
     record = job.record()
@@ -152,7 +157,7 @@ def execute(job: Job, factory, meta, X, y, split, checkpoint_dir=None, started: 
         with memory:
             estimator = factory(meta, job.seed, **job.params)
             t0 = time.perf_counter()
-            _fit(estimator, job, X, y, split, fit_context(job, checkpoint_dir, started, split))
+            _fit(estimator, job, X, y, split, fit_context(job, checkpoint_dir, started, split, limit))
             fit_end_s = now() - started  # on the budget's clock: where budget points after it are final
             earlier = optional(estimator, "resumed_fit_seconds_")  # of a fit resumed from a checkpoint
             record["fit_seconds"] = time.perf_counter() - t0 + earlier
@@ -168,7 +173,8 @@ def execute(job: Job, factory, meta, X, y, split, checkpoint_dir=None, started: 
             if job.budget_points_s:
                 try:  # the points never cost the job its final result: their failure is recorded beside it
                     points = _budget_points(estimator, job, meta, X, y, split, {"val": val, "test": test},
-                                            fit_end_s, started, point_cost_s)
+                                            fit_end_s, started, point_cost_s,
+                                            limit.seconds if limit is not None else job.time_budget_s)
                 except Exception as exc:  # noqa: BLE001
                     record["budget_points_error"] = f"{type(exc).__name__}: {exc}"[:2000]
         record["metrics"] = {"val": val, "test": test}
@@ -189,6 +195,8 @@ def execute(job: Job, factory, meta, X, y, split, checkpoint_dir=None, started: 
     # the whole job's, as fit_seconds: a job resumed from a checkpoint adds its earlier attempts' fit time
     record["wall_seconds"] = time.perf_counter() - t_start + record.get("fit_seconds_before_resume", 0.0)
     record["cpu_seconds"] = time.process_time() - cpu_start  # this attempt's, every thread of the job's process
+    if limit is not None and limit.raised:  # its model planned its work: it could run past its budget
+        record["cpu_limit_s"] = limit.seconds
     record["environment"] = environment()
     record["finished_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
     return record

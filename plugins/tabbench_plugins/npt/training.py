@@ -15,7 +15,8 @@ One step (docs/npt.md, "Training"):
                and around each validation (a point a validation straddles gets the weights from before it)
     stop       after ``steps`` steps, or earlier when the job's time budget would not hold one more step as
                long as the longest so far (``clock``, tabbench.estimator.TrainingClock: with ``steps: auto`` only a
-               guard, ``guard_only``, up to the job's end less the prediction reserve, since the sizing has
+               guard, ``guard_only``, up to the job's end less the prediction reserve (on the ``cpu`` clock
+               the end of its planned work's PLANNED_OVERRUN, tabbench/clock.py), since the sizing has
                already fitted the steps into the training share at the machine's stored speed); the step it
                stopped at is validated, and the best validation weights are kept as at the end
 
