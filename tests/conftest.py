@@ -57,7 +57,6 @@ def builtin_entry_points() -> str:
 def pytest_configure(config):
     config.addinivalue_line("markers", "real_data(path=''): the test reads ../shared/datasets/<path> (see "
                                        "require_shared: skipped where absent, failed under TABBENCH_REQUIRE_DATA=1)")
-    config.addinivalue_line("markers", "alone: runs with no other test beside it, also under pytest-xdist (below)")
     # The tests load this repository's plugins only, whatever else the environment holds (a plugin installed
     # by the README's example would change the schema, the suites' checks and the registry the tests read),
     # and so do the commands they start. TABBENCH_PLUGINS set by hand wins: `TABBENCH_PLUGINS=sklearn_models,linear
@@ -132,32 +131,6 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if is_slow(item) and not item.get_closest_marker("slow"):
             item.add_marker(pytest.mark.slow)
-
-
-# --- tests that measure what the machine's load does: alone on the machine, also under pytest-xdist ------------
-# A test marked ``alone`` (tests/test_clock.py: the same jobs alone and beside a CPU hog) compares amounts of work
-# done in CPU time, which another worker's test on the other core still moves (measured under two workers:
-# npt-budget's guard cut 149 of 191 planned steps beside the hog, where alone it trained 184 of 184). Each xdist
-# worker takes a shared lock around every test and an exclusive one around an ``alone`` test, on one file per
-# run: an ``alone`` test waits for the other worker's current test and holds the next one back.
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_protocol(item, nextitem):
-    workerinput = getattr(item.config, "workerinput", None)  # an xdist worker's (not a pytest a test starts)
-    if workerinput is None:
-        yield
-        return
-    import fcntl
-    import tempfile
-
-    path = Path(tempfile.gettempdir()) / f"tabbench-tests-{workerinput['testrunuid']}.lock"
-    with open(path, "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX if item.get_closest_marker("alone") else fcntl.LOCK_SH)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -232,3 +232,46 @@ def test_a_slower_machine_buys_fewer_steps_and_the_speed_measurement_changes_not
     assert all(torch.equal(a, b) for a, b in zip(weights, model.model_.parameters()))
     assert all(p.grad is None for p in model.model_.parameters())
     assert torch.equal(torch.get_rng_state(), generator) and not model.model_.training
+
+
+def test_a_measured_speed_is_scaled_by_the_machines_reference_pass(monkeypatch, tmp_path):
+    """The first measurement on a kind of machine stores its reference pass's time (plugins/tabbench_plugins/npt/
+    speed.py) and takes its slowdown as measured (load 1); a later one scales its slowdown by the stored time over
+    the reference's time now. With a book whose reference pass once took three times as long as it does now (a
+    machine that was busy then), the same fit measures about three times the slowdown and a load of about a third:
+    a fit measured on a busy machine is scaled back the same way. Timing the reference leaves torch's generator as
+    it was (the fit's masks and dropout do not depend on whether it measured)."""
+    import torch
+
+    from tabbench.data.cache import DataPaths as Paths
+    from tabbench.data.dataset import DatasetConfig, SplitConfig, load_dataset
+    from tabbench.data.sources.sklearn import Sklearn
+    from tabbench.data.splits import make_splits
+    from tabbench_plugins.npt.cost import SpeedBook
+    from tabbench_plugins.npt.speed import reference_key, reference_seconds
+
+    state = torch.get_rng_state()
+    assert reference_seconds(torch, True) > 0 and torch.equal(torch.get_rng_state(), state)
+    cfg = SplitConfig("kfold", k=10, val_fraction=2 / 9)
+    ds = load_dataset(DatasetConfig("bc", Sklearn(id="breast_cancer"), split=cfg), Paths.from_env())
+    sp = make_splits(ds, cfg)[0]
+    fit_args = (ds.X.iloc[sp.train], ds.y[sp.train], ds.X.iloc[sp.val], ds.y[sp.val])
+
+    def fit(cache):
+        monkeypatch.setenv("TABBENCH_CACHE", str(cache))
+        model = NPT(ds.meta, 0, e=8, n_layers=2, n_heads=4, steps="auto", budgets=[], device="cpu", eval_every=2)
+        model.fit(*fit_args, context=JobContext(time_budget_s=3.0, clock="cpu"))
+        return model
+
+    first = fit(tmp_path / "first")
+    assert first.info_["speed"] == "measured" and first.info_["speed_load"] == 1.0
+    (key, entry), = ((k, v) for k, v in SpeedBook().read().items() if '"pass": "reference pass"' in k)
+    assert key == reference_key(torch, first.amp_) and entry["seconds"] > 0
+    monkeypatch.setenv("TABBENCH_CACHE", str(tmp_path / "later"))
+    SpeedBook().put(key, {"seconds": 3 * entry["seconds"]})
+    later = fit(tmp_path / "later")
+    ratio = later.info_["slowdown_vs_cost_model"] / first.info_["slowdown_vs_cost_model"]
+    print(f"slowdown {first.info_['slowdown_vs_cost_model']:.2f} then {later.info_['slowdown_vs_cost_model']:.2f} "
+          f"(x{ratio:.2f}), load {later.info_['speed_load']:.2f}")
+    assert 2.0 < ratio < 4.5 and 0.2 < later.info_["speed_load"] < 0.5
+    assert later.info_["steps"] < first.info_["steps"]

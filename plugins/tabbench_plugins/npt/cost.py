@@ -308,11 +308,12 @@ class SpeedBook(MachineBook):
 
     def key(self, meta, sizes, params, rows: int) -> str:
         """The pass shape a calibration holds for: the params of SHAPE_PARAMS, the table's columns and the rows
-        timed, with torch's version and device (the machine is the file)."""
+        timed, with torch's version and device (the machine is the file), and ``scale``: measured against the
+        machine's reference pass (speed.py; entries from before it had none, and are measured again)."""
         est = estimate_cpu_seconds(meta, sizes, {**params, "steps": 0})
         device = params.get("device", "cpu")
         shape = {**{k: params.get(k) for k in SHAPE_PARAMS}, "device": "cpu" if device == "auto" else device,
-                 "columns": est["d"], "rows": int(rows), "torch": torch_version(),
+                 "columns": est["d"], "rows": int(rows), "torch": torch_version(), "scale": "reference pass",
                  **({"compile": True} if params.get("compile") is True else {})}  # a compiled pass (compiled.py)
         return json.dumps(shape, sort_keys=True)
 

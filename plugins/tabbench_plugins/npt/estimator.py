@@ -280,6 +280,7 @@ class NPT(Estimator):
         budget, folder = context.time_budget_s, context.checkpoint_dir
         self.compiled_, compile_chosen = None, {}  # compile_chosen: the size's params -> compiled or not
         self.compile_record_ = None  # (speed book, sizes): where this fit's compile seconds are recorded
+        self.speed_load_ = None  # the speed book's ``load`` of the size taken (speed.py), where it holds one
         on_cpu = self.device_.type == "cpu"
         if self.params["steps"] != "auto":
             self.resolution_resumed_ = None
@@ -340,6 +341,7 @@ class NPT(Estimator):
                 self._build(self.sizing_.params, X, y, X_val, y_val, X_unlabelled, torch)
             self._compile_if(compile_chosen.get(_size_key(self.sizing_.params), False))
             self.compile_record_ = book, sizes
+            self.speed_load_ = (book.entry(self.meta, sizes, self.sizing_.params) or {}).get("load") if on_cpu else None
             checkpoints.save_resolution(folder, identity, self.sizing_.saved())
         if context.predict_rows and self.sizing_.reserve_s:
             self.clock_.reserve(self.sizing_.reserve_s)
@@ -382,7 +384,9 @@ class NPT(Estimator):
         rows = estimate_cpu_seconds(self.meta, sizes, {**params, "steps": 0})["rows"]
         entry = book.entry(self.meta, sizes, params)
         if entry is not None:
-            book.store(book.key(self.meta, sizes, params, rows), float(entry["slowdown"]), compile_s=compiled.seconds)
+            kept = {k: v for k, v in entry.items() if k not in ("slowdown", "measured_at", "compile_s")}
+            book.store(book.key(self.meta, sizes, params, rows), float(entry["slowdown"]), compile_s=compiled.seconds,
+                       **kept)
 
     def _compile_pays(self, book, sizes, params, measured, budget: float) -> bool:
         """``compile: auto`` for a size: the book holds a compiled calibration of it (so this machine compiled it,
@@ -456,6 +460,8 @@ class NPT(Estimator):
             self.info_["steps_from_budget_s"] = budget
             self.info_["slowdown_vs_cost_model"] = sized.slowdown
             self.info_["speed"] = sized.speed  # the machine's calibration: stored, measured (speed.py) or resumed
+            if self.speed_load_ is not None:  # how much slower the reference pass ran than stored, when measured
+                self.info_["speed_load"] = self.speed_load_
         if self.resolution_resumed_ is not None:  # taken from an earlier attempt of the job, or timed by this one
             self.info_["resolution_resumed"] = self.resolution_resumed_
 

@@ -11,6 +11,16 @@ the data cache, ``npt-speed/``), and every later fit of that shape on that kind 
 same number: the same job takes the same size and steps alone or beside a CPU hog. Each record says which
 (``info.speed``: the slowdown, whether this fit measured or read it, the machine's id).
 
+The moment still moves CPU seconds (a core shared with another busy process costs a job CPU time too, through its
+caches; in breadth's runs the same steps took up to 1.45 times the CPU seconds with other jobs on the other core),
+and most shapes are measured by the fold that meets them first, under whatever the machine does then. So each
+measurement is taken against the machine's *reference pass* (``reference_seconds``: the ladder's e8-l2 over a
+fixed table, timed before and after the fit's own passes): the first measurement on a kind of machine stores the
+reference's time (``REFERENCE``), and each measurement scales its slowdown by that stored time over the
+reference's time now, so that what the moment does to both passes cancels (the book's ``load`` and the record's
+``info.speed_load``: how much slower the reference ran than stored). The slowdowns of one machine then share one scale, its first reference, measured
+once.
+
 Which rows are timed: a probe of PROBE_ROWS rows, then a whole batch, or else TIMED_ROWS rows, where the probe
 says ``TIMED_PASSES + 1`` such passes cost at most TIMING_SHARE of the job's training time (each scaled by the cost
 model to a whole batch): a whole batch of a large model takes tens of seconds. A lookup tries those rows in the
@@ -27,6 +37,11 @@ from tabbench_plugins.npt.cost import PROBE_ROWS, TIMED_ROWS, SpeedBook, estimat
 TIMING_SHARE = 0.1
 #: Passes timed after one warm-up pass (which pays one-off allocations); the least is kept.
 TIMED_PASSES = 2
+#: The reference pass: the ladder's e8-l2 (e 8, 2 layers, 2 heads) over REF_ROWS rows of REF_COLUMNS numeric
+#: columns (fixed values, about a seventh masked): 33 ms a pass on one core of this project's Xeon.
+REF_COLUMNS, REF_ROWS = 16, 512
+#: The book's key of the reference pass's time (with torch's version, its threads and the autocast).
+REFERENCE = "reference pass"
 
 
 def timed_pass_seconds(table, model, torch, rows: int, compiled=None) -> float:
@@ -61,6 +76,40 @@ def timed_pass_seconds(table, model, torch, rows: int, compiled=None) -> float:
     return best
 
 
+def reference_seconds(torch, amp: bool) -> float:
+    """CPU seconds of the reference pass (REF_COLUMNS, REF_ROWS; forward and backward under bf16 autocast when
+    ``amp``): one warm-up pass, then the least of TIMED_PASSES. Its model and table are made under a forked random
+    state: the fit's generators are left as they were."""
+    from tabbench_plugins.npt.model import NPT, NPTConfig, entry_losses
+    from tabbench_plugins.torch_training import bf16_autocast
+
+    cards = (0,) * REF_COLUMNS
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        model = NPT(NPTConfig(cards=cards, e=8, n_layers=2, n_heads=2)).train()
+        m = torch.rand(REF_ROWS, REF_COLUMNS) < 0.15
+        x = torch.randn(REF_ROWS, REF_COLUMNS).masked_fill(m, 0.0)
+        best = float("inf")
+        for attempt in range(TIMED_PASSES + 1):
+            start = time.process_time()
+            with bf16_autocast("cpu", amp):
+                out = model(x, m)
+            entry_losses(out, x, cards).mean().backward()
+            if attempt:
+                best = min(best, time.process_time() - start)
+    return best
+
+
+def reference_key(torch, amp: bool) -> str:
+    """The book's key of the reference pass for a fit with this autocast (``amp``) on this many threads."""
+    import json
+
+    from tabbench.machine_book import torch_version
+
+    return json.dumps({"pass": REFERENCE, "amp": bool(amp), "threads": torch.get_num_threads(),
+                       "torch": torch_version()}, sort_keys=True)
+
+
 def calibrated_slowdown(book: SpeedBook, table, model, torch, meta, sizes, params, left_s: float | None,
                         compiled=None):
     """(slowdown, "stored" or "measured") for a training pass at ``params`` over this fit's ``table``: the book's,
@@ -75,22 +124,28 @@ def calibrated_slowdown(book: SpeedBook, table, model, torch, meta, sizes, param
         return stored, "stored"
     est = estimate_cpu_seconds(meta, sizes, {**params, "steps": 0})
     cores = 1.0 if table.device.type == "cpu" else max(1.0, float(params["cpus"]))  # CPU seconds: every thread's
+    before = reference_seconds(torch, table.amp) if on_cpu else None
 
     def slowdown(rows):
         return timed_pass_seconds(table, model, torch, rows, compiled) / (pass_seconds_at(est, params, rows) / cores)
 
     if compiled is not None:
-        value = slowdown(est["rows"])
-        if on_cpu:
-            book.store(book.key(meta, sizes, params, est["rows"]), value, compile_s=compiled.seconds)
-        return value, "measured"
-    probe = min(est["rows"], PROBE_ROWS)
-    timed, value = probe, slowdown(probe)
-    for rows in SpeedBook.rows_to_time(est["rows"])[:2]:
-        cost = (TIMED_PASSES + 1) * value * pass_seconds_at(est, params, rows) / cores
-        if rows > probe and (left_s is None or cost < TIMING_SHARE * left_s):
-            timed, value = rows, slowdown(rows)
-            break
-    if on_cpu:
-        book.store(book.key(meta, sizes, params, timed), value)
+        timed, value, more = est["rows"], slowdown(est["rows"]), {"compile_s": compiled.seconds}
+    else:
+        probe, more = min(est["rows"], PROBE_ROWS), {}
+        timed, value = probe, slowdown(probe)
+        for rows in SpeedBook.rows_to_time(est["rows"])[:2]:
+            cost = (TIMED_PASSES + 1) * value * pass_seconds_at(est, params, rows) / cores
+            if rows > probe and (left_s is None or cost < TIMING_SHARE * left_s):
+                timed, value = rows, slowdown(rows)
+                break
+    if on_cpu:  # against the machine's reference pass: what the moment does to both cancels
+        now_s = (before + reference_seconds(torch, table.amp)) / 2
+        key = reference_key(torch, table.amp)
+        stored = book.get(key)
+        if stored is None:
+            book.put(key, {"seconds": now_s})
+        load = 1.0 if stored is None else now_s / float(stored["seconds"])
+        value /= load
+        book.store(book.key(meta, sizes, params, timed), value, load=load, **more)
     return value, "measured"
