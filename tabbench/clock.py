@@ -19,8 +19,9 @@ sizes its training before it starts, from a speed the machine measured once and 
 the epochs TabR, TabM and RealMLP plan from a stored epoch time: ``TrainingClock.guard_only``), trains that work
 whatever CPU seconds it comes to on the day, up to PLANNED_OVERRUN times its budget: the job raises its
 ``CpuLimit`` (the seconds its watcher kills it at) from the budget to that, and its record says so
-(``cpu_limit_s``; ``cpu_seconds`` is what it spent). Every other job is killed at its budget. Why: a job that shares its core with another busy process in the scheduler's
-default slices (a few ms) loses its caches and branch predictors at every switch, and pays for it in CPU time. On
+(``cpu_limit_s``; ``cpu_seconds`` is what it spent). Every other job is killed at its budget. Why: a job that
+shares its core with another busy process in the scheduler's default slices (a few ms) loses its caches and
+branch predictors at every switch, and pays for it in CPU time. On
 this project's 2-core Xeon VM (Linux 6.18) a fixed torch workload (400 steps of a 64-512-512-1 MLP, batch 256,
 one thread) took 3.5 CPU-s alone and 4.6 to 5.8 beside a busy loop on its core; asking for 100 ms slices (``ask_long_slice``: EEVDF's per-task slice, Linux 6.12 and later) brought it to 3.6. So a ``cpu``-clock job
 asks for them before it starts (tabbench/run/isolation.py); its share of the core is the same, only switched less
@@ -33,7 +34,9 @@ of the same kind: about 5%) the overrun is not needed; the rule is the same ever
 
 from __future__ import annotations
 
+import mmap
 import os
+import struct
 import sys
 import time
 from typing import Callable
@@ -71,21 +74,15 @@ class CpuLimit:
     writes it, the watcher reads it at each poll."""
 
     def __init__(self, budget_s: float):
-        import mmap
-
         self.budget_s = float(budget_s)
         self._page = mmap.mmap(-1, 8)
         self._set(self.budget_s)
 
     def _set(self, seconds: float) -> None:
-        import struct
-
         self._page[:8] = struct.pack("d", float(seconds))
 
     @property
     def seconds(self) -> float:
-        import struct
-
         return struct.unpack("d", self._page[:8])[0]
 
     @property

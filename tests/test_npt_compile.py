@@ -124,5 +124,5 @@ def test_auto_compiles_where_the_stored_compiled_calibration_trains_more_steps(b
     book.store(eager, 1.0)  # the eager pass at the cost model's speed
     for compiled_slowdown, chosen in ((0.5, True), (2.0, False)):
         book.store(key, compiled_slowdown, compile_s=1.0)
-        info = fit("auto", 10.0)  # the choice reads the book: a short fit decides it as a long one would
+        info = fit("auto", 4.0)  # the choice reads the book: a short fit decides it as a long one would
         assert isinstance(info["compile"], dict) is chosen, (compiled_slowdown, info["compile"])

@@ -106,7 +106,7 @@ def _budget_curve(estimator, meta, X, y, split) -> list:
 
 
 def _budget_points(estimator, job: Job, meta, X, y, split, final: dict, fit_end_s: float, started: float,
-                   point_cost_s: float, limit_s: float | None) -> list:
+                   point_cost_s: float, limit_s: float | None = None) -> list:
     """The record's ``budget_points``: per point of ``job.budget_points_s`` (seconds from the job's start),
     the metrics of the state validation had selected by then.
 
@@ -116,9 +116,10 @@ def _budget_points(estimator, job: Job, meta, X, y, split, final: dict, fit_end_
     true; a point before a state existed, or before the fit's end of a model that keeps none, has no state
     (``state_s``, ``val`` and ``test`` null). Scoring a kept state costs about ``point_cost_s`` (what the final
     predictions took): a point whose scoring could pass the job's time budget is left unscored (``unscored``),
-    so that the points never cost the job its record (``limit_s``: the seconds it may run to, its budget unless its
-    model planned its work, tabbench/clock.py's ``CpuLimit``)."""
+    so that the points never cost the job its record (``limit_s``: the seconds it may run to, tabbench/clock.py's
+    ``CpuLimit``, raised where its model planned its work; default its time budget)."""
     kept = optional(estimator, "time_points_")
+    limit_s = job.time_budget_s if limit_s is None else limit_s
     deadline = None if limit_s is None else started + limit_s
     points, scored = [], {}
     for at_s in job.budget_points_s:
@@ -174,7 +175,7 @@ def execute(job: Job, factory, meta, X, y, split, checkpoint_dir=None, started: 
                 try:  # the points never cost the job its final result: their failure is recorded beside it
                     points = _budget_points(estimator, job, meta, X, y, split, {"val": val, "test": test},
                                             fit_end_s, started, point_cost_s,
-                                            limit.seconds if limit is not None else job.time_budget_s)
+                                            limit.seconds if limit is not None else None)
                 except Exception as exc:  # noqa: BLE001
                     record["budget_points_error"] = f"{type(exc).__name__}: {exc}"[:2000]
         record["metrics"] = {"val": val, "test": test}

@@ -18,8 +18,8 @@ measurement is taken against the machine's *reference pass* (``reference_seconds
 fixed table, timed before and after the fit's own passes): the first measurement on a kind of machine stores the
 reference's time (``REFERENCE``), and each measurement scales its slowdown by that stored time over the
 reference's time now, so that what the moment does to both passes cancels (the book's ``load`` and the record's
-``info.speed_load``: how much slower the reference ran than stored). The slowdowns of one machine then share one scale, its first reference, measured
-once.
+``info.speed_load``: how much slower the reference ran than stored). The slowdowns of one machine then share one
+scale, its first reference, measured once.
 
 Which rows are timed: a probe of PROBE_ROWS rows, then a whole batch, or else TIMED_ROWS rows, where the probe
 says ``TIMED_PASSES + 1`` such passes cost at most TIMING_SHARE of the job's training time (each scaled by the cost
