@@ -3,15 +3,15 @@
 a busy loop on that core, with and without the reference pass that scales it.
 
 For each table (``suites/breadth.yaml``'s, fold 0 of its split) and each trial, alternating alone and beside the
-loop: a fresh process pinned to one core fits ``npt-budget``'s params (``size: budget``, ``steps: auto``) under a
-job context of ``--budget`` CPU seconds, with a data cache whose speed book holds only the machine's reference
-pass (measured once, alone, at the start), so that the fit measures its shape. Its record's ``info`` gives the
-slowdown it sized by (scaled by the reference: what the rule uses) and ``speed_load`` (how much slower the
-reference ran than stored); their product is the slowdown the fit measured unscaled (what the rule used before).
-Printed per table and condition: the median of each, the rung and steps taken, and the ratio beside-the-loop to
-alone: 1 is a speed the load does not move.
+loop: a fresh process pinned to one core builds the table and the model a job at one rung of the budget ladder
+builds (``--rung``) and measures that shape's slowdown as a job's sizing does (``calibrated_slowdown``, with
+``--left`` training seconds left, which decides the rows timed), with a data cache whose speed book holds only the
+machine's reference pass (measured once, alone, at the start). Printed per table and condition: the rows timed,
+the median and each of the slowdown the rule sizes by (scaled by the reference), the unscaled one (scaled x load:
+what the rule sized by before the reference) and the load (how much slower the reference ran than stored), and
+the ratio beside-the-loop to alone: 1 is a speed the load does not move.
 
-    python benchmarks/npt_speed_under_load.py --datasets swiss_labor,wells,titanic --trials 3 --budget 15
+    python benchmarks/npt_speed_under_load.py --datasets attrition,wells,swiss_labor,titanic --trials 5
 """
 
 from __future__ import annotations
@@ -30,31 +30,36 @@ ROOT = Path(__file__).resolve().parents[1]
 SUITE = ROOT / "suites" / "breadth.yaml"
 
 CHILD = """
-import json, sys, time
+import json, sys
 from pathlib import Path
 import numpy as np
 from tabbench.clock import ask_long_slice
 from tabbench.data.cache import DataPaths
 from tabbench.data.dataset import load_dataset
 from tabbench.data.splits import make_splits
-from tabbench.estimator import JobContext
 from tabbench.run.isolation import steady_allocator
+from tabbench.spec import SplitSizes
 from tabbench.suite import load_suite
 import torch
 from tabbench_plugins.npt import NPT
+from tabbench_plugins.npt.cost import LADDER, SpeedBook
+from tabbench_plugins.npt.speed import calibrated_slowdown
 
-name, budget, data, cache = sys.argv[1], float(sys.argv[2]), Path(sys.argv[3]), Path(sys.argv[4])
+name, rung, left, data, cache = sys.argv[1], sys.argv[2], float(sys.argv[3]), Path(sys.argv[4]), Path(sys.argv[5])
 ask_long_slice(); steady_allocator(); torch.set_num_threads(1)
-cfg = {d.name: d for d in load_suite(Path(sys.argv[5])).datasets}[name]
-ds = load_dataset(cfg, DataPaths(cache=cache / "data", mirrors=(data,), base=Path(sys.argv[6])))
+cfg = {d.name: d for d in load_suite(Path(sys.argv[6])).datasets}[name]
+ds = load_dataset(cfg, DataPaths(cache=cache / "data", mirrors=(data,), base=Path(sys.argv[7])))
 sp = make_splits(ds, ds.split or cfg.split)[0]
 X, y = ds.X, np.asarray(ds.y)
-model = NPT(ds.meta, 0, size="budget", steps="auto", device="cpu", cpus=1)
-context = JobContext(time_budget_s=budget, started=time.process_time(), cpus=1, clock="cpu",
-                     predict_rows=len(sp.test) + len(sp.val))
-model.fit(X.iloc[sp.train], y[sp.train], X.iloc[sp.val], y[sp.val], context=context)
-info = model.info_
-print(json.dumps({k: info.get(k) for k in ("size_rung", "steps", "slowdown_vs_cost_model", "speed_load", "speed")}))
+size = {r.name: r for r in LADDER}[rung].params
+model = NPT(ds.meta, 0, **size, steps=1, device="cpu", cpus=1)  # builds the table and the model a job builds
+model.fit(X.iloc[sp.train], y[sp.train], X.iloc[sp.val], y[sp.val])
+sizes, book = SplitSizes(len(sp.train), len(sp.val), 0), SpeedBook()
+params = dict(model.params)
+slowdown, how = calibrated_slowdown(book, model.table_, model.model_, torch, ds.meta, sizes, params, left)
+entry = book.entry(ds.meta, sizes, params)
+print(json.dumps({"slowdown": slowdown, "load": entry["load"], "rows": json.loads(next(
+    k for k, v in book.read().items() if v == entry))["rows"], "how": how}))
 """
 
 
@@ -62,7 +67,9 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--datasets", default="swiss_labor,wells,titanic", help="of suites/breadth.yaml's")
     ap.add_argument("--trials", type=int, default=3, help="per table and condition")
-    ap.add_argument("--budget", type=float, default=15.0, help="CPU seconds of each fit's job context")
+    ap.add_argument("--rung", default="e8-l2", help="of cost.LADDER: the size timed")
+    ap.add_argument("--left", type=float, default=360.0,
+                    help="the training seconds left when the job measures (a 450 s job's share: 360)")
     ap.add_argument("--data", type=Path, default=Path(os.environ.get("TABBENCH_MIRROR", ROOT.parent / "shared" /
                                                                      "datasets")),
                     help="mirror folder (default: $TABBENCH_MIRROR, else ../shared/datasets from the project root)")
@@ -83,8 +90,8 @@ def main(argv=None):
     def fit(name: str, hog: bool, cache: Path) -> dict:
         busy = subprocess.Popen([sys.executable, "-c", "while True: pass"], preexec_fn=pinned) if hog else None
         try:
-            out = subprocess.run([sys.executable, "-c", CHILD, name, str(args.budget), str(args.data.resolve()),
-                                  str(cache), str(SUITE), str(ROOT)], preexec_fn=pinned, capture_output=True,
+            out = subprocess.run([sys.executable, "-c", CHILD, name, args.rung, str(args.left),
+                                  str(args.data.resolve()), str(cache), str(SUITE), str(ROOT)], preexec_fn=pinned, capture_output=True,
                                  text=True, env={**env, "TABBENCH_CACHE": str(cache)}, cwd=ROOT)
         finally:
             if busy is not None:
@@ -98,9 +105,9 @@ def main(argv=None):
     fit(names[0], False, seed_cache)  # the machine's reference pass, measured once, alone (and one shape)
     book = next((seed_cache / "npt-speed").glob("*.json"))
     reference = {k: v for k, v in json.loads(book.read_text()).items() if '"pass": "reference pass"' in k}
-    print(f"machine: {hardware_label(fingerprint())}; core {core}; budget {args.budget:g} CPU-s; reference pass "
-          f"{next(iter(reference.values()))['seconds'] * 1e3:.1f} ms")
-    print("| table | condition | rung, steps | slowdown scaled (median, each) | unscaled | load |\n"
+    print(f"machine: {hardware_label(fingerprint())}; core {core}; rung {args.rung}, {args.left:g} s left; "
+          f"reference pass {next(iter(reference.values()))['seconds'] * 1e3:.1f} ms")
+    print("| table | condition | rows timed | slowdown scaled (median, each) | unscaled | load |\n"
           "|---|---|---|---|---|---|")
     for name in names:
         seen = {False: [], True: []}
@@ -113,11 +120,11 @@ def main(argv=None):
                 shutil.rmtree(cache)
         medians = {}
         for hog, runs in seen.items():
-            scaled = [r["slowdown_vs_cost_model"] for r in runs]
-            load = [r["speed_load"] for r in runs]
+            scaled = [r["slowdown"] for r in runs]
+            load = [r["load"] for r in runs]
             raw = [s * ld for s, ld in zip(scaled, load)]
             medians[hog] = statistics.median(scaled), statistics.median(raw)
-            taken = sorted({f"{r['size_rung']} {r['steps']}" for r in runs})
+            taken = sorted({str(r["rows"]) for r in runs})
             print(f"| {name} | {'beside a busy loop' if hog else 'alone'} | {'; '.join(taken)} | "
                   f"{medians[hog][0]:.2f} ({' '.join(f'{s:.2f}' for s in scaled)}) | {medians[hog][1]:.2f} "
                   f"({' '.join(f'{s:.2f}' for s in raw)}) | {' '.join(f'{x:.2f}' for x in load)} |", flush=True)

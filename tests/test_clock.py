@@ -1,5 +1,6 @@
-"""The budget clock (tabbench/clock.py): a job's time budget counts its own CPU seconds, so another process on the
-same core does not change what it trains, and NPT sizes itself from a speed measured in CPU seconds."""
+"""The budget clock (tabbench/clock.py): a job's time budget counts its own CPU seconds, work a model planned
+before training is trained in full (its CPU limit raised), so another process on the same core does not change what
+it trains, and NPT sizes itself from a speed measured in CPU seconds."""
 
 import os
 import subprocess
@@ -25,6 +26,19 @@ def test_a_job_counts_cpu_time_unless_it_asks_for_a_gpu_or_the_suite_says_wall()
     assert job_clock("wall", 0) == WALL and job_clock("cpu", 1) == CPU
     assert clock_of({}) == WALL and clock_of({"clock": "cpu"}) == CPU  # records older than the field: wall
     assert wall_ceiling(100) > 100
+
+
+def test_a_cpu_limit_raised_in_the_jobs_process_is_what_its_watcher_reads():
+    """The job's process (a fork, as tabbench/run/isolation.py starts it) raises its CpuLimit when its model plans
+    its work; the watching process reads the raised limit from the page they share."""
+    limit = CpuLimit(10)
+    assert limit.seconds == 10 and not limit.raised
+    pid = os.fork()
+    if pid == 0:  # the job's process
+        limit.allow_planned()
+        os._exit(0)
+    os.waitpid(pid, 0)
+    assert limit.seconds == PLANNED_OVERRUN * 10 and limit.raised
 
 
 def test_process_cpu_seconds_counts_a_busy_process_and_not_a_sleeping_one():

@@ -15,7 +15,7 @@ The moment still moves CPU seconds (a core shared with another busy process cost
 caches; in breadth's runs the same steps took up to 1.45 times the CPU seconds with other jobs on the other core),
 and most shapes are measured by the fold that meets them first, under whatever the machine does then. So each
 measurement is taken against the machine's *reference pass* (``reference_seconds``: the ladder's e8-l2 over a
-fixed table, timed before and after the fit's own passes): the first measurement on a kind of machine stores the
+fixed table, timed in rounds alternating with the fit's own passes, ROUNDS): the first measurement on a kind of machine stores the
 reference's time (``REFERENCE``), and each measurement scales its slowdown by that stored time over the
 reference's time now, so that what the moment does to both passes cancels (the book's ``load`` and the record's
 ``info.speed_load``: how much slower the reference ran than stored). The slowdowns of one machine then share one
@@ -42,6 +42,10 @@ TIMED_PASSES = 2
 REF_COLUMNS, REF_ROWS = 16, 512
 #: The book's key of the reference pass's time (with torch's version, its threads and the autocast).
 REFERENCE = "reference pass"
+#: On the CPU a measurement times the reference pass and the fit's own in this many alternate rounds (each a warm-up
+#: and TIMED_PASSES) and keeps the least of each: one interrupted pass does not decide a shape's speed (beside a
+#: busy loop, one of three attrition fits measured 3 times its siblings' slowdown with a single round).
+ROUNDS = 3
 
 
 def timed_pass_seconds(table, model, torch, rows: int, compiled=None) -> float:
@@ -124,10 +128,16 @@ def calibrated_slowdown(book: SpeedBook, table, model, torch, meta, sizes, param
         return stored, "stored"
     est = estimate_cpu_seconds(meta, sizes, {**params, "steps": 0})
     cores = 1.0 if table.device.type == "cpu" else max(1.0, float(params["cpus"]))  # CPU seconds: every thread's
-    before = reference_seconds(torch, table.amp) if on_cpu else None
+    rounds = ROUNDS if on_cpu else 1
+    reference = []  # the reference pass's seconds in the rounds of the rows kept
 
-    def slowdown(rows):
-        return timed_pass_seconds(table, model, torch, rows, compiled) / (pass_seconds_at(est, params, rows) / cores)
+    def slowdown(rows):  # the pass over ``rows``, and on the CPU the reference, in alternate rounds: the least of each
+        passes, reference[:] = [], []
+        for _ in range(rounds):
+            if on_cpu:
+                reference.append(reference_seconds(torch, table.amp))
+            passes.append(timed_pass_seconds(table, model, torch, rows, compiled))
+        return min(passes) / (pass_seconds_at(est, params, rows) / cores)
 
     if compiled is not None:
         timed, value, more = est["rows"], slowdown(est["rows"]), {"compile_s": compiled.seconds}
@@ -135,12 +145,12 @@ def calibrated_slowdown(book: SpeedBook, table, model, torch, meta, sizes, param
         probe, more = min(est["rows"], PROBE_ROWS), {}
         timed, value = probe, slowdown(probe)
         for rows in SpeedBook.rows_to_time(est["rows"])[:2]:
-            cost = (TIMED_PASSES + 1) * value * pass_seconds_at(est, params, rows) / cores
+            cost = rounds * (TIMED_PASSES + 1) * value * pass_seconds_at(est, params, rows) / cores
             if rows > probe and (left_s is None or cost < TIMING_SHARE * left_s):
                 timed, value = rows, slowdown(rows)
                 break
     if on_cpu:  # against the machine's reference pass: what the moment does to both cancels
-        now_s = (before + reference_seconds(torch, table.amp)) / 2
+        now_s = min(reference)
         key = reference_key(torch, table.amp)
         stored = book.get(key)
         if stored is None:
