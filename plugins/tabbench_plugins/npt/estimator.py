@@ -281,6 +281,7 @@ class NPT(Estimator):
         self.compiled_, compile_chosen = None, {}  # compile_chosen: the size's params -> compiled or not
         self.compile_record_ = None  # (speed book, sizes): where this fit's compile seconds are recorded
         self.speed_load_ = None  # the speed book's ``load`` of the size taken (speed.py), where it holds one
+        self.measure_s_ = 0.0  # seconds this fit spent measuring speeds (speed.py): not counted against its steps
         on_cpu = self.device_.type == "cpu"
         if self.params["steps"] != "auto":
             self.resolution_resumed_ = None
@@ -313,11 +314,16 @@ class NPT(Estimator):
                 stored = book.lookup(self.meta, sizes, p) if on_cpu else None
                 if stored is not None:  # the rung need not be built to be asked
                     return stored, "stored"
+                start = self.clock_.now()
                 self._build(params, X, y, X_val, y_val, X_unlabelled, torch)
                 built[0] = params
                 self._compile_if(compiled)
-                return calibrated_slowdown(book, self.table_, self.model_, torch, self.meta, sizes, p,
-                                           self.clock_.remaining(), self.compiled_)
+                compile_before = self.compiled_.seconds if self.compiled_ is not None else 0.0
+                result = calibrated_slowdown(book, self.table_, self.model_, torch, self.meta, sizes, p,
+                                             self.clock_.remaining(), self.compiled_)
+                compiled_s = (self.compiled_.seconds if self.compiled_ is not None else 0.0) - compile_before
+                self.measure_s_ += self.clock_.now() - start - max(0.0, compiled_s)
+                return result
 
             def slowdown_of(params):
                 setting = params["compile"] if on_cpu else False
@@ -330,8 +336,10 @@ class NPT(Estimator):
                                               _compile_s(book, self.meta, sizes, params))
                 return slowdown, speed
 
-            def spent_s():  # of the training share, before training: the table, the model, the timing
-                return AUTO_BUDGET_SHARE * budget - self._training_left(budget)
+            def spent_s():  # of the training share, before training: the table and the model, not the measuring
+                # (the machine's calibration of a shape, made once: a job that reads it stored plans the same steps;
+                # a compile's seconds stay spent, as a stored compiled speed counts them)
+                return max(0.0, AUTO_BUDGET_SHARE * budget - self._training_left(budget) - self.measure_s_)
 
             on_cpu_clock = context.clock == CPU and self.device_.type == "cpu"
             self.sizing_ = sizing(self.meta, sizes, self.params, budget, slowdown_of, spent_s=spent_s,
@@ -462,6 +470,8 @@ class NPT(Estimator):
             self.info_["speed"] = sized.speed  # the machine's calibration: stored, measured (speed.py) or resumed
             if self.speed_load_ is not None:  # how much slower the reference pass ran than stored, when measured
                 self.info_["speed_load"] = self.speed_load_
+            if self.measure_s_:  # spent measuring the speed of a shape, beside the steps planned
+                self.info_["speed_measure_s"] = self.measure_s_
         if self.resolution_resumed_ is not None:  # taken from an earlier attempt of the job, or timed by this one
             self.info_["resolution_resumed"] = self.resolution_resumed_
 

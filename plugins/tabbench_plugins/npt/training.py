@@ -191,6 +191,8 @@ def train(table, model, opt, params, torch, *, steps: int, seed: int, clock, ide
                                enabled=graphed and one_chunk)
 
     validated_s = {}  # validated step -> the job's elapsed time its validation ended (budget points)
+    if ckpt.resumed_from and int(run.best_step) <= run.step:  # its best was validated before this attempt began
+        validated_s[int(run.best_step)] = 0.0
     validation_s = math.inf  # the last validation's seconds on the job's clock (none yet: any point may fall in the first)
 
     def observe():
