@@ -89,11 +89,10 @@ class CpuLimit:
     def raised(self) -> bool:
         return self.seconds > self.budget_s
 
-    def allow_planned(self) -> float:
+    def allow_planned(self) -> None:
         """The job's work was planned before training from a stored speed: let it run to PLANNED_OVERRUN times its
-        budget. Returns the new limit."""
+        budget."""
         self._set(PLANNED_OVERRUN * self.budget_s)
-        return self.seconds
 
 
 #: The scheduler slice a ``cpu``-clock job asks for (the most EEVDF grants), in ms.

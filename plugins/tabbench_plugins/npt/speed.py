@@ -15,9 +15,9 @@ The moment still moves CPU seconds (a core shared with another busy process cost
 caches; in breadth's runs the same steps took up to 1.45 times the CPU seconds with other jobs on the other core),
 and most shapes are measured by the fold that meets them first, under whatever the machine does then. So each
 measurement is taken against the machine's *reference pass* (``reference_seconds``: the ladder's e8-l2 over a
-fixed table, timed in rounds alternating with the fit's own passes, ROUNDS): the first measurement on a kind of machine stores the
-reference's time (``REFERENCE``), and each measurement scales its slowdown by that stored time over the
-reference's time now, so that what the moment does to both passes cancels (the book's ``load`` and the record's
+fixed table, timed in ROUNDS rounds alternating with the fit's own passes): the first measurement on a kind of
+machine stores the reference's time (``REFERENCE``), and each measurement scales its slowdown by that stored time
+over the reference's time now, so that what the moment does to both passes cancels (the book's ``load`` and the record's
 ``info.speed_load``: how much slower the reference ran than stored). The slowdowns of one machine then share one
 scale, its first reference, measured once.
 
