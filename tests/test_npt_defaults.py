@@ -248,10 +248,10 @@ def test_a_measured_speed_is_scaled_by_the_machines_reference_pass(monkeypatch, 
     from tabbench.data.sources.sklearn import Sklearn
     from tabbench.data.splits import make_splits
     from tabbench_plugins.npt.cost import SpeedBook
-    from tabbench_plugins.npt.speed import reference_key, reference_seconds
+    from tabbench_plugins.npt.speed import ReferencePass, reference_key
 
     state = torch.get_rng_state()
-    assert reference_seconds(torch, True) > 0 and torch.equal(torch.get_rng_state(), state)
+    assert ReferencePass(torch, True).seconds() > 0 and torch.equal(torch.get_rng_state(), state)
     cfg = SplitConfig("kfold", k=10, val_fraction=2 / 9)
     ds = load_dataset(DatasetConfig("bc", Sklearn(id="breast_cancer"), split=cfg), Paths.from_env())
     sp = make_splits(ds, cfg)[0]

@@ -14,7 +14,7 @@ same number: the same job takes the same size and steps alone or beside a CPU ho
 The moment still moves CPU seconds (a core shared with another busy process costs a job CPU time too, through its
 caches; in breadth's runs the same steps took up to 1.45 times the CPU seconds with other jobs on the other core),
 and most shapes are measured by the fold that meets them first, under whatever the machine does then. So each
-measurement is taken against the machine's *reference pass* (``reference_seconds``: the ladder's e8-l2 over a
+measurement is taken against the machine's *reference pass* (``ReferencePass``: the ladder's e8-l2 over a
 fixed table, timed in ROUNDS rounds alternating with the fit's own passes): the first measurement on a kind of
 machine stores the reference's time (``REFERENCE``), and each measurement scales its slowdown by that stored time
 over the reference's time now, so that what the moment does to both passes cancels (the book's ``load`` and the record's
@@ -35,7 +35,7 @@ import time
 from tabbench_plugins.npt.cost import PROBE_ROWS, TIMED_ROWS, SpeedBook, estimate_cpu_seconds, pass_seconds_at
 
 TIMING_SHARE = 0.1
-#: Passes timed after one warm-up pass (which pays one-off allocations); the least is kept.
+#: Passes timed after one warm-up pass (``least_seconds``); the least is kept.
 TIMED_PASSES = 2
 #: The reference pass: the ladder's e8-l2 (e 8, 2 layers, 2 heads) over REF_ROWS rows of REF_COLUMNS numeric
 #: columns (fixed values, about a seventh masked): 33 ms a pass on one core of this project's Xeon.
@@ -48,60 +48,79 @@ REFERENCE = "reference pass"
 ROUNDS = 3
 
 
+def least_seconds(one_pass, clock=time.process_time, sync=None) -> float:
+    """One warm-up call of ``one_pass`` (which pays one-off allocations, or a compile), then the least of
+    TIMED_PASSES timed calls, in seconds of ``clock``; ``sync``: called before each reading stops (a device's
+    synchronisation)."""
+    best = float("inf")
+    for attempt in range(TIMED_PASSES + 1):
+        start = clock()
+        one_pass()
+        if sync is not None:
+            sync()
+        if attempt:
+            best = min(best, clock() - start)
+    return best
+
+
 def timed_pass_seconds(table, model, torch, rows: int, compiled=None) -> float:
     """Seconds of one training pass (forward and backward) of ``model`` over the ``table``'s first ``rows`` rows
-    under the table's autocast: CPU seconds of this process on the CPU, wall seconds with the device synchronised
-    on CUDA; one warm-up pass, then the least of TIMED_PASSES. ``compiled``: the pass through that
-    ``compiled.CompiledLoss`` of the model (its loss over every observed entry), which the warm-up pass compiles.
-    The weights, their gradients, every random generator and the train/eval mode are left as they were."""
+    under the table's autocast (``least_seconds``): CPU seconds of this process on the CPU, wall seconds with the
+    device synchronised on CUDA. ``compiled``: the pass through that ``compiled.CompiledLoss`` of the model (its
+    loss over every observed entry), which the warm-up pass compiles. The weights, their gradients, every random
+    generator and the train/eval mode are left as they were."""
     from tabbench_plugins.npt.model import entry_losses
 
     xb, mb = table.x[:rows], table.m[:rows]
     cuda = table.device.type == "cuda"
-    clock = time.perf_counter if cuda else time.process_time
-    mode, best = model.training, float("inf")
+
+    def one_pass():
+        if compiled is not None:
+            compiled(xb, mb, xb, ~mb, 0.5, 0.5).backward()
+        else:
+            with table.autocast():
+                out = model(xb, mb)
+            entry_losses(out, xb, table.cards, table.n_patches, table.patch_dim).mean().backward()
+
+    mode = model.training
     with torch.random.fork_rng(devices=[table.device.index or 0] if cuda else []):
         model.train()
-        for attempt in range(TIMED_PASSES + 1):
-            start = clock()
-            if compiled is not None:
-                compiled(xb, mb, xb, ~mb, 0.5, 0.5).backward()
-            else:
-                with table.autocast():
-                    out = model(xb, mb)
-                entry_losses(out, xb, table.cards, table.n_patches, table.patch_dim).mean().backward()
-            if cuda:
-                torch.cuda.synchronize(table.device)
-            if attempt:
-                best = min(best, clock() - start)
+        best = least_seconds(one_pass, *((time.perf_counter, lambda: torch.cuda.synchronize(table.device))
+                                         if cuda else ()))
     for p in model.parameters():
         p.grad = None
     model.train(mode)
     return best
 
 
-def reference_seconds(torch, amp: bool) -> float:
-    """CPU seconds of the reference pass (REF_COLUMNS, REF_ROWS; forward and backward under bf16 autocast when
-    ``amp``): one warm-up pass, then the least of TIMED_PASSES. Its model and table are made under a forked random
-    state: the fit's generators are left as they were."""
-    from tabbench_plugins.npt.model import NPT, NPTConfig, entry_losses
-    from tabbench_plugins.torch_training import bf16_autocast
+class ReferencePass:
+    """The machine's reference pass (REF_COLUMNS, REF_ROWS; forward and backward under bf16 autocast when ``amp``),
+    its model and table made once, under a forked random state (the fit's generators are left as they were);
+    ``seconds()``: its CPU seconds now (``least_seconds``, from gradients cleared, as a new model's)."""
 
-    cards = (0,) * REF_COLUMNS
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
-        model = NPT(NPTConfig(cards=cards, e=8, n_layers=2, n_heads=2)).train()
-        m = torch.rand(REF_ROWS, REF_COLUMNS) < 0.15
-        x = torch.randn(REF_ROWS, REF_COLUMNS).masked_fill(m, 0.0)
-        best = float("inf")
-        for attempt in range(TIMED_PASSES + 1):
-            start = time.process_time()
-            with bf16_autocast("cpu", amp):
-                out = model(x, m)
-            entry_losses(out, x, cards).mean().backward()
-            if attempt:
-                best = min(best, time.process_time() - start)
-    return best
+    def __init__(self, torch, amp: bool):
+        from tabbench_plugins.npt.model import NPT, NPTConfig
+
+        self.torch, self.amp, self.cards = torch, amp, (0,) * REF_COLUMNS
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(0)
+            self.model = NPT(NPTConfig(cards=self.cards, e=8, n_layers=2, n_heads=2)).train()
+            self.m = torch.rand(REF_ROWS, REF_COLUMNS) < 0.15
+            self.x = torch.randn(REF_ROWS, REF_COLUMNS).masked_fill(self.m, 0.0)
+
+    def _pass(self) -> None:
+        from tabbench_plugins.npt.model import entry_losses
+        from tabbench_plugins.torch_training import bf16_autocast
+
+        with bf16_autocast("cpu", self.amp):
+            out = self.model(self.x, self.m)
+        entry_losses(out, self.x, self.cards).mean().backward()
+
+    def seconds(self) -> float:
+        for p in self.model.parameters():
+            p.grad = None
+        with self.torch.random.fork_rng(devices=[]):
+            return least_seconds(self._pass)
 
 
 def reference_key(torch, amp: bool) -> str:
@@ -129,13 +148,14 @@ def calibrated_slowdown(book: SpeedBook, table, model, torch, meta, sizes, param
     est = estimate_cpu_seconds(meta, sizes, {**params, "steps": 0})
     cores = 1.0 if table.device.type == "cpu" else max(1.0, float(params["cpus"]))  # CPU seconds: every thread's
     rounds = ROUNDS if on_cpu else 1
+    ref = ReferencePass(torch, table.amp) if on_cpu else None
     reference = []  # the reference pass's seconds in the rounds of the rows kept
 
     def slowdown(rows):  # the pass over ``rows``, and on the CPU the reference, in alternate rounds: the least of each
         passes, reference[:] = [], []
         for _ in range(rounds):
             if on_cpu:
-                reference.append(reference_seconds(torch, table.amp))
+                reference.append(ref.seconds())
             passes.append(timed_pass_seconds(table, model, torch, rows, compiled))
         return min(passes) / (pass_seconds_at(est, params, rows) / cores)
 
