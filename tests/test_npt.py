@@ -480,6 +480,14 @@ def test_a_killed_fit_resumes_from_its_checkpoint_to_the_same_result(breast_canc
     again.fit(*fit_args, context=JobContext(checkpoint_dir=folder))
     assert again.info_["resumed_from_step"] is not None and again.info_["checkpoint_ignored"] is None
 
+    # a resumed job with budget points: its best weights were validated before this attempt, and a point passed
+    # now gets them, dated the attempt's start (once it got no state here, and a KeyError where the attempt had
+    # validated without a better loss: attrition fold 2, resumed after a kill)
+    pointed = NPT(ds.meta, 0, **params)
+    pointed.fit(*fit_args, context=JobContext(checkpoint_dir=folder, budget_points_s=(1e-9,)))
+    assert pointed.info_["resumed_from_step"] is not None and pointed.time_points_ == {1e-9: 0.0}
+    np.testing.assert_array_equal(pointed.at_time(1e-9).predict_proba(X_test), whole.predict_proba(X_test))
+
     # a job resumed by the harness records the whole fit's time: the checkpoint's part plus its own
     from tabbench.run.execute import execute
     from tabbench.run.jobs import Job
