@@ -87,7 +87,8 @@ SLOW_TESTS = {
     "test_categorical.py": {"test_models_learn_from_a_mixed_type_table"},  # every model trained on Adult
     "test_modern_models.py": {"test_learns_concrete_and_keeps_a_validated_epoch"},  # trained to a quality bar
     "test_npt_defaults.py": {"*"},  # NPT's cost checks and fits on Covertype's 15,120 rows
-    "test_clock.py": {"test_npt_budget_and_tabr_train_the_same_beside_a_cpu_hog_on_their_core"},  # 4 jobs of 12 CPU-s
+    "test_clock.py": {"test_npt_budget_tabr_and_tabm_train_the_same_beside_a_cpu_hog_on_their_core"},  # 6 jobs, 12 CPU-s
+    # each, half of them beside a busy loop
     "test_runner.py": {"test_quickstart_end_to_end_through_the_cli"},  # the README's quickstart on Ray, 48 jobs
     "test_probe.py": {"test_a_probe_stopped_mid_fit_by_sigint_continues_its_fit_from_the_checkpoint"},  # NPT
     "test_plugin_contract.py": {"test_conformance_tests_pass_with_a_third_party_plugin_installed"},  # all of
