@@ -39,6 +39,20 @@ def test_limits_and_crashes_become_records_and_the_run_goes_on(tmp_path, request
     planned = frame.loc["planned"]
     assert planned["status"] == "ok" and planned["cpu_seconds"] > 8 and planned["cpu_limit_s"] == 4 * 8
     assert pd.isna(frame.loc["ok", "cpu_limit_s"])
+    # and the cost section's budget table says which results ran past their budget, and by how much
+    from tabbench.report.cost import budget_table
+
+    past = budget_table(frame.reset_index())[["past", "past_most"]]
+    assert past.loc["planned", "past"] == 1 and past.loc["planned", "past_most"] == planned["cpu_seconds"] / 8
+    assert past.drop(index="planned")["past"].eq(0).all()
+    from tabbench.report.leaderboard import make_context
+    from tabbench.report.sections import CostAgainstQuality
+
+    folder = tmp_path / "results" / "limits"
+    note = "\n".join(CostAgainstQuality().markdown(make_context(tmp_path / "board", [folder], frame.reset_index(),
+                                                                 report=True)))
+    assert f"| planned | 1 | 0 | 0 | 1 (up to {past.loc['planned', 'past_most']:.1f}x) |" in note, note
+    assert "'past the budget': results of work the model planned" in note
     assert frame.loc["hog", "status"] == "oom" and "memory budget is 700 MiB" in frame.loc["hog", "error_message"]
     assert frame.loc["exit", "status"] == "crash" and "exited with code 3" in frame.loc["exit", "error_message"]
     assert frame.loc["segfault", "status"] == "crash" and "SIGSEGV" in frame.loc["segfault", "error_message"]

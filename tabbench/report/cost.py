@@ -9,7 +9,9 @@ beats on both rank and cost.
 
 Under a time budget (the suite's ``budget.time_s``), per method: how many of its jobs the budget ended, by
 the training clock (a result, from the best epoch or iteration reached) or by the kill (a timeout, no
-result), and for NPT the training steps run (``steps: auto`` sizes them to the budget).
+result), how many trained work they planned before training past the budget (on the cpu clock, up to
+PLANNED_OVERRUN times it: tabbench/clock.py), and for NPT the training steps run (``steps: auto`` sizes them
+to the budget).
 """
 
 from __future__ import annotations
@@ -49,8 +51,10 @@ def pareto_front(rank: pd.Series, cost: pd.Series) -> pd.Series:
 
 def budget_table(runs: pd.DataFrame) -> pd.DataFrame:
     """Rows = methods with budgeted jobs: jobs, stopped (ok records whose fit the training clock ended), killed
-    (timeouts), and the median and range of the steps run where records carry ``steps_run`` (NPT). Empty when no
-    job ran under a budget."""
+    (timeouts), past (ok records of planned work, their CPU limit raised, ``cpu_limit_s``, that spent more CPU
+    seconds than the budget: tabbench/clock.py's PLANNED_OVERRUN) with the most one spent as a multiple of its
+    budget (``past_most``), and the median and range of the steps run where records carry ``steps_run`` (NPT).
+    Empty when no job ran under a budget."""
     if "time_budget_s" not in runs:
         return pd.DataFrame()
     budgeted = runs[runs["time_budget_s"].notna()]
@@ -59,10 +63,14 @@ def budget_table(runs: pd.DataFrame) -> pd.DataFrame:
     rows = {}
     for method, part in budgeted.groupby("method"):
         ok = part["status"] == "ok"
+        raised = part["cpu_limit_s"].notna() if "cpu_limit_s" in part else pd.Series(False, part.index)
+        over = (part["cpu_seconds"] / part["time_budget_s"])[ok & raised] if "cpu_seconds" in part else pd.Series()
+        over = over[over > 1]
         steps = pd.Series([info[i].get("steps_run") for i in part.index], dtype=float).dropna()
         rows[method] = {"jobs": len(part),
                         "stopped": int(sum(bool(info[i].get("stopped_by_time_budget")) for i in part.index[ok])),
                         "killed": int((part["status"] == "timeout").sum()),
+                        "past": len(over), "past_most": over.max() if len(over) else np.nan,
                         "steps_median": steps.median() if len(steps) else np.nan,
                         "steps_min": steps.min() if len(steps) else np.nan,
                         "steps_max": steps.max() if len(steps) else np.nan}

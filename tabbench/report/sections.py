@@ -14,6 +14,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from tabbench.clock import PLANNED_OVERRUN
 from tabbench.measure import machines
 from tabbench.report import cost, plots, significance as sig, winrate
 from tabbench.report.against_tabarena import AgainstTabArena, TabArenaBoard
@@ -441,15 +442,22 @@ def _budget_note(ctx: Context, order) -> list:
     else:  # suites of one folder with budgets of their own (e.g. a longer one for NPT)
         budget = "Time budgets: " + "; ".join(
             f"{b:g} s a job for {', '.join(show.get(m, m) for m in sorted(methods))}" for b, methods in budgets.items()) + "."
+    past = bool(table["past"].sum())  # a column only where planned work ran past the budget (cpu clock)
     rows = [[show.get(m, m), *(f"{int(r[c]):,}" for c in ("jobs", "stopped", "killed")),
+             *([f"{int(r['past']):,}" + (f" (up to {r['past_most']:.1f}x)" if r["past"] else "")] if past else []),
              "–" if pd.isna(r["steps_median"]) else
              f"{r['steps_median']:.0f} ({r['steps_min']:.0f}-{r['steps_max']:.0f})"]
             for m, r in table.loc[[m for m in order if m in table.index]].iterrows()]
+    past_note = (" 'past the budget': results of work the model planned before training (NPT's `steps: auto`, "
+                 "epochs planned from a stored epoch time) trained in full in more CPU seconds than the budget, as "
+                 f"the cpu clock allows up to {PLANNED_OVERRUN:g} times it (a core shared with another busy process "
+                 "costs CPU seconds too), and the most one took, as a multiple of the budget." if past else "")
     return [f"{budget} 'stopped': "
             "results whose training the clock ended at 80% of it (the best epoch or iteration reached is kept); "
-            "'killed': jobs still running at the budget, failed (timeout) and ranked last; 'steps run': NPT's "
-            "training steps, median (range), sized to the budget by `steps: auto`.", "",
-            markdown_table(["method", "jobs", "stopped", "killed", "steps run"], rows), ""]
+            "'killed': jobs still running at the budget, failed (timeout) and ranked last;" + past_note +
+            " 'steps run': NPT's training steps, median (range), sized to the budget by `steps: auto`.", "",
+            markdown_table(["method", "jobs", "stopped", "killed", *(["past the budget"] if past else []),
+                            "steps run"], rows), ""]
 
 
 def _hardware_note(ctx: Context) -> list:
