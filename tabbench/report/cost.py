@@ -9,9 +9,9 @@ beats on both rank and cost.
 
 Under a time budget (the suite's ``budget.time_s``), per method: how many of its jobs the budget ended, by
 the training clock (a result, from the best epoch or iteration reached) or by the kill (a timeout, no
-result), how many trained work they planned before training past the budget (on the cpu clock, up to
-PLANNED_OVERRUN times it: tabbench/clock.py), and for NPT the training steps run (``steps: auto`` sizes them
-to the budget).
+result), how many of its results trained work planned before training in more CPU seconds than the budget
+(the cpu clock allows PLANNED_OVERRUN times it for planned work: tabbench/clock.py), and for NPT the training
+steps run (``steps: auto`` sizes them to the budget).
 """
 
 from __future__ import annotations
