@@ -234,6 +234,9 @@ def test_the_readme_plugin_test_and_the_projects_tests_pass_before_and_after_the
              "tests/test_plugin_contract.py::test_the_readme_plugin_example_meets_the_contract",
              "tests/test_plugin_contract.py::test_the_readme_plugin_shows_its_description_in_tabbench_models",
              "tests/test_model_params.py"]
-    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests], cwd=ROOT,
+    # less test_model_params' checks of one built-in model or one committed folder each: the child's tests load
+    # this repository's plugins only (tests/conftest.py), so those are this run's own cases again (40 s of 55)
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests, "-k",
+                          "not (wrong_value_of_each_param or every_committed_record)"], cwd=ROOT,
                          env={**user, "PYTHONPATH": pythonpath(site)}, capture_output=True, text=True, timeout=900)
     assert out.returncode == 0 and " passed" in out.stdout, out.stdout[-5000:]
