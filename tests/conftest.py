@@ -97,18 +97,17 @@ SLOW_TESTS = {
     # tests/test_conformance.py again, in a child
     "test_time_budget.py": {"test_tabr_whose_first_epoch_outlasts_its_budget_ends_mid_epoch_on_its_own_clock"},
     "test_report_site.py": {"test_report_writes_every_page_and_the_answer_from_the_records"},  # `tabbench report`
-    # over every folder; the quick selection regenerates the small folders (below) and opens every page
+    # over every folder, each folder's tables checked; the quick selection regenerates the small folders
+    # (tests/test_regeneration.py) and opens every page
     "test_suite_properties.py": {  # 300 and 400 generated documents; the generated text files stay quick
         "test_arbitrary_documents_load_or_raise_suite_error",
         "test_a_valid_suite_with_any_one_field_replaced_loads_or_raises_suite_error"},
 }
 #: Cases of a parametrized test that are slow, by module and test: the case ids. The results folders of thousands
-#: of records (uci-small's 8,280 and the folders pooling or citing them): regenerating their tables, and checking
-#: their READMEs' numbers against their records, take tens of seconds each; the quick selection runs the same code
-#: on the small folders, and on breadth's README.
+#: of records (uci-small's 10,240 and the folders pooling or citing them): checking their READMEs' numbers against
+#: their records takes tens of seconds each; the quick selection runs the same code on the small folders, and on
+#: breadth's README.
 SLOW_CASES = {
-    "test_regeneration.py": {"test_committed_tables_regenerate_unchanged": {
-        "breadth", "uci-cpu", "uci-small", "uci-small-kfold", "uci-small-paper-budget"}},
     "test_readme_numbers.py": {
         "test_every_number_in_a_results_readme_is_an_input_a_citation_or_what_the_records_give": {
             "results", "uci-cpu", "uci-large-cpu", "uci-small", "uci-small-kfold", "uci-small-npt-paper",

@@ -58,23 +58,30 @@ def test_every_committed_page_opens_in_chromium_without_an_error(browser, page, 
 
 
 def test_report_writes_every_page_and_the_answer_from_the_records(tmp_path):
-    """`tabbench report` in a copy of the checkout's results: a page per folder, the index, and the answer atop
-    results/README.md as committed (the committed answer is current)."""
+    """`tabbench report` in a copy of the checkout's results from which every file a folder's command writes was
+    removed: each folder's tables as committed (tests/test_regeneration.py's check, here for every folder), a page
+    per folder, the index, and the answer atop results/README.md as committed (the committed answer is current)."""
     import shutil
     import subprocess
     import sys
 
-    from tests.test_regeneration import comparable, require_report_extra, require_tabarena_file
+    from tests.test_regeneration import (assert_regenerated, comparable, generated, require_report_extra,
+                                         require_tabarena_file)
 
     require_report_extra()
     require_tabarena_file("TabArena-Lite")  # several folders' tables and README blocks show TabArena's numbers
     shutil.copytree(RESULTS, tmp_path / "results", ignore=shutil.ignore_patterns("checkpoints", "claims", "*.html"))
+    for folder in published_folders(tmp_path / "results"):
+        for name in generated(folder):
+            (folder / name).unlink()
     (tmp_path / "suites").symlink_to(ROOT / "suites")
     readme = tmp_path / "results" / "README.md"
     readme.write_text(readme.read_text().replace("χ²", "chi2"))  # a stale answer is replaced, not kept
     stale = tmp_path / "results" / "uci-cpu" / "README.md"  # and so is a stale generated block in a folder's README
     stale.write_text(re.sub(r"χ² = [0-9.]+", "χ² = 48.7", stale.read_text()))
     subprocess.run([sys.executable, "-m", "tabbench.cli", "report"], cwd=tmp_path, check=True, capture_output=True)
+    for folder in published_folders(RESULTS):
+        assert_regenerated(folder, tmp_path / "results" / folder.name)
     for page in PAGES:
         fresh = tmp_path / page.relative_to(ROOT)
         assert comparable(fresh.read_text(), ".html") == comparable(page.read_text(), ".html"), page.name
