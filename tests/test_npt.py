@@ -1079,12 +1079,12 @@ def test_a_patch_is_masked_as_one_entry(mnist):
 @needs_images
 def test_patch_encoder_learns_mnist(mnist):
     """49 linear 4x4 patches (the paper's MNIST encoder) on real digits: 1,500 training images,
-    batches of 128, 200 steps, e=16, 2 layers (paper: 60,000 images, 500k steps) beats chance (0.1)
-    by far on 500 of the official test images."""
+    batches of 128, 200 steps, e=8, 2 layers (paper: 60,000 images, 500k steps) beats chance (0.1)
+    by far on 500 of the official test images (0.60 here; e=16, 0.69 in 2.6 times the time)."""
     X, y = mnist.X, mnist.y
     rows = np.random.default_rng(0).permutation(5000)  # the 5,000 training images are sorted by class
     tr, va, te = rows[:1500], rows[1500:1700], np.arange(5000, 5500)
-    model = NPT(mnist.meta, 0, **SMALL, steps=200, batch_size=128, lr=3e-3, lambda_init=0.5, eval_every=25,
+    model = NPT(mnist.meta, 0, **{**SMALL, "e": 8}, steps=200, batch_size=128, lr=3e-3, lambda_init=0.5, eval_every=25,
                 p_target=0.15, n_patches=49, image_shape=[1, 28, 28], amp=False, device="cpu")
     model.fit(X.iloc[tr], y[tr], X.iloc[va], y[va])
     assert model.model_.cfg.d == 50 and model.model_.cfg.patch_dim == 16
