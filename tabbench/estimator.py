@@ -132,12 +132,13 @@ class TrainingClock:
     def plan_epochs(self, shape: Mapping) -> int | None:
         """The epochs a fit of ``shape`` (what sets an epoch's length: the model, its params, the table and its
         rows; JSON-able) trains, decided now, before its first epoch, from the epoch time this kind of machine
-        stored for that shape (tabbench.machine_book, ``EPOCH_TIMES``): as many as fit before the deadline after
-        the setup (the seconds from the clock's start to training's) that the measuring fit stored, at least one. The clock then only guards them (``guard_only``) and ``out_of_time`` ends training after
-        them, so the same job trains the same epochs alone or beside a CPU hog (tests/test_clock.py). None where
-        no time is stored (this machine's first fit of the shape: its clock decides, and ``keep_epoch_time``
-        stores the mean epoch it measured and its setup), on a wall clock (another process's load is in a wall-clock epoch's
-        time) and without a budget. Training starts now (``begin``). ``epoch_plan`` says which, for the record."""
+        stored for that shape (tabbench.machine_book, ``EPOCH_TIMES``): as many as fit before the deadline after the
+        setup (the seconds from the clock's start to training's) that the measuring fit stored, at least one. The
+        clock then only guards them (``guard_only``) and ``out_of_time`` ends training after them, so the same job
+        trains the same epochs alone or beside a CPU hog (tests/test_clock.py). None where no time is stored (this
+        machine's first fit of the shape: its clock decides, and ``keep_epoch_time`` stores the mean epoch it
+        measured and its setup), on a wall clock (another process's load is in a wall-clock epoch's time) and
+        without a budget. Training starts now (``begin``). ``epoch_plan`` says which, for the record."""
         self.begin()
         if not self.cpu or self.deadline is None:
             return None

@@ -1084,8 +1084,8 @@ def test_patch_encoder_learns_mnist(mnist):
     X, y = mnist.X, mnist.y
     rows = np.random.default_rng(0).permutation(5000)  # the 5,000 training images are sorted by class
     tr, va, te = rows[:1500], rows[1500:1700], np.arange(5000, 5500)
-    model = NPT(mnist.meta, 0, **{**SMALL, "e": 8}, steps=200, batch_size=128, lr=3e-3, lambda_init=0.5, eval_every=25,
-                p_target=0.15, n_patches=49, image_shape=[1, 28, 28], amp=False, device="cpu")
+    model = NPT(mnist.meta, 0, **{**SMALL, "e": 8}, steps=200, batch_size=128, lr=3e-3, lambda_init=0.5,
+                eval_every=25, p_target=0.15, n_patches=49, image_shape=[1, 28, 28], amp=False, device="cpu")
     model.fit(X.iloc[tr], y[tr], X.iloc[va], y[va])
     assert model.model_.cfg.d == 50 and model.model_.cfg.patch_dim == 16
     accuracy = (model.predict(X.iloc[te]) == y[te]).mean()

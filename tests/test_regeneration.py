@@ -3,11 +3,12 @@
 Each results folder with tables names one command (``Regenerate: `tabbench leaderboard ...```,
 tabbench.report.site.REGENERATE); the test runs each in a copy of that folder, and of the folders whose records it
 pools, from which every file the folder's command writes was removed, so that each committed table must be written
-again by its own command (the folders of thousands of records, ``LARGE``, are checked by
-tests/test_report_site.py's run of `tabbench report`, which regenerates every folder by its command anyway), and compares what does not depend on library versions byte for byte: everything but the bootstrap Elo intervals' ends (their resampled
-Bradley-Terry fits move a point or two between numpy builds and CPUs; they are checked to enclose the Elo) and
-the library versions the leaderboard names; figures (matplotlib's rendering) must be written, not equal. It never
-skips in CI: the records are committed, and the report extra is required there (TABBENCH_REQUIRE_PACKAGES=1).
+again by its own command (the folders of thousands of records, ``LARGE``, are checked by tests/test_report_site.py's
+run of `tabbench report`, which regenerates every folder by its command anyway), and compares what does not depend
+on library versions byte for byte: everything but the bootstrap Elo intervals' ends (their resampled Bradley-Terry
+fits move a point or two between numpy builds and CPUs; they are checked to enclose the Elo) and the library
+versions the leaderboard names; figures (matplotlib's rendering) must be written, not equal. It never skips in CI:
+the records are committed, and the report extra is required there (TABBENCH_REQUIRE_PACKAGES=1).
 """
 
 import os
@@ -111,7 +112,8 @@ def generated(folder: Path) -> set:
 def assert_regenerated(committed: Path, fresh: Path) -> None:
     """``fresh`` (a folder its command wrote again, from nothing) holds the files ``committed`` holds, the same but
     for library versions and interval ends, figures written; every committed Elo interval encloses its Elo."""
-    assert generated(fresh) == generated(committed), f"{committed.name}: files its command writes, against those committed"
+    assert generated(fresh) == generated(committed), (
+        f"{committed.name}: the files its command writes, against those committed")
     for filename in sorted(generated(committed)):
         if Path(filename).suffix in FIGURES:
             continue

@@ -268,12 +268,12 @@ def test_the_leaderboard_counts_the_jobs_the_budget_stopped_and_the_ones_it_kill
 
 def test_tabr_whose_first_epoch_outlasts_its_budget_ends_mid_epoch_on_its_own_clock(tmp_path):
     """TabR through the harness (``tabbench run``, local executor) on Higgs' 7,000-row offline subset, sized so that
-    one epoch is longer than the whole 8 CPU-s budget (d_main 256, context 96: about 22 CPU-s an epoch under a
-    90 s budget here; at d_main 96 and context 32, 2.5 CPU-s). A clock asked only after each epoch let such a job run into the harness's
-    kill (``timeout``, as measured before the per-batch check and the prediction margin,
+    one epoch is longer than the whole 8 CPU-s budget (d_main 256, context 96: about 22 CPU-s an epoch under a 90 s
+    budget here; at d_main 96 and context 32, 2.5 CPU-s). A clock asked only after each epoch let such a job run
+    into the harness's kill (``timeout``, as measured before the per-batch check and the prediction margin,
     plugins/tabbench_plugins/pytabkit_wrapper.py ``budget_stop``). The job must end by itself in its first epoch:
-    its record ``ok``, training ``stopped_by_time_budget``, the whole job within its budget. (This test ran beside
-    a busy loop on the job's core while budgets were wall clocks; the CPU clock sees the same epoch, only dearer.)"""
+    its record ``ok``, training ``stopped_by_time_budget``, the whole job within its budget. (This test ran beside a
+    busy loop on the job's core while budgets were wall clocks; the CPU clock sees the same epoch, only dearer.)"""
     import yaml
 
     from tabbench.store import Store
