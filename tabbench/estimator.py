@@ -89,6 +89,7 @@ class TrainingClock:
         self._unit_s: float | None = None  # guard_only's: the seconds an epoch (step) was planned to take
         self._first_s = 0.0  # seconds of the first epoch counted
         self._setup_s = 0.0  # plan_epochs': seconds from the clock's start to training's
+        self._reserve_s = 0.0  # plan_epochs': the reserve for predicting as training began
 
     def begin(self) -> None:
         """Training starts now: the first epoch counts from here, not from the clock's creation (for a model
@@ -132,19 +133,20 @@ class TrainingClock:
     def plan_epochs(self, shape: Mapping) -> int | None:
         """The epochs a fit of ``shape`` (what sets an epoch's length: the model, its params, the table and its
         rows; JSON-able) trains, decided now, before its first epoch, from the epoch time this kind of machine
-        stored for that shape (tabbench.machine_book, ``EPOCH_TIMES``): as many as fit before the deadline after the
-        setup (the seconds from the clock's start to training's) that the measuring fit stored, at least one. The
-        clock then only guards them (``guard_only``) and ``out_of_time`` ends training after them, so the same job
-        trains the same epochs alone or beside a CPU hog (tests/test_clock.py). None where no time is stored (this
+        stored for that shape (tabbench.machine_book, ``EPOCH_TIMES``): as many as fit between the end of the setup
+        (the seconds from the clock's start to training's) and the deadline (the training share, or the job's end
+        less the reserve for predicting, whichever comes first) that the measuring fit had, at least one. The clock
+        then only guards them (``guard_only``) and ``out_of_time`` ends training after them, so the same job trains
+        the same epochs alone or beside a CPU hog (tests/test_clock.py). None where no time is stored (this
         machine's first fit of the shape: its clock decides, and ``keep_epoch_time`` stores the mean epoch it
-        measured and its setup), on a wall clock (another process's load is in a wall-clock epoch's time) and
-        without a budget. Training starts now (``begin``). ``epoch_plan`` says which, for the record."""
+        measured, its setup and its reserve), on a wall clock (another process's load is in a wall-clock epoch's
+        time) and without a budget. Training starts now (``begin``). ``epoch_plan`` says which, for the record."""
         self.begin()
         if not self.cpu or self.deadline is None:
             return None
         from tabbench.machine_book import EPOCH_TIMES, MachineBook, torch_version
 
-        self._setup_s = self._last - self._start
+        self._setup_s, self._reserve_s = self._last - self._start, self._reserved
         book = self._book = MachineBook(EPOCH_TIMES)
         self._epoch_key = json.dumps({**shape, "torch": torch_version()}, sort_keys=True, default=str)
         stored = book.get(self._epoch_key)
@@ -152,24 +154,29 @@ class TrainingClock:
             self.epoch_plan = {"speed": "measured", "machine": book.machine}
             return None
         epoch_s = float(stored["epoch_s"])
-        # the setup's seconds as the measuring fit spent them: this fit's own move with the load as an epoch's do
-        # (TabR's setup beside a busy loop on its core: 2.5 times alone, 6 of 50 epochs at a 12 s budget)
+        # the setup's seconds and the reserve for predicting (timed from a validation pass, where the model has
+        # made one by now) as the measuring fit had them: this fit's own move with the load as an epoch's do
+        # (beside a busy loop on its core TabR's setup took 2.5 times its CPU seconds alone, and its reserve moved
+        # the deadline: 44 planned epochs against 50 and 63 alone at a 12 s budget)
         setup_s = float(stored.get("setup_s", self._setup_s))
-        self._planned = max(1, int(max(0.0, self.deadline - self._start - setup_s) // epoch_s))
+        reserve_s = float(stored.get("reserve_s", self._reserved))
+        deadline = min(self._share_deadline, self.end - reserve_s)
+        self._planned = max(1, int(max(0.0, deadline - self._start - setup_s) // epoch_s))
         self.epoch_plan = {"speed": "stored", "machine": book.machine, "epoch_s": epoch_s, "setup_s": setup_s,
-                           "epochs": self._planned}
+                           "reserve_s": reserve_s, "epochs": self._planned}
         self.guard_only(epoch_s)
         return self._planned
 
     def keep_epoch_time(self) -> None:
         """After training: where ``plan_epochs`` found no stored time for its shape, store the mean epoch this fit
-        measured and the setup before it (``epoch_s``, ``setup_s``, in ``epoch_plan`` too), for the machine's later
-        fits of the shape."""
+        measured, the setup before it and the reserve for predicting it held when training began (``epoch_s``,
+        ``setup_s``, ``reserve_s``, in ``epoch_plan`` too), for the machine's later fits of the shape."""
         if self._epoch_key is None or self._planned is not None or not self.epochs:
             return
         epoch_s = self._trained_s / self.epochs
-        self._book.put(self._epoch_key, {"epoch_s": epoch_s, "setup_s": self._setup_s, "epochs": self.epochs})
-        self.epoch_plan = {**self.epoch_plan, "epoch_s": epoch_s, "setup_s": self._setup_s}
+        kept = {"epoch_s": epoch_s, "setup_s": self._setup_s, "reserve_s": self._reserve_s}
+        self._book.put(self._epoch_key, {**kept, "epochs": self.epochs})
+        self.epoch_plan = {**self.epoch_plan, **kept}
 
     def remaining(self) -> float | None:
         """Seconds left before the deadline (never below 0), or None without a budget."""

@@ -173,32 +173,35 @@ def test_a_guard_only_clock_keeps_a_margin_as_much_larger_as_training_runs_slowe
 def test_planned_epochs_come_from_the_machines_first_fit_of_the_shape_and_only_the_cpu_clock_plans(
         tmp_path, monkeypatch):
     """The first fit of a shape on a machine has no stored epoch time: its clock decides (here 3 epochs of 2, 3
-    and 4 s after a setup of 1 s, then the 80 s training share is reached) and it stores their mean (3 s) and its
-    setup. The next fit of that shape plans (80 - 1) // 3 s epochs before its first (26, though a busy machine made
-    its own setup 4 s: 25 by its own), trains them whatever they cost (that machine's 3.3 s epochs here) with its
-    clock only guarding them, and stops after them. Another shape, a wall clock or a fit without a budget plans
-    nothing."""
+    and 4 s after a setup of 1 s, a reserve of 30 s for predicting leaving it the 70 s up to its deadline) and it
+    stores their mean (3 s), its setup and its reserve. The next fit of that shape plans (70 - 1) // 3 s epochs
+    before its first: 23, though a busy machine made its own setup 4 s and its timed reserve 40 s (18 by its own),
+    trains them whatever they cost (that machine's 3.3 s epochs here) with its clock only guarding them, and stops
+    after them. Another shape, a wall clock or a fit without a budget plans nothing."""
     monkeypatch.setenv("TABBENCH_CACHE", str(tmp_path))
     shape = {"model": "m", "rows": 100}
     t = [1.0]
     first = TrainingClock(100.0, started=0.0, now=lambda: t[0], cpu=True)
+    first.reserve(30.0)
     assert first.plan_epochs(shape) is None and first.epoch_plan["speed"] == "measured"
     for t[0] in (3.0, 6.0, 10.0):
         first.out_of_time()
     first.keep_epoch_time()
-    assert first.epoch_plan["epoch_s"] == pytest.approx(3.0) and first.epoch_plan["setup_s"] == 1.0
+    assert first.epoch_plan["epoch_s"] == pytest.approx(3.0)
+    assert (first.epoch_plan["setup_s"], first.epoch_plan["reserve_s"]) == (1.0, 30.0)
 
     t[0] = 4.0
     second = TrainingClock(100.0, started=0.0, now=lambda: t[0], cpu=True)
-    assert second.plan_epochs(shape) == 26 and second.epoch_plan["speed"] == "stored"
-    assert second.epoch_plan["setup_s"] == 1.0
-    for epoch in range(1, 27):
-        t[0] = 4.0 + 3.3 * epoch  # 89.8 s at the 26th: past the training share, within the guard
+    second.reserve(40.0)
+    assert second.plan_epochs(shape) == 23 and second.epoch_plan["speed"] == "stored"
+    assert (second.epoch_plan["setup_s"], second.epoch_plan["reserve_s"]) == (1.0, 30.0)
+    for epoch in range(1, 24):
+        t[0] = 4.0 + 3.3 * epoch  # 79.9 s at the 23rd: past the first fit's deadline, within the guard
         if second.out_of_time():
             break
-    assert epoch == 26 and second.stopped
+    assert epoch == 23 and second.stopped
     second.keep_epoch_time()  # a planned fit stores nothing: the first fit's time stays
-    assert TrainingClock(100.0, started=0.0, now=lambda: 1.0, cpu=True).plan_epochs(shape) == 26
+    assert TrainingClock(100.0, started=0.0, now=lambda: 1.0, cpu=True).plan_epochs(shape) == 23
 
     assert TrainingClock(100.0, started=0.0, now=lambda: 1.0, cpu=True).plan_epochs({**shape, "rows": 101}) is None
     assert TrainingClock(100.0, started=0.0, now=lambda: 1.0).plan_epochs(shape) is None  # a wall clock
