@@ -172,36 +172,41 @@ def test_a_guard_only_clock_keeps_a_margin_as_much_larger_as_training_runs_slowe
 
 def test_planned_epochs_come_from_the_machines_first_fit_of_the_shape_and_only_the_cpu_clock_plans(
         tmp_path, monkeypatch):
-    """The first fit of a shape on a machine has no stored epoch time: its clock decides (here 3 epochs of 2, 3
-    and 4 s after a setup of 1 s, a reserve of 30 s for predicting leaving it the 70 s up to its deadline) and it
-    stores their mean (3 s), its setup and its reserve. The next fit of that shape plans (70 - 1) // 3 s epochs
-    before its first: 23, though a busy machine made its own setup 4 s and its timed reserve 40 s (18 by its own),
-    trains them whatever they cost (that machine's 3.3 s epochs here) with its clock only guarding them, and stops
-    after them. Another shape, a wall clock or a fit without a budget plans nothing."""
+    """The first fit of a shape on a machine has no stored epoch time: its clock decides. Here, after a setup of
+    1 s and with a reserve of 30 s for predicting (its deadline at 70 s), a first epoch of 10 s and then epochs of
+    2 s: it stops after 26, when one more as long as its longest would pass the deadline, and stores its epoch
+    times, its setup and its reserve. The next fit of that shape plans 26 epochs before its first, those its
+    clock's rule gave the measuring fit (by the mean epoch alone, 2.31 s, it would have planned 29: the first
+    epoch's and the last's margins), though a busy machine made its own setup 4 s and its timed reserve 40 s,
+    trains them whatever they cost (that machine's 2.6 s epochs here) with its clock only guarding them, and
+    stops after them. Another shape, a wall clock or a fit without a budget plans nothing."""
     monkeypatch.setenv("TABBENCH_CACHE", str(tmp_path))
     shape = {"model": "m", "rows": 100}
     t = [1.0]
     first = TrainingClock(100.0, started=0.0, now=lambda: t[0], cpu=True)
     first.reserve(30.0)
     assert first.plan_epochs(shape) is None and first.epoch_plan["speed"] == "measured"
-    for t[0] in (3.0, 6.0, 10.0):
-        first.out_of_time()
+    t[0] = 11.0
+    while not first.out_of_time():
+        t[0] += 2.0
     first.keep_epoch_time()
-    assert first.epoch_plan["epoch_s"] == pytest.approx(3.0)
+    assert first.epochs == 26 and first.epoch_plan["epoch_s"] == pytest.approx(60.0 / 26)
     assert (first.epoch_plan["setup_s"], first.epoch_plan["reserve_s"]) == (1.0, 30.0)
+    assert (first.epoch_plan["first_s"], first.epoch_plan["longest_s"]) == (10.0, 10.0)
 
     t[0] = 4.0
     second = TrainingClock(100.0, started=0.0, now=lambda: t[0], cpu=True)
     second.reserve(40.0)
-    assert second.plan_epochs(shape) == 23 and second.epoch_plan["speed"] == "stored"
+    assert second.plan_epochs(shape) == 26 and second.epoch_plan["speed"] == "stored"
     assert (second.epoch_plan["setup_s"], second.epoch_plan["reserve_s"]) == (1.0, 30.0)
-    for epoch in range(1, 24):
-        t[0] = 4.0 + 3.3 * epoch  # 79.9 s at the 23rd: past the first fit's deadline, within the guard
+    assert second.epoch_plan["rest_s"] == pytest.approx(2.0)
+    for epoch in range(1, 28):
+        t[0] = 4.0 + 2.6 * epoch  # 71.6 s at the 26th: past the first fit's deadline, within the guard
         if second.out_of_time():
             break
-    assert epoch == 23 and second.stopped
-    second.keep_epoch_time()  # a planned fit stores nothing: the first fit's time stays
-    assert TrainingClock(100.0, started=0.0, now=lambda: 1.0, cpu=True).plan_epochs(shape) == 23
+    assert epoch == 26 and second.stopped
+    second.keep_epoch_time()  # a planned fit stores nothing: the first fit's times stay
+    assert TrainingClock(100.0, started=0.0, now=lambda: 1.0, cpu=True).plan_epochs(shape) == 26
 
     assert TrainingClock(100.0, started=0.0, now=lambda: 1.0, cpu=True).plan_epochs({**shape, "rows": 101}) is None
     assert TrainingClock(100.0, started=0.0, now=lambda: 1.0).plan_epochs(shape) is None  # a wall clock
