@@ -19,7 +19,9 @@ and the step is reported as a multiple of it. Beside them, measured rather than 
 table of the same columns cut to **two rows** (``--small-rows``), whose time is what does not grow with the rows:
 every operator's dispatch as the step really pays it (Python, autograd's graph, the modules' calls, the
 dropout masks' numpy calls) and the optimiser's passes over the weights. The step less it is what the rows
-cost. A floor is what no implementation of the same operators can
+cost. And the products' own time: each timed as the step runs (CPU time around the operator, under a dispatch
+mode), the batched products of attention between attributes (one small matrix a row and head) apart. A floor is
+what no implementation of the same operators can
 beat on this CPU; the distance to it is the element-wise work's passes over memory and every operator's time
 above an empty one's.
 
@@ -54,14 +56,16 @@ def product_flop(func, args) -> int:
     return 2 * batch * a.shape[-2] * a.shape[-1] * b.shape[-1]
 
 
-def counter(torch):
-    """A dispatch mode that counts the operators run under it (views apart) and the products' FLOP by dtype."""
+def counter(torch, aba_batch: int | None = None):
+    """A dispatch mode that counts the operators run under it (views apart) and the products' FLOP by dtype, and
+    times each product (CPU seconds, ``product_s``): those of attention between attributes (``bmm`` over
+    ``aba_batch`` matrices: rows x heads) apart from the rest."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
     class Count(TorchDispatchMode):
         def __init__(self):
             super().__init__()
-            self.ops, self.views, self.flop = 0, 0, Counter()
+            self.ops, self.views, self.flop, self.product_s = 0, 0, Counter(), Counter()
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             if getattr(func, "is_view", False):
@@ -69,10 +73,15 @@ def counter(torch):
             else:
                 self.ops += 1
             flop = product_flop(func, args)
-            if flop:
-                self.flop[args[1].dtype if str(func).startswith(("aten.addmm.", "aten.baddbmm.")) else args[0].dtype] \
-                    += flop
-            return func(*args, **(kwargs or {}))
+            if not flop:
+                return func(*args, **(kwargs or {}))
+            self.flop[args[1].dtype if str(func).startswith(("aten.addmm.", "aten.baddbmm.")) else args[0].dtype] \
+                += flop
+            start = time.process_time()
+            out = func(*args, **(kwargs or {}))
+            aba = str(func).startswith("aten.bmm.") and args[0].shape[0] == aba_batch
+            self.product_s["between attributes" if aba else "other"] += time.process_time() - start
+            return out
 
     return Count()
 
@@ -156,13 +165,18 @@ def main(argv=None):
             with counter(torch) as c:
                 step(1e-3, 0.5)
             wall, cpu = zip(*(timed(lambda: step(1e-3, 0.5)) for _ in range(args.steps)))
+            with counter(torch, aba_batch=b.n * b.cfg.n_heads) as products:  # the products' own CPU time
+                for _ in range(args.steps):
+                    step(1e-3, 0.5)
             arith = sum(f / peaks.get(dt, peaks[torch.float32]) for dt, f in c.flop.items())
             dispatch = c.ops * per_op + c.views * per_view
             rows.append(dict(config=f"{name} {rung}", shape=f"{b.n} x {b.d}, e {b.e}", params=b.model.n_params(),
                              ops=c.ops, views=c.views, gflop=sum(c.flop.values()) / 1e9,
                              bf16_share=c.flop[torch.bfloat16] / max(1, sum(c.flop.values())),
                              arith=arith, dispatch=dispatch, median=statistics.median(wall), min=min(wall),
-                             cpu=statistics.median(cpu) / args.threads))
+                             cpu=statistics.median(cpu) / args.threads,
+                             products=sum(products.product_s.values()) / args.steps / args.threads,
+                             aba=products.product_s["between attributes"] / args.steps / args.threads))
             del b, step
             small = build(name, "fused-bf16" if bf16 else "fused-fp32", args.small_rows, "cpu", 8, 8, "foreach", rung)
             small_step = small.train_step(small.model, small.opt)
@@ -185,14 +199,16 @@ def main(argv=None):
     print()
     print("| config rung | rows x cols, e | params | operators (+ views) a step | GFLOP a step (bf16 share) | "
           "arithmetic floor ms | dispatch floor ms | bound ms | step wall ms median (min) | step CPU ms | "
-          f"step CPU / bound | step CPU ms at {args.small_rows} rows | the rows' share (step less that) |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          f"step CPU / bound | step CPU ms at {args.small_rows} rows | the rows' share (step less that) | "
+          "products CPU ms a step (attention between attributes') |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         bound = r["arith"] + r["dispatch"]
         print(f"| {r['config']} | {r['shape']} | {r['params']:,} | {r['ops']} (+{r['views']}) | {r['gflop']:.2f} "
               f"({r['bf16_share']:.0%}) | {r['arith'] * 1000:.1f} | {r['dispatch'] * 1000:.1f} | {bound * 1000:.1f} | "
               f"{r['median'] * 1000:.1f} ({r['min'] * 1000:.1f}) | {r['cpu'] * 1000:.1f} | {r['cpu'] / bound:.1f}x | "
-              f"{r['small_cpu'] * 1000:.1f} | {(r['cpu'] - r['small_cpu']) / r['cpu']:.0%} |")
+              f"{r['small_cpu'] * 1000:.1f} | {(r['cpu'] - r['small_cpu']) / r['cpu']:.0%} | "
+              f"{r['products'] * 1000:.1f} ({r['aba'] * 1000:.1f}) |")
 
 
 if __name__ == "__main__":
