@@ -65,6 +65,10 @@ def _run_parser(sub) -> None:
     _reference_arg(run)
     _checkpoints_arg(run)
     _rerun_args(run)
+    run.add_argument("--cpu", metavar="ID",
+                     help="run only on the kind of CPU whose id is ID (its records' environment.hardware.id); on "
+                          "another kind the run stops before any job. For a comparison resumed over several "
+                          "sessions on machines that may differ: a time budget counts one kind of CPU's seconds")
     run.add_argument("--skip-refused", action="store_true",
                      help="run every job that can run when some datasets cannot be loaded or a model's pre-run "
                           "check refuses some jobs (else the run stops before any job); what is left out is said "
@@ -253,7 +257,7 @@ def cmd_run(args) -> int:
                          checkpoints=Path(args.checkpoints) if args.checkpoints else None,
                          data_paths=DataPaths.from_env(args.cache, args.mirror, base=suite.path.parent),
                          progress=not args.no_progress, report=not args.tables_only and report_installed(),
-                         skip_refused=args.skip_refused)
+                         skip_refused=args.skip_refused, cpu=args.cpu)
     summary = run_suite(suite, options)
     failures = ", ".join(f"{n} {status}" for status, n in sorted(summary.failures.items())) or "none"
     elsewhere = f", {summary.elsewhere} ran in another run on the folder" if summary.elsewhere else ""

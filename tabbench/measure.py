@@ -176,8 +176,18 @@ def fingerprint() -> dict:
     cuda = _cuda()
     gpu = _gpu(cuda) if cuda is not None else None
     identity = [cpu[k] for k in _IDENTITY] + ([gpu["name"], gpu["capability"]] if gpu else [])
-    hid = hashlib.sha256(json.dumps(identity).encode()).hexdigest()[:12]
-    return {"id": hid, "cpu": cpu, "gpu": gpu, "torch": torch.__version__ if torch is not None else None}
+    return {"id": _short_hash(identity), "cpu": cpu, "gpu": gpu, "torch": torch.__version__ if torch is not None else None}
+
+
+def _short_hash(values: list) -> str:
+    return hashlib.sha256(json.dumps(values).encode()).hexdigest()[:12]
+
+
+def cpu_id(hardware: dict | None) -> str | None:
+    """The id of a fingerprint's kind of CPU alone, GPU left aside (its ``id`` where it has no GPU, as every CPU job's
+    record has): what ``tabbench run --cpu`` takes. None where no CPU was recorded."""
+    cpu = (hardware or {}).get("cpu")
+    return _short_hash([cpu.get(k) for k in _IDENTITY]) if cpu else None
 
 
 def cpu_kind(hardware: dict | None) -> tuple | None:

@@ -88,6 +88,21 @@ def test_force_only_reruns_the_jobs_whose_record_a_wall_clock_or_another_cpu_mad
     assert "another kind of CPU" not in capsys.readouterr().err  # knn's results are not knn_k15's
 
 
+def test_cpu_refuses_to_run_on_another_kind_of_cpu_and_runs_on_its_own(tmp_path, ray_session):
+    """``--cpu ID``: on a machine whose kind of CPU is not ID's the run stops before any job, naming this machine's
+    CPU and its id; with this machine's own id it runs, and its records carry that id."""
+    from tabbench.measure import cpu_id, fingerprint
+
+    here = cpu_id(fingerprint())
+    with pytest.raises(RunError, match=rf"--cpu 000000000000: this machine's CPU is another kind, .*\(its --cpu id "
+                                       rf"{here}\), so no job ran"):
+        _run(tmp_path, models=("knn",), cpu="000000000000")
+    store = Store(tmp_path / "results" / "small")
+    assert not store.records()
+    assert _run(tmp_path, models=("knn",), cpu=here).done == 4
+    assert {r["environment"]["hardware"]["id"] for r in store.records()} == {here}
+
+
 def test_filters_restrict_models_and_datasets(tmp_path, ray_session):
     summary = _run(tmp_path, models=("knn_k15",), datasets=("iris",), folds=(0, 2))
     frame = load_records(tmp_path / "results" / "small")

@@ -52,6 +52,7 @@ class RunOptions:
     report: bool = False  # the leaderboard's tests, figures and LaTeX too (the `report` extra), as `tabbench leaderboard`
     # run the jobs that can run when some datasets do not load or a model refuses some jobs (else the run stops)
     skip_refused: bool = False
+    cpu: str | None = None  # run only on the kind of CPU of this id (tabbench.measure.cpu_id); None: on any
 
     def selection(self) -> Selection:
         return Selection(tuple(self.models), tuple(self.datasets), tuple(self.folds))
@@ -370,6 +371,8 @@ def run_suite(suite: Suite, options: RunOptions) -> RunSummary:
 
 
 def _run(suite: Suite, options: RunOptions, store: Store, summary: RunSummary, stop: StopRequest) -> RunSummary:
+    if options.cpu is not None:
+        _refuse_another_cpu(options.cpu)
     plugin_files = tuple(options.plugin_files) + tuple(suite.plugins)
     # an unknown name stops the run before any load
     executor = make_executor(options.executor, options.address, plugin_files)
@@ -493,6 +496,18 @@ def _device_auto(suite: Suite, registry: dict) -> bool:
     there before the jobs are expanded."""
     return any(params.get("device") == "auto" for e in suite.models for d in suite.datasets
                for _, _, params in method_params(e, registry[e.model].spec, d))
+
+
+def _refuse_another_cpu(wanted: str) -> None:
+    """``--cpu ID``: stop before anything runs where this machine's kind of CPU is not ID's."""
+    from tabbench.measure import cpu_id, hardware_label
+
+    here = cpu_id(_this_machine())
+    if here != wanted:
+        raise RunError(f"--cpu {wanted}: this machine's CPU is another kind, {hardware_label(_this_machine(), False)} "
+                       f"(its --cpu id {here}), so no job ran: a time budget counts one kind of CPU's seconds, and "
+                       f"the comparison this run adds to is {wanted}'s (every CPU job's record carries its id in "
+                       "environment.hardware.id). Run it on a machine of that kind, or leave out --cpu.")
 
 
 def _say_other_cpu(existing: dict, pending: list) -> None:
