@@ -176,7 +176,8 @@ def fingerprint() -> dict:
     cuda = _cuda()
     gpu = _gpu(cuda) if cuda is not None else None
     identity = [cpu[k] for k in _IDENTITY] + ([gpu["name"], gpu["capability"]] if gpu else [])
-    return {"id": _short_hash(identity), "cpu": cpu, "gpu": gpu, "torch": torch.__version__ if torch is not None else None}
+    return {"id": _short_hash(identity), "cpu": cpu, "gpu": gpu,
+            "torch": torch.__version__ if torch is not None else None}
 
 
 def _short_hash(values: list) -> str:
@@ -184,17 +185,11 @@ def _short_hash(values: list) -> str:
 
 
 def cpu_id(hardware: dict | None) -> str | None:
-    """The id of a fingerprint's kind of CPU alone, GPU left aside (its ``id`` where it has no GPU, as every CPU job's
-    record has): what ``tabbench run --cpu`` takes. None where no CPU was recorded."""
+    """The kind of CPU a fingerprint (``fingerprint()``, a record's ``environment.hardware``) names, as an id: the
+    hash of its identifying fields, GPU left aside (its ``id`` where it has no GPU, as every CPU job's record has),
+    what ``tabbench run --cpu`` takes; None where no CPU was recorded."""
     cpu = (hardware or {}).get("cpu")
     return _short_hash([cpu.get(k) for k in _IDENTITY]) if cpu else None
-
-
-def cpu_kind(hardware: dict | None) -> tuple | None:
-    """The kind of CPU a fingerprint (``fingerprint()``, a record's ``environment.hardware``) names: its
-    identifying fields, GPU left aside; None where none was recorded."""
-    cpu = (hardware or {}).get("cpu")
-    return tuple(json.dumps(cpu.get(k)) for k in _IDENTITY) if cpu else None
 
 
 def short_name(hardware: dict) -> str:

@@ -450,16 +450,16 @@ def _this_machine() -> dict:
 
 
 @functools.lru_cache(maxsize=1)
-def _this_cpu() -> tuple | None:
-    from tabbench.measure import cpu_kind
+def _this_cpu() -> str | None:
+    from tabbench.measure import cpu_id
 
-    return cpu_kind(_this_machine())
+    return cpu_id(_this_machine())
 
 
 def _other_cpu(record: dict) -> bool:
-    from tabbench.measure import cpu_kind
+    from tabbench.measure import cpu_id
 
-    return cpu_kind((record.get("environment") or {}).get("hardware")) != _this_cpu()
+    return cpu_id((record.get("environment") or {}).get("hardware")) != _this_cpu()
 
 
 #: ``tabbench run --force --force-only WHICH``: the records whose jobs a forced run re-runs, by what may have made
@@ -500,9 +500,9 @@ def _device_auto(suite: Suite, registry: dict) -> bool:
 
 def _refuse_another_cpu(wanted: str) -> None:
     """``--cpu ID``: stop before anything runs where this machine's kind of CPU is not ID's."""
-    from tabbench.measure import cpu_id, hardware_label
+    from tabbench.measure import hardware_label
 
-    here = cpu_id(_this_machine())
+    here = _this_cpu()
     if here != wanted:
         raise RunError(f"--cpu {wanted}: this machine's CPU is another kind, {hardware_label(_this_machine(), False)} "
                        f"(its --cpu id {here}), so no job ran: a time budget counts one kind of CPU's seconds, and "
