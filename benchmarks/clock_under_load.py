@@ -42,9 +42,10 @@ def one_dataset_suite(dataset: str, methods: list[str], budget: float, name: str
             "models": {m: raw["models"][m] for m in methods}}
 
 
-def run_on_one_core(suite: Path, root: Path, env: dict, core: int, fold: int, mirror: Path, hog: bool):
-    """``tabbench run`` of ``suite`` with every process on ``core`` (and a busy loop there, with ``hog``); the
-    records by method and the run's wall seconds."""
+def run_on_one_core(suite: Path, root: Path, env: dict, core: int, hog: bool, extra: tuple = ()):
+    """``tabbench run`` of ``suite`` into ``root`` with every process on ``core`` (and a busy loop there, with
+    ``hog``), ``extra`` added to its arguments; the finished process, the records by method and the run's wall
+    seconds. tests/test_clock.py runs its jobs with it too."""
     from tabbench.store import Store
 
     def pin():
@@ -54,17 +55,15 @@ def run_on_one_core(suite: Path, root: Path, env: dict, core: int, fold: int, mi
     start = time.monotonic()
     try:
         done = subprocess.run([sys.executable, "-m", "tabbench.cli", "run", str(suite), "--executor", "local",
-                               "--no-progress", "--tables-only", "--results", str(root), "--folds", str(fold),
-                               "--mirror", str(mirror)], preexec_fn=pin, capture_output=True, text=True, env=env,
-                              cwd=ROOT)
+                               "--no-progress", "--tables-only", "--results", str(root), *extra],
+                              preexec_fn=pin, capture_output=True, text=True, env=env, cwd=ROOT)
     finally:
         if busy is not None:
             busy.kill()
             busy.wait()
-    if done.returncode != 0:
-        sys.exit(f"tabbench run failed ({'beside the loop' if hog else 'alone'}):\n{done.stderr[-3000:]}")
     name = yaml.safe_load(suite.read_text())["name"]
-    return {r["method"]: r for r in Store(root / name).latest().values()}, time.monotonic() - start
+    records = {r["method"]: r for r in Store(root / name).latest().values()} if (root / name).exists() else {}
+    return done, records, time.monotonic() - start
 
 
 def work(record: dict) -> str:
@@ -100,8 +99,12 @@ def main(argv=None):
             suite = tmp / f"{condition.split()[0]}.yaml"
             suite.write_text(yaml.safe_dump(one_dataset_suite(args.dataset, methods, args.budget,
                                                               f"clock-{condition.split()[0]}")))
-            runs[condition] = run_on_one_core(suite, tmp / "runs", env, args.core, args.fold, args.mirror, hog)
-            print(f"  {condition}: {runs[condition][1]:.0f} s", file=sys.stderr, flush=True)
+            done, records, wall = run_on_one_core(suite, tmp / "runs", env, args.core, hog,
+                                                  ("--folds", str(args.fold), "--mirror", str(args.mirror)))
+            if done.returncode != 0:
+                sys.exit(f"tabbench run failed ({condition}):\n{done.stderr[-3000:]}")
+            runs[condition] = records
+            print(f"  {condition}: {wall:.0f} s", file=sys.stderr, flush=True)
 
     print(f"machine: {hardware_label(fingerprint())}; core {args.core}")
     print(f"{args.dataset} fold {args.fold}, {args.budget:g} CPU-s a job; the second run reads what the first stored")
@@ -109,7 +112,7 @@ def main(argv=None):
     print("| method | condition | what the budget bought | CPU s | wall s | test metric |")
     print("|---|---|---|---|---|---|")
     for method in methods:
-        for condition, (records, _) in runs.items():
+        for condition, records in runs.items():
             r = records[method]
             metric = PRIMARY[r["task"]][0]
             value = ((r.get("metrics") or {}).get("test") or {}).get(metric)

@@ -78,12 +78,15 @@ def test_a_thread_that_asks_for_a_long_slice_gets_it_and_so_do_the_processes_it_
 
 def _run_on_one_core(tmp_path, name: str, hog: bool) -> dict:
     """breast cancer's holdout under npt-budget, TabR and TabM, every process of the run (and a busy loop,
-    with ``hog``) pinned to one core, the runs of one test sharing a data cache (so NPT's speed, measured by the
-    first, is read from the cache by the second, as on any machine after its first fit of a shape). TabR and TabM
-    train until their clocks stop them (a patience, or epochs, no table reaches). Returns method ->
-    record."""
-    from tabbench.store import Store
+    with ``hog``) pinned to one core by benchmarks/clock_under_load.py's ``run_on_one_core``, the runs of one test
+    sharing a data cache (so NPT's speed, measured by the first, is read from the cache by the second, as on any
+    machine after its first fit of a shape). TabR and TabM train until their clocks stop them (a patience, or
+    epochs, no table reaches). Returns method -> record."""
+    import importlib.util
 
+    spec = importlib.util.spec_from_file_location("clock_under_load", ROOT / "benchmarks" / "clock_under_load.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
     raw = {"name": name, "seeds": [0], "budget": {"time_s": BUDGET},
            "datasets": [{"name": "breast_cancer", "source": "sklearn", "id": "breast_cancer",
                          "split": {"protocol": "holdout"}}],
@@ -92,22 +95,8 @@ def _run_on_one_core(tmp_path, name: str, hog: bool) -> dict:
                       "tabm": {"params": {"device": "cpu", "patience": 10**6}}}}
     path = tmp_path / f"{name}.yaml"
     path.write_text(yaml.safe_dump(raw))
-    core = min(os.sched_getaffinity(0))
-
-    def on_one_core():
-        os.sched_setaffinity(0, {core})
-
     env = {**os.environ, "TABBENCH_CACHE": str(tmp_path / "cache")}
-    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"], preexec_fn=on_one_core) if hog else None
-    try:
-        done = subprocess.run([sys.executable, "-m", "tabbench.cli", "run", str(path), "--executor", "local",
-                               "--no-progress", "--tables-only", "--results", str(tmp_path / "runs")],
-                              preexec_fn=on_one_core, capture_output=True, text=True, env=env, cwd=ROOT)
-    finally:
-        if busy is not None:
-            busy.kill()
-            busy.wait()
-    records = {r["method"]: r for r in Store(tmp_path / "runs" / name).latest().values()}
+    done, records, _ = bench.run_on_one_core(path, tmp_path / "runs", env, min(os.sched_getaffinity(0)), hog)
     assert done.returncode == 0, done.stderr[-3000:]
     return records
 
