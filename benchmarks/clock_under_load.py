@@ -1,6 +1,7 @@
 """Do breadth's jobs train the same beside a CPU hog as alone? tests/test_clock.py's question at a real job's size.
 
-One of suites/breadth.yaml's datasets and split (``--dataset``, ``--fold``), the methods whose work the budget decides
+One of suites/breadth.yaml's datasets and split (``--dataset``; ``--fold`` of a k-fold, ``--repeat`` of a repeated
+holdout: one job a method), the methods whose work the budget decides
 (``--methods``: npt-budget, TabM and TabR by default, at breadth's params), under one budget per job (``--budget``
 CPU seconds; breadth's 450 by default), run twice by ``tabbench run --executor local`` with every process pinned to
 one core: first alone on it, then beside a busy loop on that core (``python -c "while True: pass"``). Both runs share
@@ -29,12 +30,18 @@ ROOT = Path(__file__).resolve().parents[1]
 SUITE = ROOT / "suites" / "breadth.yaml"
 
 
-def one_dataset_suite(dataset: str, methods: list[str], budget: float, name: str) -> dict:
-    """breadth's suite cut to ``dataset`` and ``methods`` (their params unchanged), at ``budget`` seconds a job."""
+def one_dataset_suite(dataset: str, methods: list[str], budget: float, name: str, repeat: int = 0) -> dict:
+    """breadth's suite cut to ``dataset`` and ``methods`` (their params unchanged), at ``budget`` seconds a job; a
+    holdout breadth repeats cut to its ``repeat`` (the same split, drawn with the seed + ``repeat``)."""
     raw = yaml.safe_load(SUITE.read_text())
     chosen = [d for d in raw["datasets"] if d["name"] == dataset]
     if not chosen:
         sys.exit(f"{SUITE}: no dataset {dataset!r}; one of: {', '.join(d['name'] for d in raw['datasets'])}")
+    split = chosen[0]["split"]
+    if "repeats" in split:
+        if repeat not in split["repeats"]:
+            sys.exit(f"{SUITE}: {dataset}'s holdout has the repeats {split['repeats']}, not {repeat}")
+        split["repeats"] = [repeat]
     unknown = sorted(set(methods) - set(raw["models"]))
     if unknown:
         sys.exit(f"{SUITE}: no method {', '.join(unknown)}; one of: {', '.join(raw['models'])}")
@@ -79,7 +86,8 @@ def work(record: dict) -> str:
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dataset", default="attrition", help="one of suites/breadth.yaml's")
-    ap.add_argument("--fold", type=int, default=0)
+    ap.add_argument("--fold", type=int, default=0, help="of a k-fold dataset")
+    ap.add_argument("--repeat", type=int, default=0, help="of a holdout breadth repeats")
     ap.add_argument("--methods", default="npt-budget,tabm,tabr", help="of suites/breadth.yaml's")
     ap.add_argument("--budget", type=float, default=450.0, help="CPU seconds a job (breadth: 450)")
     ap.add_argument("--core", type=int, default=min(os.sched_getaffinity(0)))
@@ -98,7 +106,7 @@ def main(argv=None):
         for condition, hog in (("alone", False), ("beside a busy loop", True)):
             suite = tmp / f"{condition.split()[0]}.yaml"
             suite.write_text(yaml.safe_dump(one_dataset_suite(args.dataset, methods, args.budget,
-                                                              f"clock-{condition.split()[0]}")))
+                                                              f"clock-{condition.split()[0]}", args.repeat)))
             done, records, wall = run_on_one_core(suite, tmp / "runs", env, args.core, hog,
                                                   ("--folds", str(args.fold), "--mirror", str(args.mirror)))
             if done.returncode != 0:
@@ -107,7 +115,8 @@ def main(argv=None):
             print(f"  {condition}: {wall:.0f} s", file=sys.stderr, flush=True)
 
     print(f"machine: {hardware_label(fingerprint())}; core {args.core}")
-    print(f"{args.dataset} fold {args.fold}, {args.budget:g} CPU-s a job; the second run reads what the first stored")
+    print(f"{args.dataset} fold {args.fold} repeat {args.repeat}, {args.budget:g} CPU-s a job; the second run reads "
+          "what the first stored")
     print()
     print("| method | condition | what the budget bought | CPU s | wall s | test metric |")
     print("|---|---|---|---|---|---|")
