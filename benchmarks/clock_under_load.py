@@ -42,6 +42,8 @@ def one_dataset_suite(dataset: str, methods: list[str], budget: float, name: str
         if repeat not in split["repeats"]:
             sys.exit(f"{SUITE}: {dataset}'s holdout has the repeats {split['repeats']}, not {repeat}")
         split["repeats"] = [repeat]
+    elif repeat:
+        sys.exit(f"{SUITE}: {dataset}'s split has no repeats; leave --repeat out")
     unknown = sorted(set(methods) - set(raw["models"]))
     if unknown:
         sys.exit(f"{SUITE}: no method {', '.join(unknown)}; one of: {', '.join(raw['models'])}")
