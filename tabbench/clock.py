@@ -129,6 +129,19 @@ def clock_of(record: dict) -> str:
     return record.get("clock") or WALL
 
 
+def spent_seconds(record, wall_field: str = "fit_seconds") -> float | None:
+    """The seconds a record's job spent, on the clock its budget counted: under ``cpu`` the CPU seconds of the
+    job's process (``cpu_seconds``: every thread; its fit, predictions and scoring, as the budget counted them;
+    a job resumed from a checkpoint, this attempt's alone), which a paused worker or a busy machine does not
+    move; under ``wall`` the record's ``wall_field`` (``fit_seconds``: the fit's; ``wall_seconds``: the whole
+    job's). ``record``: a record, or a row of ``tabbench.store.records_frame``."""
+    clock, cpu = record.get("clock"), record.get("cpu_seconds")
+    if clock == CPU and cpu is not None and cpu == cpu:  # a frame's missing value is NaN
+        return float(cpu)
+    value = record.get(wall_field)
+    return None if value is None or value != value else float(value)
+
+
 def reader(clock: str) -> Callable[[], float]:
     """A function giving the current reading of ``clock`` in seconds, in the job's own process."""
     return time.process_time if clock == CPU else time.monotonic

@@ -5,8 +5,9 @@ registry and the loaded datasets; nothing is started (no Ray, no fit). Per metho
 jobs planned (configurations x splits x seeds), those whose record already exists in the results
 folder a run would write to (and in the published folder of the same suite, when that is another
 one), the Ray resources of one job, and an estimate of CPU and GPU hours for the jobs still to run:
-the median job time (fit and evaluation) of successful records of the same method on the same
-data (dataset fingerprint, hence the same shape; else the same dataset and subset under another
+the median job time (fit and evaluation, on its budget's clock: a ``cpu``-clock record's CPU seconds, which
+a busy machine does not inflate, ``tabbench.clock.spent_seconds``) of successful records of the same
+method on the same data (dataset fingerprint, hence the same shape; else the same dataset and subset under another
 fingerprint) in the basis folders, times the job's CPUs and GPUs. The basis is stated per method and
 dataset, 'rough' where its records ran other params. A method with no record on this table is timed by its
 model's cost model where the model has one, else estimated from its records on the tables nearest in size
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from tabbench.clock import CPU, clock_of, spent_seconds
 from tabbench.run.expand import Selection
 from tabbench.spec import SplitSizes
 from tabbench.report.format import text_table
@@ -94,7 +96,7 @@ def suite_folders(paths) -> list[Path]:
 
 def _basis_frame(folders) -> pd.DataFrame:
     columns = ["method", "model", "dataset", "subset", "dataset_fingerprint", "split", "params", "key_params", "seconds",
-               "folder", "suite"]
+               "cpu_clock", "folder", "suite"]
     frames = []
     for folder in folders:
         records = [r for r in Store(folder).latest().values() if r.get("status") == "ok"]
@@ -107,7 +109,9 @@ def _basis_frame(folders) -> pd.DataFrame:
             "params": [json.dumps(r.get("params"), sort_keys=True, default=str) for r in records],
             # the configuration compared with the planned one: a param added later is left out at its first value
             "key_params": [json.dumps(key_params(r), sort_keys=True, default=str) for r in records],
-            "seconds": [r.get("wall_seconds", r.get("fit_seconds")) for r in records],
+            # the job's seconds on its budget's clock (tabbench.clock.spent_seconds): a busy machine's do not count
+            "seconds": [spent_seconds(r, "wall_seconds" if "wall_seconds" in r else "fit_seconds") for r in records],
+            "cpu_clock": [clock_of(r) == CPU for r in records],
             "folder": str(folder), "suite": [r.get("suite") for r in records]}))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
 
@@ -138,7 +142,11 @@ def _planned_keys(jobs: list) -> set:
             for j in jobs}
 
 
-def _set_hours(row: PlanRow, median_s: float) -> None:
+def _set_hours(row: PlanRow, match: pd.DataFrame) -> None:
+    """The row's hours from the median job of its basis records ``match``: a ``cpu``-clock record's CPU seconds
+    (every thread) shared over the CPUs a job reserves, as its threads are limited to them."""
+    cores = max(1.0, float(row.resources.get("num_cpus") or 1))
+    median_s = float(match["seconds"].where(~match["cpu_clock"], match["seconds"] / cores).median())
     row.median_s = median_s
     row.cpu_hours = row.pending * median_s * float(row.resources.get("num_cpus") or 0) / 3600
     row.gpu_hours = row.pending * median_s * float(row.resources.get("num_gpus") or 0) / 3600
@@ -159,7 +167,7 @@ def _estimate(row: PlanRow, jobs: list, basis: pd.DataFrame) -> None:
     row.basis_records = len(match)
     note, row.same_space = _params_note(_planned_keys(jobs), set(match["key_params"]))
     row.basis = f"{', '.join(sorted(set(match['folder'])))}: {how}{note}"
-    _set_hours(row, float(match["seconds"].median()))
+    _set_hours(row, match)
 
 
 #: How many tables nearest in size a method's records time it on a table it has no record of.
@@ -217,7 +225,7 @@ def _similar_estimate(row: PlanRow, jobs: list, basis: pd.DataFrame, shapes: dic
     row.basis = (f"{', '.join(sorted(set(match['folder'])))}: estimated from tables of similar size, "
                  + ", ".join(f"{tables[fp]} ({shapes[fp][0]:,} x {shapes[fp][1]})" for fp in nearest)
                  + ("" if row.same_space else " (other params)"))
-    _set_hours(row, float(match["seconds"].median()))
+    _set_hours(row, match)
 
 
 #: Params that set a model's size: a cost model is calibrated on records of the planned size where there are some.

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from tabbench.clock import CPU, PLANNED_OVERRUN, WALL, CpuLimit, clock_of, job_clock, process_cpu_seconds, wall_ceiling
-from tests.conftest import ROOT, require_shared
+from tests.conftest import ROOT, load_module, require_shared
 
 BUDGET = 12  # CPU seconds a job
 #: How far apart npt-budget's steps, and TabR's and TabM's epochs, may be in the two runs (issue 60: 10%). Each is
@@ -26,6 +26,25 @@ def test_a_job_counts_cpu_time_unless_it_asks_for_a_gpu_or_the_suite_says_wall()
     assert job_clock("wall", 0) == WALL and job_clock("cpu", 1) == CPU
     assert clock_of({}) == WALL and clock_of({"clock": "cpu"}) == CPU  # records older than the field: wall
     assert wall_ceiling(100) > 100
+
+
+def test_a_paused_or_starved_worker_moves_no_time_a_report_or_plan_reads_from_a_cpu_clock_record():
+    """The cost table and ``spent`` (what the job-times block and the plan read) take a ``cpu``-clock record's CPU
+    seconds (``spent_seconds``): the same records with their wall seconds ten times longer (a worker paused, or sharing its
+    core) cost the same; read as wall-clock records, they cost ten times more."""
+    import pandas as pd
+
+    from tabbench.report.cost import cost_table, spent
+    from tabbench.store import Store, records_frame
+
+    frame = records_frame(Store(ROOT / "results" / "breadth-repeats").records())
+    assert set(frame["clock"]) == {CPU} and frame["cpu_seconds"].notna().all()
+    paused = frame.assign(fit_seconds=frame["fit_seconds"] * 10, wall_seconds=frame["wall_seconds"] * 10)
+    rank = pd.Series(1.0, index=sorted(frame["method"].unique()))
+    assert spent(paused, "wall_seconds").equals(frame["cpu_seconds"].astype(float))
+    assert cost_table(paused, rank)["seconds"].equals(cost_table(frame, rank)["seconds"])
+    as_wall, as_wall_paused = frame.assign(clock=WALL), paused.assign(clock=WALL)
+    assert (cost_table(as_wall_paused, rank)["seconds"] / cost_table(as_wall, rank)["seconds"]).round(9).eq(10).all()
 
 
 def test_a_cpu_limit_raised_in_the_jobs_process_is_what_its_watcher_reads():
@@ -82,11 +101,7 @@ def _run_on_one_core(tmp_path, name: str, hog: bool) -> dict:
     sharing a data cache (so NPT's speed, measured by the first, is read from the cache by the second, as on any
     machine after its first fit of a shape). TabR and TabM train until their clocks stop them (a patience, or
     epochs, no table reaches). Returns method -> record."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("clock_under_load", ROOT / "benchmarks" / "clock_under_load.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load_module(ROOT / "benchmarks" / "clock_under_load.py", "clock_under_load")
     raw = {"name": name, "seeds": [0], "budget": {"time_s": BUDGET},
            "datasets": [{"name": "breast_cancer", "source": "sklearn", "id": "breast_cancer",
                          "split": {"protocol": "holdout"}}],

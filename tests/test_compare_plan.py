@@ -145,10 +145,12 @@ def test_plan_counts_jobs_done_and_published_by_hand(two_runs):
         assert (knn.configs, knn.splits, knn.seeds, knn.planned, knn.done, knn.published) == (3, 3, 2, 18, 6, 6)
         assert (mlp.configs, mlp.splits, mlp.seeds, mlp.planned, mlp.done, mlp.published) == (1, 3, 2, 6, 3, 3)
         assert knn.resources == {"num_cpus": 1, "num_gpus": 0}
-        # the estimate: median job seconds of the 6 (3) records of runs/small, x the 12 (3) pending jobs x 1 cpu
+        # the estimate: median job seconds of the 6 (3) records of runs/small, x the 12 (3) pending jobs x 1 cpu;
+        # they ran under the cpu clock, so their seconds are the job's CPU seconds, not its wall seconds
         records = load_records(tmp / "runs" / "small")
+        assert set(records["clock"]) == {"cpu"}
         for row in (knn, mlp):
-            seconds = records[(records.method == row.method) & (records.dataset == dataset)]["wall_seconds"]
+            seconds = records[(records.method == row.method) & (records.dataset == dataset)]["cpu_seconds"]
             assert row.basis_records == len(seconds) and row.median_s == pytest.approx(seconds.median())
             assert row.cpu_hours == pytest.approx(row.pending * seconds.median() / 3600) and row.gpu_hours == 0
         assert "2 of 3 planned configurations" in knn.basis and "same configurations" in mlp.basis
@@ -293,7 +295,8 @@ def test_plan_estimates_a_method_without_records_by_its_models_cost_model(tmp_pa
     sizes = [SplitSizes(len(s.train), len(s.val), len(s.test)) for s in splits]
     long_params = {**spec.default_params, **size, "steps": 40, "device": "cpu"}
     own = sizes[[s.fold for s in splits].index(short["fold"])]  # the record against the split it ran on
-    factor = short["wall_seconds"] / spec.estimate(dataset.meta, own, {**spec.default_params, **spec.added_params,
+    assert short["clock"] == "cpu"  # its seconds are the job's CPU seconds, which another process does not move
+    factor = short["cpu_seconds"] / spec.estimate(dataset.meta, own, {**spec.default_params, **spec.added_params,
                                                                      **short["params"]})
     expected = sum(spec.estimate(dataset.meta, z, long_params) for z in sizes) * factor / 3600
     assert row.pending == 3 and row.cpu_hours == pytest.approx(expected) and row.gpu_hours == 0
@@ -323,7 +326,8 @@ def test_plan_estimates_a_method_without_records_by_its_models_cost_model(tmp_pa
     from tabbench.store import Store
 
     gpu_folder = tmp_path / "gpu-runs" / "npt-costs"
-    gpu_record = {**short, "params": {**short["params"], "device": "cuda"}, "key": "gpu-" + short["key"]}
+    # a GPU job's budget counts wall time (tabbench/clock.py): its record's seconds are its wall seconds
+    gpu_record = {**short, "params": {**short["params"], "device": "cuda"}, "key": "gpu-" + short["key"], "clock": "wall"}
     Store(gpu_folder).append(gpu_record)
     calibrated = {r.method: r for r in plan_suite(suite, paths, tmp_path / "runs" / "npt-costs", None,
                                                   [tmp_path / "gpu-runs"], gpus=1).rows}["npt-long"]

@@ -1,11 +1,12 @@
 """Cost against quality: is a method's rank worth its time and memory?
 
 Per method: its mean rank over every dataset (the leaderboard's ranks pooled over metric families),
-the fit time one result costs (the fit seconds of all its tuning trials summed per dataset, fold and
-seed, averaged per dataset, then the geometric mean over datasets, so that no single large dataset
-decides), and the largest peak memory of one job (host resident memory above the worker's baseline;
-GPU memory allocated when CUDA was used). The Pareto front holds the methods that no other method
-beats on both rank and cost.
+the time one result costs (the seconds of all its tuning trials summed per dataset, fold and seed,
+averaged per dataset, then the geometric mean over datasets, so that no single large dataset decides; each
+trial's seconds on its budget's clock, ``tabbench.clock.spent_seconds``: the fit's wall seconds, or under the
+``cpu`` clock the job's CPU seconds, which a paused worker or a busy machine does not move), and the largest
+peak memory of one job (host resident memory above the worker's baseline; GPU memory allocated when CUDA was
+used). The Pareto front holds the methods that no other method beats on both rank and cost.
 
 Under a time budget (the suite's ``budget.time_s``), per method: how many of its jobs the budget ended, by
 the training clock (a result, from the best epoch or iteration reached) or by the kill (a timeout, no
@@ -19,20 +20,43 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from tabbench.clock import CPU, spent_seconds
+
 MIB = 1024**2
 
 
+def spent(runs: pd.DataFrame, wall_field: str = "fit_seconds") -> pd.Series:
+    """Per row of ``runs`` (``tabbench.store.records_frame``), ``tabbench.clock.spent_seconds``; NaN where a
+    record has none."""
+    columns = [c for c in ("clock", "cpu_seconds", wall_field) if c in runs]
+    return pd.Series([spent_seconds(r, wall_field) for r in runs[columns].to_dict("records")], index=runs.index,
+                     dtype=float)
+
+
+def spent_label(runs: pd.DataFrame, wall_field: str = "fit_seconds") -> str:
+    """What ``spent(runs, wall_field)`` is, in the words a table's note uses."""
+    clocks = {c if isinstance(c, str) else "wall" for c in (runs["clock"].unique() if "clock" in runs else ())}
+    wall = "wall seconds of the fit" if wall_field == "fit_seconds" else "wall seconds of the job"
+    if clocks == {CPU}:
+        return "CPU seconds of the job's process (its fit, predictions and scoring: the `cpu` clock its budget counted)"
+    if CPU in clocks:
+        return (f"seconds on each record's budget clock: the job's CPU seconds for `cpu`-clock records, {wall} "
+                "for the others")
+    return wall
+
+
 def cost_table(runs: pd.DataFrame, mean_rank: pd.Series) -> pd.DataFrame:
-    """Rows = methods (best rank first): mean_rank, fit_seconds, rss_mib, gpu_mib (NaN without CUDA)."""
+    """Rows = methods (best rank first): mean_rank, seconds (a result's, ``spent``), rss_mib, gpu_mib (NaN
+    without CUDA)."""
     keys = ["method", "dataset", "repeat", "fold", "seed"]
-    per_result = runs.groupby(keys, dropna=False)["fit_seconds"].sum(min_count=1)
+    per_result = runs.assign(seconds=spent(runs)).groupby(keys, dropna=False)["seconds"].sum(min_count=1)
     per_dataset = per_result.groupby(["method", "dataset"]).mean()
-    fit = np.exp(np.log(per_dataset.clip(lower=1e-6)).groupby("method").mean())
+    seconds = np.exp(np.log(per_dataset.clip(lower=1e-6)).groupby("method").mean())
     ok = runs[runs["status"] == "ok"]
     rss = ok.groupby("method")["job_rss_bytes"].max() / MIB
     gpu_column = ok["peak_gpu_allocated_bytes"] if "peak_gpu_allocated_bytes" in ok else pd.Series(np.nan, ok.index)
     gpu = gpu_column.groupby(ok["method"]).max() / MIB
-    table = pd.DataFrame({"mean_rank": mean_rank, "fit_seconds": fit, "rss_mib": rss, "gpu_mib": gpu})
+    table = pd.DataFrame({"mean_rank": mean_rank, "seconds": seconds, "rss_mib": rss, "gpu_mib": gpu})
     return table.loc[mean_rank.sort_values().index]
 
 

@@ -12,7 +12,7 @@ budget, gives the final Elo again.
   error for Elo (TabArena counts an unfinished job as failed). So does a point left unscored for lack of time.
 - A run whose record has no entry for a point (made before the suite asked for points, as a re-run of only a
   suite's slow jobs leaves its fast ones; or its points failed, ``budget_points_error``) has, at a point at or
-  after its fit's end (``fit_seconds`` <= the point), what a job that finished early records there: its final
+  after its fit's end (its ``tabbench.clock.spent_seconds`` <= the point), what a job that finished early records there: its final
   state, val and test its final metrics. Before its fit's end its state is unknown (a model that keeps states
   may have had one), so it is neither given its final metrics nor counted as failed: its method is left out
   of the whole section, named with those runs, until they run again with the points. Of the whole section, not
@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from tabbench.clock import spent_seconds
 from tabbench.report.section import Context, Section
 
 
@@ -54,14 +55,15 @@ UNKNOWN = "unknown"
 
 def state_at(run, point_s: float):
     """One finished (``ok``) run's state at ``point_s``: its recorded point's test metrics ({} where it had no
-    state there); else, its fit ended by then (``fit_seconds`` <= ``point_s``), None: its final state, its
-    metrics as recorded; else ``UNKNOWN``. ``run``: a record, or a row of ``selected``."""
+    state there); else, its fit ended by then (``spent_seconds`` <= ``point_s``), None: its final state, its
+    metrics as recorded; else ``UNKNOWN``. ``run``: a record, or a row of ``selected``. Under the ``cpu`` clock
+    the fit's own CPU seconds are not recorded: the whole job's (``tabbench.clock.spent_seconds``) bound them."""
     points = run.get("budget_points")
     point = next((p for p in points if float(p["at_s"]) == point_s), None) if isinstance(points, list) else None
     if point is not None:
         return point.get("test") or {}
-    fit_s = run.get("fit_seconds")
-    if fit_s is not None and not pd.isna(fit_s) and float(fit_s) <= point_s:
+    fit_s = spent_seconds(run)
+    if fit_s is not None and fit_s <= point_s:
         return None
     return UNKNOWN
 

@@ -164,16 +164,21 @@ def _budget_facts(ctx) -> list:
     n = sum(len(t.datasets) for t in ctx.tables.values())
     budgets = sorted(runs["time_budget_s"].dropna().unique()) if "time_budget_s" in runs else []
     from tabbench.pooling import record_devices
+    from tabbench.report.cost import spent, spent_label
 
     devices = record_devices(runs)
-    seconds = runs["fit_seconds"].fillna(0).groupby(devices).sum()
-    spent = ", ".join(f"{seconds[d] / 3600:,.2f} {d.upper()}-hours of fit ({(devices == d).sum():,} jobs)"
-                      for d in sorted(seconds.index))
+    seconds = spent(runs).fillna(0).groupby(devices).sum()
+    used = ", ".join(f"{seconds[d] / 3600:,.2f} {d.upper()}-hours ({(devices == d).sum():,} jobs)"
+                     for d in sorted(seconds.index)) + f": {spent_label(runs)}"
+    budgeted = runs[runs["time_budget_s"].notna()] if budgets else runs.iloc[:0]
+    clocks = (budgeted["clock"] if "clock" in budgeted else pd.Series(index=budgeted.index, dtype=object))
+    clocks = clocks.where(clocks.notna(), "wall").value_counts()
+    on = " and ".join(f"{c} clock" + (f" ({n:,} jobs)" if len(clocks) > 1 else "") for c, n in clocks.items())
     return [("datasets", f"{n} ({families})"),
             ("methods", f"{runs['method'].nunique()}"),
-            ("budget every job had", ", ".join(f"{b:g} s" for b in budgets) + " wall-clock a job" if budgets
+            ("budget every job had", ", ".join(f"{b:g} s" for b in budgets) + f" a job, on the {on}" if budgets
              else "none recorded"),
-            ("devices and compute", spent),
+            ("devices and compute", used),
             ("records", f"{len(ctx.records):,} from " + ", ".join(f"{Path(s).name}" for s in ctx.sources))]
 
 

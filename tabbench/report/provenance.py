@@ -26,7 +26,7 @@ import statistics
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from tabbench.clock import clock_of
+from tabbench.clock import clock_of, spent_seconds
 from tabbench.measure import short_name
 
 NOT_RECORDED = "not recorded"
@@ -107,18 +107,19 @@ def history(records: list[dict]) -> dict:
 
 
 def speed_ratios(records: list[dict]) -> dict:
-    """(method, machine id, other machine id) -> the ratios of a job's fit seconds on the first to those on the
-    second, over the job keys that finished (``ok``) on both (the newest record of each machine)."""
+    """(method, machine id, other machine id) -> the ratios of a job's seconds on the first to those on the
+    second (``tabbench.clock.spent_seconds``: on the clock of its budget), over the job keys that finished
+    (``ok``) on both on one clock (the newest record of each machine)."""
     out = defaultdict(list)
     for runs in history(records).values():
         last = {}
         for r in runs:
-            if r.get("status") == "ok" and hardware_id(r) and (r.get("fit_seconds") or 0) > 0:
+            if r.get("status") == "ok" and hardware_id(r) and (spent_seconds(r) or 0) > 0:
                 last[hardware_id(r)] = r
         for a in last:
             for b in last:
-                if a < b:
-                    ratio = last[a]["fit_seconds"] / last[b]["fit_seconds"]
+                if a < b and clock_of(last[a]) == clock_of(last[b]):
+                    ratio = spent_seconds(last[a]) / spent_seconds(last[b])
                     out[(last[a]["method"], a, b)].append(ratio)
                     out[(last[a]["method"], b, a)].append(1 / ratio)
     return dict(out)

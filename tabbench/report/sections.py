@@ -24,7 +24,7 @@ from tabbench.report.format import markdown_table, markdown_text, mean_se
 from tabbench.report.regimes import SplitRegimes
 from tabbench.report.section import Context, Section
 
-COST_AXES = {"fit_seconds": ("time", "fit seconds per result (geometric mean over datasets)"),
+COST_AXES = {"seconds": ("time", "seconds per result (geometric mean over datasets)"),
              "rss_mib": ("memory", "peak resident memory of one job, MiB"),
              "gpu_mib": ("GPU memory", "peak GPU memory allocated, MiB")}
 
@@ -65,10 +65,12 @@ def _cost_rows(frame: pd.DataFrame, show: dict) -> list:
     for method, part in frame.groupby("method"):
         ok = part[part["status"] == "ok"]
         gpu = ok["peak_gpu_allocated_bytes"].dropna() if "peak_gpu_allocated_bytes" in ok else pd.Series(dtype=float)
+        cpu = ok["cpu_seconds"].dropna() if "cpu_seconds" in ok else pd.Series(dtype=float)
         failures = part.loc[part["status"] != "ok", "status"].value_counts()
         rows.append([show.get(method, method), len(part), ", ".join(f"{markdown_text(k)} {v}" for k, v in failures.items()) or "0",
                      mean_se(ok["fit_seconds"].mean(), None, 2) if len(ok) else "–",
                      mean_se(ok["predict_seconds"].mean(), None, 3) if len(ok) else "–",
+                     mean_se(cpu.mean(), None, 2) if len(cpu) else "–",
                      f"{ok['job_rss_bytes'].max() / mib:.0f}" if len(ok) else "–",
                      f"{gpu.max() / mib:.0f}" if len(gpu) else "–"])
     return rows
@@ -385,7 +387,7 @@ class WinRates(Section):
 
 
 class CostAgainstQuality(Section):
-    """Mean rank against fit time and peak memory, the Pareto fronts, and under a time budget what the clock
+    """Mean rank against time and peak memory, the Pareto fronts, and under a time budget what the clock
     stopped; the machines, where the records come from several."""
 
     report_only = True
@@ -405,17 +407,18 @@ class CostAgainstQuality(Section):
     def markdown(self, ctx):
         table, columns, fronts, drawn = self._table(ctx)
         show = ctx.show
-        figure = _image("cost", "mean rank against fit time and peak memory") if drawn else [
+        figure = _image("cost", "mean rank against time and peak memory") if drawn else [
             "No figure: one method has a cost to set against its rank.", ""]
-        rows = [[show.get(m, m), f"{r['mean_rank']:.2f}", f"{r['fit_seconds']:.3g}", f"{r['rss_mib']:.0f}",
+        rows = [[show.get(m, m), f"{r['mean_rank']:.2f}", f"{r['seconds']:.3g}", f"{r['rss_mib']:.0f}",
                  "–" if pd.isna(r["gpu_mib"]) else f"{r['gpu_mib']:.0f}",
                  ", ".join(COST_AXES[c][0] for c in columns if fronts[c][1][m]) or "–"] for m, r in table.iterrows()]
         return ["## Cost against quality", "",
-                "Mean rank over every dataset against the fit time one result costs (all tuning trials of a fold "
+                "Mean rank over every dataset against the time one result costs (all tuning trials of a fold "
                 "summed, averaged per dataset, geometric mean over datasets) and the largest peak memory of one job. "
+                f"Time: {cost.spent_label(ctx.all_runs)}. "
                 "The Pareto front (circled) holds the methods no other method beats on both.", "",
                 *figure,
-                markdown_table(["method", "mean rank", "fit s per result", "peak RSS MiB", "peak GPU MiB",
+                markdown_table(["method", "mean rank", "s per result", "peak RSS MiB", "peak GPU MiB",
                                 "on the front of"], rows), "", *_budget_note(ctx, table.index), *_hardware_note(ctx)]
 
     def write_files(self, ctx):
@@ -485,11 +488,19 @@ def _hardware_note(ctx: Context) -> list:
 
 class CostsPerJob(Section):
     def markdown(self, ctx):
-        return ["## Costs per job", "", "Mean fit and predict seconds and the largest peak resident memory of one "
-                "job (above its worker's baseline) over successful jobs; peak GPU memory allocated when CUDA was used.",
+        runs = ctx.all_runs
+        cpu = "cpu_seconds" in runs and runs.loc[runs["status"] == "ok", "cpu_seconds"].notna().any()
+        rows = _cost_rows(runs, ctx.show)
+        header = ["method", "jobs", "failures", "fit s", "predict s", "job CPU s", "peak RSS MiB", "peak GPU MiB"]
+        if not cpu:  # records made before the job's CPU seconds were recorded
+            header, rows = header[:5] + header[6:], [row[:5] + row[6:] for row in rows]
+        return ["## Costs per job", "", "Mean wall seconds of the fit and of the test predictions"
+                + (", mean CPU seconds of the whole job's process (every thread; what the `cpu` clock counts; wall "
+                   "seconds include any time a job waited for its core, CPU seconds do not)" if cpu else "")
+                + " and the largest peak resident memory of one job (above its worker's baseline) over successful "
+                "jobs; peak GPU memory allocated when CUDA was used.",
                 "Failures are counted over all jobs, tuning trials included.", "",
-                markdown_table(["method", "jobs", "failures", "fit s", "predict s", "peak RSS MiB", "peak GPU MiB"],
-                               _cost_rows(ctx.all_runs, ctx.show)), "", *ctx.mark_note]
+                markdown_table(header, rows), "", *ctx.mark_note]
 
 
 class SelectedParams(Section):

@@ -109,7 +109,7 @@ def answer(contexts: dict) -> list:
 def significance_block(ctx, named: tuple = (), who: str = "") -> list:
     """Per metric family and over every dataset: Friedman, Nemenyi's critical difference and the pairs it
     separates (the leaderboard's own tests, tabbench.report.significance), and the cost's Pareto fronts, with the
-    fit time and memory of the ``named`` methods, called ``who`` (a study's own)."""
+    time (``tabbench.report.cost.spent``) and memory of the ``named`` methods, called ``who`` (a study's own)."""
     from tabbench.report import cost
     from tabbench.report.significance import separated_pairs, significance, significance_families
 
@@ -126,30 +126,34 @@ def significance_block(ctx, named: tuple = (), who: str = "") -> list:
                 for a, b in pairs) + "." if pairs else " No pair is further apart than the critical difference.")
         out.append(text)
     table = cost.cost_table(ctx.all_runs, ctx.pooled.mean(axis=1))
-    for column, what in (("fit_seconds", "fit time per result"), ("rss_mib", "peak memory")):
+    for column, what in (("seconds", "time per result"), ("rss_mib", "peak memory")):
         front = cost.pareto_front(table["mean_rank"], table[column])
         on = table[front.reindex(table.index, fill_value=False)].sort_values(column)
         line = f"- **Cost** ({what}): the Pareto front runs " + " → ".join(ctx.show.get(m, m) for m in on.index)
-        if column == "fit_seconds" and named:
+        if column == "seconds" and named:
             line += f"; {who}: " + "; ".join(
-                f"{ctx.show.get(m, m)} {table.loc[m, 'fit_seconds']:.3g} s a result, "
+                f"{ctx.show.get(m, m)} {table.loc[m, 'seconds']:.3g} s a result, "
                 f"{table.loc[m, 'rss_mib']:.0f} MiB" for m in named)
         out.append(line + ".")
     return out
 
 
 def _job_times_block(ctx) -> list:
-    """Per method: its jobs and their wall seconds (shortest, median, longest), from the records."""
+    """Per method: its jobs and their seconds on their budget's clock (shortest, median, longest; the whole job's,
+    ``tabbench.report.cost.spent``), from the records."""
+    from tabbench.report.cost import spent, spent_label
     from tabbench.report.format import markdown_table
 
     runs = ctx.all_runs
-    seconds = runs.groupby("method")["wall_seconds"].agg(["count", "min", "median", "max"]).sort_values("median")
+    seconds = spent(runs, "wall_seconds").groupby(runs["method"]).agg(["count", "min", "median", "max"])
+    seconds = seconds.sort_values("median")
     rows = [[ctx.show.get(m, m), f"{int(r['count']):,}", f"{r['min']:.1f}", f"{r['median']:.1f}", f"{r['max']:.1f}"]
             for m, r in seconds.iterrows()]
     from tabbench.report.provenance import comparison_note
 
     return [markdown_table(["method", "jobs", "shortest s", "median s", "longest s"], rows), "",
-            "Wall seconds a job (fit, predict and scoring in its worker), from each record's `wall_seconds`.", "",
+            f"Seconds a job (fit, predict and scoring in its worker): "
+            f"{spent_label(runs, 'wall_seconds')}.", "",
             *comparison_note(runs, ctx.show, ctx.sources, "in these times")]
 
 
