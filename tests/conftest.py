@@ -35,6 +35,18 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
         os.environ.setdefault(_variable, "1")
 
 
+def load_module(path: Path, name: str):
+    """The Python file ``path`` (a benchmark script, or an old commit's module) imported as module ``name``, kept in
+    sys.modules while it runs (dataclasses look their module up as their classes are made)."""
+    import sys
+
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 def require_shared(relative: str = "") -> Path:
     """``SHARED / relative``; where it is absent the calling test skips, or fails under TABBENCH_REQUIRE_DATA=1."""
     path = SHARED / relative

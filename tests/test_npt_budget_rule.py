@@ -16,6 +16,7 @@ from tabbench.spec import SplitSizes
 from tabbench_plugins.npt import cost
 from tabbench_plugins.npt.cost import LADDER, MIN_STEPS, auto_steps, budget_sized, choose_rung
 from tabbench_plugins.npt.estimator import NPT
+from tests.conftest import load_module
 
 SUITES = Path(__file__).resolve().parents[1] / "suites"
 
@@ -146,11 +147,7 @@ def test_min_steps_is_what_the_sweep_selects_on_validation_metrics_alone():
     """cost.MIN_STEPS is the threshold benchmarks/npt_budget_rule.py selects from the committed sweep's records,
     which it reads through their validation metrics only (the test metrics are taken away here: the selection
     cannot have used them)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("npt_budget_rule", SUITES.parent / "benchmarks" / "npt_budget_rule.py")
-    rule = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(rule)
+    rule = load_module(SUITES.parent / "benchmarks" / "npt_budget_rule.py", "npt_budget_rule")
     from tabbench.store import load_records
 
     records = load_records(SUITES.parent / "results" / "npt-budget-meta")

@@ -8,9 +8,7 @@ with the same random draws. Without that history (an archive, a shallow clone) t
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,6 +18,7 @@ torch = pytest.importorskip("torch")
 from tabbench_plugins.npt import model as nm  # noqa: E402
 from tabbench_plugins.npt import optimiser as no  # noqa: E402
 from tabbench_plugins.npt.training import TrainStep  # noqa: E402
+from tests.conftest import load_module  # noqa: E402
 from tests.test_npt import bc_tensors  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -48,11 +47,7 @@ def before(tmp_path_factory):
             pytest.skip(f"commit {BEFORE[:7]} is not in this checkout's git history")
         path = folder / f"{name}.py"
         path.write_text(text)
-        spec = importlib.util.spec_from_file_location(f"npt_{name}_before_issue_61", path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module  # dataclasses look their module up while the class is made
-        spec.loader.exec_module(module)
-        modules.append(module)
+        modules.append(load_module(path, f"npt_{name}_before_issue_61"))
     return modules
 
 
