@@ -93,6 +93,48 @@ def test_the_npt_study_asks_whether_npts_place_holds_and_names_its_places_under_
         assert f"- {method}: place " in section
 
 
+def test_each_methods_rank_change_is_tested_with_wilcoxon_and_holm_and_the_readme_blocks_say_it(folder):
+    """p, rank change: scipy's signed-rank test of a method's ranks per dataset under the two regimes, statsmodels'
+    Holm over the methods, recomputed here from leaderboard.csv's ranks; the README blocks ``split-regimes``
+    (the harness's table) and ``npt-regimes`` (the NPT study's question) carry the same numbers."""
+    from scipy.stats import wilcoxon
+    from statsmodels.stats.multitest import multipletests
+
+    from tabbench.report.leaderboard import write
+    from tabbench.report.site import fill_blocks
+
+    csv = pd.read_csv(folder / "leaderboard.csv")
+    ranks = csv[csv["table"].str.startswith("test_")].pivot_table(index="method", columns="dataset", values="rank")
+    methods = sorted(ranks.index)
+    raw = [1.0 if (ranks.loc[m, ["weekly", "yogurt"]].to_numpy() == ranks.loc[m, ["weekly.random", "yogurt.random"]]
+                   .to_numpy()).all()
+           else wilcoxon(ranks.loc[m, ["weekly", "yogurt"]].to_numpy(),
+                         ranks.loc[m, ["weekly.random", "yogurt.random"]].to_numpy()).pvalue for m in methods]
+    expected = dict(zip(methods, multipletests(raw, method="holm")[1]))
+    got = csv[csv["table"] == "regime_p_change"].set_index("method")["value"].to_dict()
+    assert got == pytest.approx(expected)
+    # two pairs cannot tell any change apart from none: the smallest two-sided signed-rank p-value is 0.5
+    assert min(got.values()) >= 0.5 and "not told apart from no change" in _section(folder)
+
+    readme = folder / "README.md"
+    readme.write_text("# regimes\n\n<!-- tabbench report: npt-regimes -->\n<!-- end of tabbench report: npt-regimes -->\n"
+                      "\n<!-- tabbench report: split-regimes -->\n<!-- end of tabbench report: split-regimes -->\n")
+    fill_blocks(readme, write(folder))
+    text = readme.read_text()
+    npt, table = text.split("<!-- tabbench report: split-regimes -->")
+    assert "Does NPT's place hold when a test row's neighbours are no longer its twins?" in npt
+    assert "| method | mean rank, random | mean rank, matching | place | Elo, random -> matching | p, rank change |" in table
+    for method in methods:
+        assert f"| {method} |" in table and f"{got[method]:.2g} |" in table.split(f"| {method} |")[1].split("\n")[0]
+    # the answer atop the report site carries the NPT study's sentence, linking the folder
+    from tabbench_plugins.npt_study.answer import verdict
+
+    (said,) = verdict({"matching-splits": write(folder)})
+    assert said.startswith("- **Under splits that match the data** ([matching-splits](matching-splits/report.html)): "
+                           "Does NPT's place hold")
+    assert said.split(": ", 1)[1] in npt
+
+
 def test_a_folder_without_both_regimes_of_a_table_has_no_such_section(tmp_path, folder):
     from tabbench.report.leaderboard import write_leaderboard
     from tabbench.store import Store

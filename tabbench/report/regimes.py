@@ -15,8 +15,10 @@ the worst rank):
 - overall, each method's mean rank over the pairs under each regime (the families pooled, as the leaderboard's
   overall rank), its place (1 = best mean rank; ties share the better place), Kendall's tau between the two
   orders of mean ranks, and its Elo under each regime (tabbench.report.arena: bencheval, anchored as there);
-- per method, the change in mean rank, place and Elo from random to matching splits, and one generated sentence
-  per method; a study leads with its own methods' (``led_by``: the NPT study asks whether NPT's place holds once a
+- per method, the change in mean rank, place and Elo from random to matching splits, whether that change is
+  told apart from none (Wilcoxon's signed-rank test on its rank per dataset under the two regimes, over the
+  pairs, Holm-corrected over the methods: ``p_change``; with few pairs no change can be), and one generated
+  sentence per method; a study leads with its own methods' (``led_by``: the NPT study asks whether NPT's place holds once a
   test row's twin, its group or its later self, is no longer among the training rows).
 """
 
@@ -32,6 +34,7 @@ from tabbench.report.format import markdown_table
 from tabbench.report.section import Context, Section
 
 MATCHING = ("grouped", "temporal")
+ALPHA = 0.05
 RANDOM = "random"
 
 
@@ -120,9 +123,24 @@ def _compare(ctx: Context) -> Comparison | None:
     for name, tables, mean_rank in (("random", control, overall["rank_random"]),
                                     ("matching", matching, overall["rank_matching"])):
         overall[f"elo_{name}"] = _elo(tables, ctx.selected, mean_rank)
+    overall["p_change"] = _change_p(ranks_r, ranks_m)
     overall = overall.sort_values(["rank_matching", "rank_random"]).rename_axis("method")
     return Comparison(found, per_dataset, overall, _tau(overall["rank_random"], overall["rank_matching"]),
                       len(overall))
+
+
+def _change_p(ranks_random: pd.DataFrame, ranks_matching: pd.DataFrame) -> pd.Series:
+    """Per method, the Holm-adjusted p-value of Wilcoxon's signed-rank test that its rank per dataset is the same
+    under both regimes (scipy; statsmodels' Holm, over the methods); 1 where its rank moved on no dataset."""
+    from scipy.stats import wilcoxon
+    from statsmodels.stats.multitest import multipletests
+
+    raw = {}
+    for method in ranks_matching.index:
+        a, b = ranks_random.loc[method].align(ranks_matching.loc[method], join="inner")
+        raw[method] = 1.0 if (a == b).all() else float(wilcoxon(b.to_numpy(), a.to_numpy()).pvalue)
+    raw = pd.Series(raw, dtype=float)
+    return pd.Series(multipletests(raw.to_numpy(), method="holm")[1], index=raw.index) if len(raw) else raw
 
 
 def _elo(tables: dict, selected: pd.DataFrame, mean_rank: pd.Series) -> pd.Series:
@@ -146,8 +164,10 @@ def sentence(cmp: Comparison, method: str) -> str:
     before, after = int(row["place_random"]), int(row["place_matching"])
     elo = ("" if math.isnan(row["elo_random"]) or math.isnan(row["elo_matching"])
            else f", Elo {row['elo_random']:.0f} -> {row['elo_matching']:.0f}")
+    told = "told apart from no change" if row["p_change"] < ALPHA else "not told apart from no change"
     return (f"{method}: place {before} of {cmp.n_methods} under random splits, {after} under matching splits (mean "
-            f"rank {row['rank_random']:.2f} -> {row['rank_matching']:.2f}{elo}): {_moved(before, after)}.")
+            f"rank {row['rank_random']:.2f} -> {row['rank_matching']:.2f}{elo}): {_moved(before, after)}; its "
+            f"ranks per dataset {told} (Wilcoxon-Holm p = {row['p_change']:.2g} over {len(cmp.found)} pairs).")
 
 
 def led_by(cmp: Comparison, methods: list, question: str) -> str:
@@ -181,15 +201,7 @@ class SplitRegimes(Section):
         md = ["## Splits that match the data", "",
               f"{len(cmp.found)} datasets run twice, under a split that matches how their rows are related and under "
               f"a random split of the same sizes: {kinds}. Places by mean rank over these datasets (1 = best); "
-              "Elo by bencheval (as in the table above) on each regime's datasets alone.", "",
-              headline(cmp), ""]
-        tau = "n/a" if math.isnan(cmp.tau) else f"{cmp.tau:.2f}"
-        md += [f"Kendall's tau between the two orders of mean ranks: {tau} (1: the split changes no pairwise "
-               "order).", ""]
-        rows = [[ctx.show.get(m, m), f"{r['rank_random']:.2f}", f"{r['rank_matching']:.2f}",
-                 f"{int(r['place_random'])} -> {int(r['place_matching'])}", _elo_text(r)] for m, r in cmp.overall.iterrows()]
-        md += [markdown_table(["method", "mean rank, random", "mean rank, matching", "place",
-                               "Elo, random -> matching"], rows), ""]
+              "Elo by bencheval (as in the table above) on each regime's datasets alone.", "", *regimes_block(ctx)]
         md += ["Per dataset: the methods' order under each split (best first; `=` a tie) and Kendall's tau between "
                "their ranks under the two.", ""]
         md += [markdown_table(["dataset", "split", "order, random", "order, matching", "tau"], [
@@ -205,10 +217,35 @@ class SplitRegimes(Section):
             return []
         rows = [{"table": f"regime_{column}", "method": m, "dataset": "", "value": r[column], "se": np.nan}
                 for m, r in cmp.overall.iterrows() for column in ("rank_random", "rank_matching", "elo_random",
-                                                                  "elo_matching")]
+                                                                  "elo_matching", "p_change")]
         rows += [{"table": "regime_tau", "method": "", "dataset": d, "value": tau, "se": np.nan}
                  for d, (_, _, tau) in cmp.per_dataset.items()]
         return rows + [{"table": "regime_tau", "method": "", "dataset": "", "value": cmp.tau, "se": np.nan}]
+
+
+def overall_table(cmp: Comparison, show: dict, first: tuple = ()) -> list[str]:
+    """Per method (``first`` at the top, then best under matching splits): mean ranks, place and Elo under both
+    regimes, and the Holm-adjusted p-value of its rank change."""
+    order = [m for m in first if m in cmp.overall.index] + [m for m in cmp.overall.index if m not in first]
+    rows = [[show.get(m, m), f"{r['rank_random']:.2f}", f"{r['rank_matching']:.2f}",
+             f"{int(r['place_random'])} -> {int(r['place_matching'])}", _elo_text(r), f"{r['p_change']:.2g}"]
+            for m, r in cmp.overall.loc[order].iterrows()]
+    return [markdown_table(["method", "mean rank, random", "mean rank, matching", "place", "Elo, random -> matching",
+                            "p, rank change"], rows), "",
+            f"p, rank change: Wilcoxon's signed-rank test of the method's rank per dataset under the two regimes over "
+            f"{len(cmp.found)} pairs, Holm-corrected over {cmp.n_methods} methods; below {ALPHA} the split moved "
+            "it by more than the pairs' spread allows by chance.", ""]
+
+
+def regimes_block(ctx: Context) -> list[str]:
+    """The README block ``split-regimes``: the largest moves, Kendall's tau between the two orders and the
+    per-method table; nothing where the folder holds no paired regimes."""
+    cmp = compare(ctx)
+    if cmp is None:
+        return []
+    tau = "n/a" if math.isnan(cmp.tau) else f"{cmp.tau:.2f}"
+    return [headline(cmp), "", f"Kendall's tau between the two orders of mean ranks: {tau} over {cmp.n_methods} "
+            "methods (1: the split changes no pairwise order).", "", *overall_table(cmp, ctx.show)]
 
 
 def _text(value: float) -> str:

@@ -2,8 +2,9 @@
 ``register_answers`` hook): where NPT stands against the paper's field and the models that came after it.
 
 It opens with the verdict in a few generated sentences, each linking to its evidence: where NPT sized for its budget
-stands in breadth and against whom that is settled (verdict.py), where the paper's configuration stands, and whether
-the paper's exact numbers reproduce on a GPU. Then, per benchmark of ANSWER that has a page, its short table, its
+stands in breadth and against whom that is settled (verdict.py), where the paper's configuration stands, whether
+NPT's place holds under splits that match the data (matching-splits), and whether the paper's exact numbers
+reproduce on a GPU. Then, per benchmark of ANSWER that has a page, its short table, its
 budget and what Friedman and Nemenyi separate.
 """
 
@@ -13,7 +14,7 @@ from tabbench.report import family
 from tabbench.report.format import count
 from tabbench.report.site import budget_text
 from tabbench_plugins.npt_study.blocks import paper_comparisons, paper_table
-from tabbench_plugins.npt_study.verdict import npt_methods, pairs, standing
+from tabbench_plugins.npt_study.verdict import npt_methods, pairs, regimes_verdict, standing
 
 #: The benchmarks the answer summarises, in its order: (folder, what it asks).
 ANSWER = [
@@ -24,6 +25,8 @@ ANSWER = [
 ]
 #: The folder whose leaderboard gives the verdict on NPT's place, and the folder of the paper's exact configuration.
 VERDICT, REPRODUCTION = "breadth", "uci-small-npt-paper-gpu"
+#: The folder of paired split regimes (tables under a split that matches the data and under a random one).
+REGIMES = "matching-splits"
 #: NPT sized for its budget and at the paper's base configuration, as breadth names them.
 SIZED, PAPER = "npt-budget", "npt"
 
@@ -61,6 +64,9 @@ def verdict(contexts: dict) -> list:
                        f"By Wilcoxon-Holm over the datasets it is {standing(ctx, method, found)}.")
         if out:
             out.append(how_settled(ctx.selected))
+    regimes = regimes_verdict(contexts[REGIMES]) if REGIMES in contexts else []
+    if regimes:
+        out.append(f"- **Under splits that match the data** ([{REGIMES}]({REGIMES}/report.html)): {regimes[0]}")
     gpu = contexts.get(REPRODUCTION)
     if gpu is not None:
         judged = [agree for *_, agree in paper_comparisons(gpu) if agree is not None]

@@ -1,12 +1,13 @@
 """The NPT study's README blocks: NPT's rows against the paper's published numbers (``npt-against-paper``), NPT fold
 by fold (``npt-folds``), NPT beside NPT sized for its budget (``npt-at-budget``, at_budget.py) and the harness's
-significance block with NPT's fit time and memory on the cost line (``npt-significance``)."""
+significance block with NPT's time and memory on the cost line (``npt-significance``), and whether NPT's place
+holds under splits that match the data (``npt-regimes``, verdict.py)."""
 
 from __future__ import annotations
 
 from tabbench.report.format import markdown_text
 from tabbench.report.site import SiteError, significance_block
-from tabbench_plugins.npt_study.verdict import npt_methods
+from tabbench_plugins.npt_study.verdict import npt_methods, regimes_verdict
 
 
 def paper_comparisons(ctx) -> list[tuple]:
@@ -120,4 +121,4 @@ def _significance_block(ctx) -> list:
 
 
 BLOCKS = {"npt-against-paper": _paper_block, "npt-folds": _folds_block, "npt-at-budget": _npt_at_budget_block,
-          "npt-significance": _significance_block}
+          "npt-significance": _significance_block, "npt-regimes": regimes_verdict}

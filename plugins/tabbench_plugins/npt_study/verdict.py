@@ -126,6 +126,18 @@ class Pairwise(Section):
         return ["## Which of NPT's pairs are settled", "", *body] if body else []
 
 
+def regimes_verdict(ctx) -> list:
+    """Whether NPT's place holds under splits that match the data (tabbench.report.regimes.led_by, NPT's methods
+    first): one paragraph, none where the folder holds no paired regimes or no NPT method."""
+    from tabbench.report.regimes import compare, led_by
+
+    cmp = compare(ctx)
+    npt = [m for m in cmp.overall.index if ctx.model_of(m) == "npt"] if cmp is not None else []
+    if not npt:
+        return []
+    return [led_by(cmp, npt, "Does NPT's place hold when a test row's neighbours are no longer its twins?"), ""]
+
+
 class RegimesVerdict(Section):
     """Under splits that match the data (tabbench.report.regimes, a folder of paired regimes): whether NPT's
     place holds once a test row's twin is no longer among the training rows. NPT attends from test rows to
@@ -134,11 +146,5 @@ class RegimesVerdict(Section):
     after = "SplitRegimes"
 
     def markdown(self, ctx):
-        from tabbench.report.regimes import compare, led_by
-
-        cmp = compare(ctx)
-        npt = [m for m in cmp.overall.index if ctx.model_of(m) == "npt"] if cmp is not None else []
-        if not npt:
-            return []
-        return ["## Does NPT's place hold under splits that match the data?", "",
-                led_by(cmp, npt, "Does NPT's place hold when a test row's neighbours are no longer its twins?"), ""]
+        lines = regimes_verdict(ctx)
+        return ["## Does NPT's place hold under splits that match the data?", "", *lines] if lines else []
