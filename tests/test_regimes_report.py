@@ -117,13 +117,14 @@ def test_each_methods_rank_change_is_tested_with_wilcoxon_and_holm_and_the_readm
     assert min(got.values()) >= 0.5 and "not told apart from no change" in _section(folder)
 
     readme = folder / "README.md"
-    readme.write_text("# regimes\n\n<!-- tabbench report: npt-regimes -->\n<!-- end of tabbench report: npt-regimes -->\n"
-                      "\n<!-- tabbench report: split-regimes -->\n<!-- end of tabbench report: split-regimes -->\n")
+    readme.write_text("# regimes\n\n" + "\n".join(f"<!-- tabbench report: {b} -->\n<!-- end of tabbench report: {b} -->\n"
+                                                for b in ("npt-regimes", "split-regimes")))
     fill_blocks(readme, write(folder))
     text = readme.read_text()
     npt, table = text.split("<!-- tabbench report: split-regimes -->")
     assert "Does NPT's place hold when a test row's neighbours are no longer its twins?" in npt
-    assert "| method | mean rank, random | mean rank, matching | place | Elo, random -> matching | p, rank change |" in table
+    assert ("| method | mean rank, random | mean rank, matching | place | Elo, random -> matching | p, rank change |"
+            in table)
     for method in methods:
         assert f"| {method} |" in table and f"{got[method]:.2g} |" in table.split(f"| {method} |")[1].split("\n")[0]
     # the answer atop the report site carries the NPT study's sentence, linking the folder

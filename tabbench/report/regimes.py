@@ -18,8 +18,8 @@ the worst rank):
 - per method, the change in mean rank, place and Elo from random to matching splits, whether that change is
   told apart from none (Wilcoxon's signed-rank test on its rank per dataset under the two regimes, over the
   pairs, Holm-corrected over the methods: ``p_change``; with few pairs no change can be), and one generated
-  sentence per method; a study leads with its own methods' (``led_by``: the NPT study asks whether NPT's place holds once a
-  test row's twin, its group or its later self, is no longer among the training rows).
+  sentence per method; a study leads with its own methods' (``led_by``: the NPT study asks whether NPT's place
+  holds once a test row's twin, its group or its later self, is no longer among the training rows).
 """
 
 from __future__ import annotations
@@ -223,13 +223,12 @@ class SplitRegimes(Section):
         return rows + [{"table": "regime_tau", "method": "", "dataset": "", "value": cmp.tau, "se": np.nan}]
 
 
-def overall_table(cmp: Comparison, show: dict, first: tuple = ()) -> list[str]:
-    """Per method (``first`` at the top, then best under matching splits): mean ranks, place and Elo under both
-    regimes, and the Holm-adjusted p-value of its rank change."""
-    order = [m for m in first if m in cmp.overall.index] + [m for m in cmp.overall.index if m not in first]
+def overall_table(cmp: Comparison, show: dict) -> list[str]:
+    """Per method (best under matching splits first): mean ranks, place and Elo under both regimes, and the
+    Holm-adjusted p-value of its rank change."""
     rows = [[show.get(m, m), f"{r['rank_random']:.2f}", f"{r['rank_matching']:.2f}",
              f"{int(r['place_random'])} -> {int(r['place_matching'])}", _elo_text(r), f"{r['p_change']:.2g}"]
-            for m, r in cmp.overall.loc[order].iterrows()]
+            for m, r in cmp.overall.iterrows()]
     return [markdown_table(["method", "mean rank, random", "mean rank, matching", "place", "Elo, random -> matching",
                             "p, rank change"], rows), "",
             f"p, rank change: Wilcoxon's signed-rank test of the method's rank per dataset under the two regimes over "
