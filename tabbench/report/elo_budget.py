@@ -250,7 +250,8 @@ class EloAgainstBudget(Section):
                  "bencheval's Elo with its 95% bootstrap interval. A run with no state at a point (nothing validated yet, "
                  "or a model that keeps no states not finished) counts as failed there: the worst rank, and a loss to "
                  "every method with a result (TabArena counts unfinished jobs as failed). A record without budget points "
-                 "(made before the suite asked for them) has, at every point at or after its fit's end (`fit_seconds`), "
+                 "(made before the suite asked for them) has, at every point at or after its fit's end (`fit_seconds`; a "
+                 "`cpu`-clock job's `cpu_seconds`), "
                  "its final state, as a job that finished early records it; before that its state is unknown, and its "
                  "method is left out (named below) rather than counted as failed. `elo-against-budget.csv` has "
                  "the numbers, with the runs that had no state at each point (`no_state`).")
