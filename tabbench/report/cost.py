@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from tabbench.clock import CPU, spent_seconds
+from tabbench.clock import CPU, WALL, spent_seconds
 
 MIB = 1024**2
 
@@ -35,7 +35,7 @@ def spent(runs: pd.DataFrame, wall_field: str = "fit_seconds") -> pd.Series:
 
 def spent_label(runs: pd.DataFrame, wall_field: str = "fit_seconds") -> str:
     """What ``spent(runs, wall_field)`` is, in the words a table's note uses."""
-    clocks = {c if isinstance(c, str) else "wall" for c in (runs["clock"].unique() if "clock" in runs else ())}
+    clocks = {c if isinstance(c, str) else WALL for c in (runs["clock"].unique() if "clock" in runs else ())}
     wall = "wall seconds of the fit" if wall_field == "fit_seconds" else "wall seconds of the job"
     if clocks == {CPU}:
         return "CPU seconds of the job's process (its fit, predictions and scoring: the `cpu` clock its budget counted)"

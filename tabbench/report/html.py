@@ -164,6 +164,7 @@ def _budget_facts(ctx) -> list:
     n = sum(len(t.datasets) for t in ctx.tables.values())
     budgets = sorted(runs["time_budget_s"].dropna().unique()) if "time_budget_s" in runs else []
     from tabbench.pooling import record_devices
+    from tabbench.clock import WALL
     from tabbench.report.cost import spent, spent_label
 
     devices = record_devices(runs)
@@ -172,7 +173,7 @@ def _budget_facts(ctx) -> list:
                      for d in sorted(seconds.index)) + f": {spent_label(runs)}"
     budgeted = runs[runs["time_budget_s"].notna()] if budgets else runs.iloc[:0]
     clocks = (budgeted["clock"] if "clock" in budgeted else pd.Series(index=budgeted.index, dtype=object))
-    clocks = clocks.where(clocks.notna(), "wall").value_counts()
+    clocks = clocks.where(clocks.notna(), WALL).value_counts()
     on = " and ".join(f"{c} clock" + (f" ({n:,} jobs)" if len(clocks) > 1 else "") for c, n in clocks.items())
     return [("datasets", f"{n} ({families})"),
             ("methods", f"{runs['method'].nunique()}"),
