@@ -186,3 +186,23 @@ def test_plan_and_fit_size_a_job_by_one_rule_at_the_speed_the_machine_stored(tmp
     planned = budget_sized(ds.meta, sizes, full, budget)
     assert {k: planned[k] for k in rung.params} == rung.params
     assert info["steps"] <= planned["steps"] <= 1.1 * info["steps"], (info["steps"], planned["steps"])
+
+
+def test_the_pre_run_check_estimates_a_sized_job_at_the_speed_it_was_sized_at(tmp_path, monkeypatch):
+    """A machine whose stored calibration is faster than the reference CPU sizes a job more steps than the
+    reference CPU would train in the budget; the pre-run check estimates those steps at the same speed and lets the
+    job run (it refused npt on matching-splits' happiness once the Zen 4 had stored its speed for that shape)."""
+    from tabbench_plugins.npt.cost import SpeedBook
+
+    monkeypatch.setenv("TABBENCH_CACHE", str(tmp_path / "cache"))
+    ds, sp = _sklearn_split("diabetes")
+    sizes = SplitSizes(len(sp.train), len(sp.val), 0)
+    params, budget = merged(NPT.Params, {"steps": "auto", "device": "cpu"}), 60
+    assert cost.check_cost(ds.meta, sizes, params, budget) is None
+    book = SpeedBook()
+    book.store(book.key(ds.meta, sizes, params, cost.estimate_cpu_seconds(ds.meta, sizes, {**params, "steps": 0})
+                        ["rows"]), 0.5)
+    assert cost.planned_speed(ds.meta, sizes, params) == (0.5, "stored")
+    sized = budget_sized(ds.meta, sizes, params, budget)
+    assert cost.estimate_cpu_seconds(ds.meta, sizes, sized)["seconds"] > budget  # at the reference CPU's rates
+    assert cost.check_cost(ds.meta, sizes, params, budget) is None

@@ -349,13 +349,19 @@ def planned_speed(meta, sizes, params) -> tuple:
     return (1.0, "reference") if stored is None else (stored, "stored")
 
 
+def budget_sizing(meta, sizes, params, budget_s: float) -> Sizing:
+    """``steps: "auto"`` and ``size: "budget"`` resolved by ``sizing`` as a plan sees the job (``planned_speed``,
+    the test and validation rows predicted after training)."""
+    return sizing(meta, sizes, params, budget_s, lambda p: planned_speed(meta, sizes, p),
+                  predict_rows=sizes.val + sizes.test)
+
+
 def budget_sized(meta, sizes, params, budget_s: float) -> dict:
-    """``params`` with ``steps: "auto"`` and ``size: "budget"`` resolved by ``sizing`` as a plan sees the job
-    (``planned_speed``, the test and validation rows predicted after training); other params unchanged."""
+    """``params`` with ``steps: "auto"`` and ``size: "budget"`` resolved (``budget_sizing``); other params
+    unchanged."""
     if params.get("steps") != "auto":
         return params
-    sized = sizing(meta, sizes, params, budget_s, lambda p: planned_speed(meta, sizes, p),
-                   predict_rows=sizes.val + sizes.test)
+    sized = budget_sizing(meta, sizes, params, budget_s)
     return {**sized.params, "steps": sized.steps}
 
 
@@ -398,14 +404,17 @@ def _on_gpu(params) -> bool:
 def check_cost(meta, sizes, params, budget_s=None) -> str | None:
     """Refuse (a message naming the params to set) a CPU fit whose estimated time exceeds the suite's
     per-job budget, or MAX_CPU_HOURS when the suite sets none. ModelSpec.check for ``npt``.
-    ``steps: "auto"`` needs the budget, and at least one step must fit in it."""
+    ``steps: "auto"`` needs the budget, and at least one step must fit in it; its steps are estimated at the speed
+    they were sized at (this machine's stored calibration, else the reference CPU's), as the fit trains them."""
+    slowdown = 1.0
     if params["steps"] == "auto":
         if not budget_s:
             return ('npt: steps "auto" takes its step count from the suite\'s budget.time_s, and this suite sets '
                     "none: set budget.time_s, or give steps a number")
         if _on_gpu(params):  # a GPU fit times its own steps (estimate_seconds); the CPU's rates do not bound it
             return None
-        params = budget_sized(meta, sizes, params, budget_s)
+        sized = budget_sizing(meta, sizes, params, budget_s)
+        params, slowdown = {**sized.params, "steps": sized.steps}, sized.slowdown
         if params["steps"] < 1:
             return (f'npt: steps "auto": not one training step fits in {AUTO_BUDGET_SHARE:.0%} of the suite\'s '
                     f"budget.time_s of {budget_s:,.0f} s with cpus {params['cpus']:g} (estimated, one core of this "
@@ -413,20 +422,20 @@ def check_cost(meta, sizes, params, budget_s=None) -> str | None:
     est = estimate_cpu_seconds(meta, sizes, params)
     cpus = max(1.0, float(params["cpus"]))
     cpu_limit = budget_s * cpus if budget_s else MAX_CPU_HOURS * 3600  # CPU-seconds: the budget is wall time
-    if est["seconds"] <= cpu_limit or _on_gpu(params):
+    if est["seconds"] * slowdown <= cpu_limit or _on_gpu(params):
         return None
-    hours = est["seconds"] / 3600
+    hours = est["seconds"] * slowdown / 3600
     batches = "the whole table" if est["whole"] else f"minibatches of {est['rows']:,} rows"
     over = (f"over the suite's budget.time_s of {budget_s:,.0f} s with cpus {params['cpus']:g}" if budget_s else
             f"over the {MAX_CPU_HOURS} CPU-hours a job may take without a budget (set budget.time_s to allow more)")
-    per_step = est["step_s"] + est["eval_s"] * (est["evals"] / max(1, est["steps"]))
+    per_step = (est["step_s"] + est["eval_s"] * (est["evals"] / max(1, est["steps"]))) * slowdown
+    where = "one core of this project's reference CPU" if slowdown == 1 else "one core of this machine"
     fits = int(cpu_limit / per_step)
     auto = n_batches(est["table"], "auto") > 1
     hint = (f"batch_size (e.g. \"auto\": minibatches of at most {AUTO_BATCH_ROWS:,} rows; now {batches}), "
             if est["whole"] and auto else "batch_size, ")
     return (f"npt would train {est['n_params'] / 1e6:.0f}M parameters (e {params['e']} x {est['d']} columns, "
             f"{params['n_layers']} layers) on {batches} of a {est['table']:,}-row table: about {est['steps']:,} "
-            f"steps x {per_step:,.1f} CPU-s = {hours:,.1f} CPU-hours (estimated, one core of this project's "
-            f"reference CPU), {over}. Set in the suite's npt params: steps (about {fits:,} fit), {hint}e or "
+            f"steps x {per_step:,.1f} CPU-s = {hours:,.1f} CPU-hours (estimated, {where}), {over}. Set in the suite's npt params: steps (about {fits:,} fit), {hint}e or "
             f"n_layers (parameters grow with (e x columns)^2), eval_every, cpus, or device: cuda"
             + ("; or raise budget.time_s" if budget_s else ""))
