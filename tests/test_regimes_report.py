@@ -136,6 +136,25 @@ def test_each_methods_rank_change_is_tested_with_wilcoxon_and_holm_and_the_readm
     assert said.split(": ", 1)[1] in npt
 
 
+def test_a_study_is_told_its_place_holds_only_where_no_move_is_told_apart_from_no_change(folder):
+    """``led_by``'s verdict: the same places, it holds; places that move without a significant rank change, the
+    moves named and held within what the pairs separate; a move told apart (Holm-adjusted p below ALPHA), it does
+    not hold for that method. The folder's comparison, its places and p-values set to each case."""
+    from dataclasses import replace
+
+    from tabbench.report.leaderboard import write
+    from tabbench.report.regimes import ALPHA, compare, led_by
+
+    cmp, m = compare(write(folder)), "npt-small"
+    overall = cmp.overall.assign(place_matching=cmp.overall["place_random"])
+    assert "it holds: the same places under both regimes" in led_by(replace(cmp, overall=overall), [m], "Q?")
+    overall.loc[m, "place_matching"] = overall.loc[m, "place_random"] + 1
+    noise = led_by(replace(cmp, overall=overall.assign(p_change=ALPHA * 2)), [m], "Q?")
+    assert f"the places move ({m}), but no move is told apart from no change" in noise
+    told = led_by(replace(cmp, overall=overall.assign(p_change=ALPHA / 5)), [m], "Q?")
+    assert f"it does not hold for {m}:" in told and "holds" not in told.split(m, 1)[0]
+
+
 def test_a_folder_without_both_regimes_of_a_table_has_no_such_section(tmp_path, folder):
     from tabbench.report.leaderboard import write_leaderboard
     from tabbench.store import Store
