@@ -3,6 +3,7 @@ is fed are the eager step's, and a compiled fit trains as an eager one does."""
 
 from __future__ import annotations
 
+import operator
 import os
 
 import pytest
@@ -46,15 +47,61 @@ def test_the_masks_fed_to_a_traced_step_are_the_eager_steps_to_the_last_bit(amp)
         pytest.skip("this CPU has no bf16 matrix instructions: autocast would run fp32")
     x, cards = bc_tensors(60)
     eager_losses, eager = steps(x, cards, amp)
-
-    def traced(model):
-        loss = CompiledLoss(model, cards, amp=amp)
-        loss.fn = torch.compile(loss._loss, backend="eager")
-        return loss
-
-    traced_losses, fed = steps(x, cards, amp, traced)
+    traced_losses, fed = steps(x, cards, amp, traced(cards, amp))
     assert traced_losses == eager_losses
     assert all(torch.equal(a, b) for a, b in zip(eager, fed))
+
+
+def traced(cards, amp, backend="eager"):
+    """A ``compiled_loss`` for :func:`steps`: the step's loss traced by dynamo and run by ``backend``."""
+    def build(model):
+        loss = CompiledLoss(model, cards, amp=amp)
+        loss.fn = torch.compile(loss._loss, backend=backend)
+        return loss
+    return build
+
+
+def few_columns(keep=6):
+    """Breast Cancer's first ``keep`` features and its class (60 rows): ABA attends over fewer than FEW_KEYS keys."""
+    x, cards = bc_tensors(60)
+    return x[:, list(range(keep)) + [-1]], cards[:keep] + cards[-1:]
+
+
+def test_a_compiled_step_over_few_columns_sums_abas_products_instead_of_multiplying_matrices(monkeypatch):
+    """Under FEW_KEYS keys the traced pass has two matrix products fewer for each ABA block (its scores and its
+    weighted values, computed as broadcast products summed over the short axis, model.FEW_KEYS); ABD's, over the
+    rows, stay matrix products."""
+    def matmuls(few_keys):
+        monkeypatch.setattr(nm, "FEW_KEYS", few_keys)
+        torch._dynamo.reset()
+        graphs = []
+
+        def backend(gm, inputs):
+            graphs.append(gm)
+            return gm.forward
+
+        x, cards = few_columns()
+        steps(x, cards, False, traced(cards, False, backend), n=1)
+        return sum(node.op == "call_function" and node.target is operator.matmul
+                   for gm in graphs for node in gm.graph.nodes)
+
+    n_aba = sum(isinstance(m, nm.ABA) for m in nm.NPT(nm.NPTConfig(cards=few_columns()[1], **TINY)).modules())
+    assert n_aba > 0
+    assert matmuls(nm.FEW_KEYS) == matmuls(0) - 2 * n_aba
+
+
+@pytest.mark.parametrize("amp", [False, True])
+def test_a_compiled_step_over_few_columns_trains_as_the_eager_step_to_rounding(amp):
+    """The broadcast products sum in another order than the eager step's matrix products: the same losses and
+    parameters after four steps, to float rounding (the masks are the eager step's, as above)."""
+    if amp and not BF16:
+        pytest.skip("this CPU has no bf16 matrix instructions: autocast would run fp32")
+    x, cards = few_columns()
+    assert x.shape[1] < nm.FEW_KEYS
+    eager_losses, eager = steps(x, cards, amp)
+    traced_losses, fed = steps(x, cards, amp, traced(cards, amp))
+    assert traced_losses == pytest.approx(eager_losses, rel=1e-5)
+    assert all(torch.allclose(a, b, rtol=1e-4, atol=1e-6) for a, b in zip(eager, fed))
 
 
 def test_inductor_caches_in_the_data_cache_unless_the_user_names_a_folder(monkeypatch, tmp_path):

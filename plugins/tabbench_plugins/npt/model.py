@@ -199,6 +199,17 @@ NARROW_HEAD = 16
 NARROW_BLOCK = 16
 
 
+#: Fewer keys than this (ABA's columns, on a table of at most 10 columns) and a narrow head: a compiled CPU step
+#: (compiled.py) computes the head's two products as broadcast products summed over the short axis, which inductor
+#: fuses with the softmax and the dropout between them into a few loops, where torch's batched matrix product runs
+#: one tiny (T x T) @ (T x 4) product per row and head. Forward and backward, 1,024 rows x heads, T keys, compiled,
+#: one Zen 4 core: T = 5 to 9 1.5 to 1.8x faster, T = 11 1.03-1.06x, T = 12 and 13 0.85-0.87x (so not there), and
+#: eager 0.74x at T = 9 (so never eager). The same sums in another order: the last bits differ from the eager step.
+#: Concrete's 9 columns, the whole compiled step: 1.25x at e8-l2-b512, 1.12x at e8-l2, 1.05x at e16-l4
+#: (benchmarks/README.md, "ABA's products over few columns").
+FEW_KEYS = 11
+
+
 def softmax_rows(scores):
     """softmax over the last axis of CPU scores, along the faster axis of the two for the number of keys."""
     if scores.shape[-1] < SHORT_ROWS:
@@ -233,6 +244,12 @@ class SelfAttention(nn.Module):
         cpu_dropout = p > 0 and q.device.type == "cpu"  # fused attention's CPU fallback is slower here (docstring)
         if self.cfg.attention == "fused" and attn_store is None and not cpu_dropout:
             y = F.scaled_dot_product_attention(q, k, v, dropout_p=p, scale=self.scale)
+        elif (q.device.type == "cpu" and C // self.n_heads < NARROW_HEAD and T < FEW_KEYS and attn_store is None
+              and torch.compiler.is_compiling()):
+            with torch.autocast("cpu", enabled=False):  # see FEW_KEYS
+                q, k, v = q.float() * self.scale, k.float(), v.float()
+                att = torch.softmax((q.unsqueeze(-2) * k.unsqueeze(-3)).sum(-1), dim=-1)
+                y = (dropout(att, p, self.training).unsqueeze(-1) * v.unsqueeze(-3)).sum(-2)
         else:  # textbook attention: materialises the (B, heads, T, T) matrix
             if q.device.type == "cpu" and C // self.n_heads < NARROW_HEAD:
                 with torch.autocast("cpu", enabled=False):
