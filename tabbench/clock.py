@@ -132,7 +132,8 @@ def clock_of(record: dict) -> str:
 def spent_seconds(record, wall_field: str = "fit_seconds") -> float | None:
     """The seconds a record's job spent, on the clock its budget counted: under ``cpu`` the CPU seconds of the
     job's process (``cpu_seconds``: every thread; its fit, predictions and scoring, as the budget counted them;
-    a job resumed from a checkpoint, this attempt's alone), which a paused worker or a busy machine does not
+    a job resumed from a checkpoint, every attempt's to the checkpoint it continued where the record has
+    ``cpu_seconds_before_resume``, else this attempt's alone), which a paused worker or a busy machine does not
     move; under ``wall`` the record's ``wall_field`` (``fit_seconds``: the fit's; ``wall_seconds``: the whole
     job's). ``record``: a record, or a row of ``tabbench.store.records_frame``."""
     clock, cpu = record.get("clock"), record.get("cpu_seconds")

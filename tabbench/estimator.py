@@ -370,6 +370,10 @@ class Estimator:
     #: if it had not been interrupted. Default: 0.0 (nothing resumed).
     resumed_fit_seconds_: float = 0.0
 
+    #: The same fit's CPU seconds (every thread of the process) in the attempts it continues, to their checkpoint:
+    #: the record's ``cpu_seconds`` is then the whole job's, every attempt's, as its cost. Default: 0.0.
+    resumed_cpu_seconds_: float = 0.0
+
     #: ``predict_with_context(X, context_X, context_y)``, for a model whose predictions read other rows at predict
     #: time (NPT's table, k-NN's neighbours, ModernNCA's and TabR's candidates): the one declaration of that
     #: capability (``ModelSpec.uses_other_rows`` is True where the estimator class implements it):

@@ -75,7 +75,7 @@ def test_optional_capabilities_have_the_documented_defaults_on_the_base_class_an
     for estimator in (model, Plain()):
         assert dict(optional(estimator, "info_")) == {}
         assert list(optional(estimator, "budgets_")) == []
-        assert optional(estimator, "resumed_fit_seconds_") == 0.0
+        assert optional(estimator, "resumed_fit_seconds_") == optional(estimator, "resumed_cpu_seconds_") == 0.0
         assert optional(estimator, "predict_with_context") is None
     with pytest.raises(ValueError, match="keeps no budget curve"):
         model.at_budget(10)

@@ -488,19 +488,22 @@ def test_a_killed_fit_resumes_from_its_checkpoint_to_the_same_result(breast_canc
     assert pointed.info_["resumed_from_step"] is not None and pointed.time_points_ == {1e-9: 0.0}
     np.testing.assert_array_equal(pointed.at_time(1e-9).predict_proba(X_test), whole.predict_proba(X_test))
 
-    # a job resumed by the harness records the whole fit's time: the checkpoint's part plus its own
+    # a job resumed by the harness records the whole fit's time and the whole job's CPU time: the checkpoint's
+    # part plus its own (the killed attempt's CPU seconds, to its checkpoint, kept in the checkpoint)
     from tabbench.run.execute import execute
     from tabbench.run.jobs import Job
 
-    assert whole.resumed_fit_seconds_ == 0.0
-    earlier = torch.load(folder / CHECKPOINT_FILE, weights_only=False)["run"]["seconds"]
-    assert earlier > 0 and resumed.resumed_fit_seconds_ > 0
+    assert whole.resumed_fit_seconds_ == whole.resumed_cpu_seconds_ == 0.0
+    saved = torch.load(folder / CHECKPOINT_FILE, weights_only=False)["run"]
+    earlier, earlier_cpu = saved["seconds"], saved["cpu_seconds"]
+    assert earlier > 0 and resumed.resumed_fit_seconds_ > 0 and earlier_cpu > 0
     job = Job("k", "s", "npt", "npt", params, None, "bc", "binary", 0, 0, 0, ds.fingerprint, sp.fingerprint)
     record = execute(job, NPT, ds.meta, ds.X, ds.y, sp, checkpoint_dir=folder)
     assert record["status"] == "ok", record.get("traceback")
     assert record["fit_seconds_before_resume"] == earlier
     assert record["fit_seconds"] > earlier
     assert record["wall_seconds"] > record["fit_seconds"]  # the whole job's too (tabbench plan's basis)
+    assert record["cpu_seconds_before_resume"] == earlier_cpu and record["cpu_seconds"] > earlier_cpu
 
     # a checkpoint of another run (here: another learning rate) is never loaded, and the fit says why
     other = NPT(ds.meta, 0, **{**params, "lr": 5e-4})

@@ -153,8 +153,25 @@ def _job_times_block(ctx) -> list:
 
     return [markdown_table(["method", "jobs", "shortest s", "median s", "longest s"], rows), "",
             f"Seconds a job (fit, predict and scoring in its worker): "
-            f"{spent_label(runs, 'wall_seconds')}.", "",
+            f"{spent_label(runs, 'wall_seconds')}.", "", *_resumed_note(runs, ctx.show),
             *comparison_note(runs, ctx.show, ctx.sources, "in these times")]
+
+
+def _resumed_note(runs, show: dict) -> list:
+    """The cpu-clock jobs resumed from a checkpoint before records kept the earlier attempts' CPU seconds
+    (``fit_seconds_before_resume`` without ``cpu_seconds_before_resume``): their seconds are the last attempt's."""
+    from tabbench.clock import CPU
+
+    if "fit_seconds_before_resume" not in runs:
+        return []
+    kept = runs["cpu_seconds_before_resume"].notna() if "cpu_seconds_before_resume" in runs else False
+    short = runs[(runs["clock"] == CPU) & runs["fit_seconds_before_resume"].notna() & ~kept]
+    if short.empty:
+        return []
+    jobs = ", ".join(f"{show.get(m, m)} on {d}" for m, d in zip(short["method"], short["dataset"]))
+    return [f"{len(short)} job{'s' if len(short) > 1 else ''} resumed from a checkpoint before records kept the "
+            f"earlier attempts' CPU seconds count the last attempt's alone ({jobs}); the fit's wall seconds before "
+            f"the resume were {short['fit_seconds_before_resume'].sum():,.0f} in all.", ""]
 
 
 def _tabarena_block(ctx) -> list:

@@ -195,7 +195,11 @@ def execute(job: Job, factory, meta, X, y, split, checkpoint_dir=None, started: 
         record["info"] = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in info.items()}
     # the whole job's, as fit_seconds: a job resumed from a checkpoint adds its earlier attempts' fit time
     record["wall_seconds"] = time.perf_counter() - t_start + record.get("fit_seconds_before_resume", 0.0)
-    record["cpu_seconds"] = time.process_time() - cpu_start  # this attempt's, every thread of the job's process
+    # every thread of the job's process; a job resumed from a checkpoint adds its earlier attempts' CPU seconds
+    earlier_cpu = optional(estimator, "resumed_cpu_seconds_")
+    record["cpu_seconds"] = time.process_time() - cpu_start + earlier_cpu
+    if earlier_cpu:
+        record["cpu_seconds_before_resume"] = earlier_cpu
     if limit is not None and limit.raised:  # its model planned its work: it could run past its budget
         record["cpu_limit_s"] = limit.seconds
     record["environment"] = environment()

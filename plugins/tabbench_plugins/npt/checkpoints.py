@@ -104,7 +104,8 @@ class Run:
         self.snapshots = {}  # budget -> (best_step at that budget, weights on the host)
         self.last_loss = None
         self.earlier_seconds = 0.0  # fit time of the attempts this run was resumed from (their checkpoint's)
-        self.started = time.perf_counter()
+        self.earlier_cpu_seconds = 0.0  # and their CPU time (every thread), to the checkpoint
+        self.started, self.started_cpu = time.perf_counter(), time.process_time()
 
     # --- best-so-far and budget snapshots -------------------------------------------------------
 
@@ -154,6 +155,7 @@ class Run:
             "best": self.best, "best_loss": self.best_loss, "best_step": self.best_step,
             "snapshots": self.snapshots, "last_loss": self.last_loss,
             "seconds": self.earlier_seconds + time.perf_counter() - self.started,
+            "cpu_seconds": self.earlier_cpu_seconds + time.process_time() - self.started_cpu,
         }
 
     def load_state_dict(self, state: dict):
@@ -171,6 +173,7 @@ class Run:
             self.best_step.copy_(state["best_step"])
         self.snapshots, self.last_loss = state["snapshots"], state["last_loss"]
         self.earlier_seconds = state.get("seconds", 0.0)  # checkpoints written before it was kept: unknown
+        self.earlier_cpu_seconds = state.get("cpu_seconds", 0.0)  # likewise
 
 
 class Checkpointer:

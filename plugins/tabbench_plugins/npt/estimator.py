@@ -251,6 +251,7 @@ class NPT(Estimator):
         self.point_weights_ = {point: weights for point, (_, weights) in points.kept.items()}
         self.run_ = trained.run
         self.resumed_fit_seconds_ = self.run_.earlier_seconds
+        self.resumed_cpu_seconds_ = self.run_.earlier_cpu_seconds
         self._fill_info(trained, torch, context.time_budget_s)
         self._record_compile_seconds()
         self.compiled_ = self.compile_record_ = None  # a fitted estimator holds no compiled function (pickling)
