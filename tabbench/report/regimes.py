@@ -182,8 +182,8 @@ def led_by(cmp: Comparison, methods: list, question: str) -> str:
         verdict = (f"the places move ({', '.join(moved)}), but no move is told apart from no change, so within what "
                    "these pairs can separate it holds")
     else:
-        verdict = f"it does not hold for {', '.join(told)}: the split moved {'it' if len(told) == 1 else 'them'} by " \
-                  "more than the pairs' spread allows by chance"
+        verdict = (f"it does not hold for {', '.join(told)}: the split moved {'it' if len(told) == 1 else 'them'} "
+                   "by more than the pairs' spread allows by chance")
     return f"{question} Over {len(cmp.found)} paired datasets {verdict}. " + " ".join(sentence(cmp, m) for m in methods)
 
 

@@ -162,7 +162,7 @@ def _resumed_note(runs, show: dict) -> list:
     (``fit_seconds_before_resume`` without ``cpu_seconds_before_resume``): their seconds are the last attempt's."""
     from tabbench.clock import CPU
 
-    if "fit_seconds_before_resume" not in runs:
+    if "fit_seconds_before_resume" not in runs or "clock" not in runs:
         return []
     kept = runs["cpu_seconds_before_resume"].notna() if "cpu_seconds_before_resume" in runs else False
     short = runs[(runs["clock"] == CPU) & runs["fit_seconds_before_resume"].notna() & ~kept]

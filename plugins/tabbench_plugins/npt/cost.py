@@ -436,6 +436,7 @@ def check_cost(meta, sizes, params, budget_s=None) -> str | None:
             if est["whole"] and auto else "batch_size, ")
     return (f"npt would train {est['n_params'] / 1e6:.0f}M parameters (e {params['e']} x {est['d']} columns, "
             f"{params['n_layers']} layers) on {batches} of a {est['table']:,}-row table: about {est['steps']:,} "
-            f"steps x {per_step:,.1f} CPU-s = {hours:,.1f} CPU-hours (estimated, {where}), {over}. Set in the suite's npt params: steps (about {fits:,} fit), {hint}e or "
+            f"steps x {per_step:,.1f} CPU-s = {hours:,.1f} CPU-hours (estimated, {where}), {over}. Set in the "
+            f"suite's npt params: steps (about {fits:,} fit), {hint}e or "
             f"n_layers (parameters grow with (e x columns)^2), eval_every, cpus, or device: cuda"
             + ("; or raise budget.time_s" if budget_s else ""))
