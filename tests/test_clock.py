@@ -47,6 +47,26 @@ def test_a_paused_or_starved_worker_moves_no_time_a_report_or_plan_reads_from_a_
     assert (cost_table(as_wall_paused, rank)["seconds"] / cost_table(as_wall, rank)["seconds"]).round(9).eq(10).all()
 
 
+def test_the_job_times_block_names_the_resumed_jobs_whose_records_lack_their_earlier_cpu_seconds():
+    """A job resumed from a checkpoint before records kept its earlier attempts' CPU seconds counts the last
+    attempt's alone: matching-splits' records, read raw, give the jobs that the job-times block names; a record
+    that keeps them (``cpu_seconds_before_resume``) is not named."""
+    from tabbench.report.site import _resumed_note
+    from tabbench.store import Store, records_frame
+
+    latest = Store(ROOT / "results" / "matching-splits").latest().values()
+    short = sorted((r["method"], r["dataset"]) for r in latest if r.get("clock") == CPU
+                   and r.get("fit_seconds_before_resume") and "cpu_seconds_before_resume" not in r)
+    assert short, "matching-splits holds resumed npt jobs from before the field existed"
+    frame = records_frame(list(latest))
+    show = {m: m for m in frame["method"]}
+    (note, _) = _resumed_note(frame, show)
+    assert note.startswith(f"{len(short)} jobs resumed from a checkpoint")
+    assert all(f"{m} on {d}" in note for m, d in short)
+    kept = frame.assign(cpu_seconds_before_resume=frame["fit_seconds_before_resume"])
+    assert _resumed_note(kept, show) == []
+
+
 def test_a_cpu_limit_raised_in_the_jobs_process_is_what_its_watcher_reads():
     """The job's process (a fork, as tabbench/run/isolation.py starts it) raises its CpuLimit when its model plans
     its work; the watching process reads the raised limit from the page they share."""
