@@ -164,8 +164,9 @@ def _resumed_note(runs, show: dict) -> list:
 
     if "fit_seconds_before_resume" not in runs or "clock" not in runs:
         return []
-    kept = runs["cpu_seconds_before_resume"].notna() if "cpu_seconds_before_resume" in runs else False
-    short = runs[(runs["clock"] == CPU) & runs["fit_seconds_before_resume"].notna() & ~kept]
+    short = runs[(runs["clock"] == CPU) & runs["fit_seconds_before_resume"].notna()]
+    if "cpu_seconds_before_resume" in runs:
+        short = short[short["cpu_seconds_before_resume"].isna()]
     if short.empty:
         return []
     jobs = ", ".join(f"{show.get(m, m)} on {d}" for m, d in zip(short["method"], short["dataset"]))
