@@ -57,9 +57,11 @@ def test_a_rerun_names_its_reason_and_the_record_it_replaced(tmp_path):
     assert marked["rerun"] == {"reason": "budget points added",
                                "replaces": {"finished_at": old[0]["finished_at"], "status": "ok"}}
     store.append(marked)
-    store.append({**old[1], "finished_at": "2030-01-02T00:00:00+00:00"})  # a re-run from before the field
+    moved = {**old[1]["metrics"], "test": {m: v * 1.001 for m, v in old[1]["metrics"]["test"].items()}}
+    store.append({**old[1], "metrics": moved, "finished_at": "2030-01-02T00:00:00+00:00"})  # from before the field
     row = _row(provenance_block(_folder_context(store.dir)), "knn")
-    assert "| 2 (1 budget points added; 1 reason not recorded), replacing 2 ok on Intel Xeon |" in row
+    assert "| 2 (1 budget points added; 1 reason not recorded), replacing 2 ok on Intel Xeon; the same test " \
+           "metrics on 1 of 2 |" in row
     assert "to 2030-01-02 |" in row
 
 

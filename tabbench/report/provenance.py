@@ -22,6 +22,7 @@ clocks, naming the methods it touches.
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -140,7 +141,7 @@ def _rerun_text(runs_by_key: dict, names: dict, ordered: list, position: dict) -
     if not rerun:
         return "none"
     reasons, replaced, times = Counter(), Counter(), Counter(len(v) for v in rerun.values())
-    steps = []
+    steps, same = [], []
     for runs in rerun.values():
         for old, new in zip(runs, runs[1:]):
             field = new.get("rerun") if isinstance(new.get("rerun"), dict) else None
@@ -156,6 +157,10 @@ def _rerun_text(runs_by_key: dict, names: dict, ordered: list, position: dict) -
                     for r in (old, new))
             if a and b:
                 steps.append(b / a)
+            if old.get("status") == new.get("status") == "ok":
+                compared = _same_test_metrics(old, new)
+                if compared is not None:
+                    same.append(compared)
     by_status = defaultdict(Counter)
     for (status, where), n in replaced.items():
         by_status[status][where] += n
@@ -170,7 +175,26 @@ def _rerun_text(runs_by_key: dict, names: dict, ordered: list, position: dict) -
     if steps:
         text += (f"; trained a median {statistics.median(steps):.2f} times the steps of the record it replaced "
                  f"({len(steps)} with steps on both)")
+    if same:
+        text += f"; the same test metrics on {sum(same):,} of {len(same):,}"
     return text
+
+
+#: two records' test metrics count as the same within this relative difference (a seeded job on another CPU or
+#: torch build differs in its last digits; a deterministic one does not differ at all)
+SAME_METRIC = 1e-6
+
+
+def _same_test_metrics(old: dict, new: dict) -> bool | None:
+    """Whether a re-run's test metrics are the replaced record's (each within SAME_METRIC, relative); None where
+    either has none, or they name different metrics."""
+    a, b = ((r.get("metrics") or {}).get("test") if isinstance(r.get("metrics"), dict) else None for r in (old, new))
+    if not isinstance(a, dict) or not isinstance(b, dict) or not a or set(a) != set(b):
+        return None
+    try:
+        return all(math.isclose(float(a[m]), float(b[m]), rel_tol=SAME_METRIC, abs_tol=1e-12) for m in a)
+    except (TypeError, ValueError):
+        return None
 
 
 def provenance_block(ctx) -> list:
@@ -219,7 +243,10 @@ def provenance_block(ctx) -> list:
             "re-run record's `rerun.reason` (`tabbench run --rerun-reason`; 'no reason given': a --retry-failed "
             "without one), and the replaced record's status and machine are its own; 'reason not recorded': "
             "re-runs made before the field existed. Steps: "
-            "`info.steps_run`. Generated from the records by `tabbench report` (tabbench/report/provenance.py)."]
+            "`info.steps_run`. The same test metrics: of the re-runs where both it and the record it replaced "
+            f"finished, those whose every test metric is the replaced record's within {SAME_METRIC:g} (relative; "
+            "a deterministic model's re-run on another CPU gives the same, a seeded network's last digits may "
+            "differ and grow over its epochs). Generated from the records by `tabbench report` (tabbench/report/provenance.py)."]
     return out
 
 
