@@ -89,3 +89,30 @@ def test_the_answer_says_how_settled_breadths_splits_leave_it_as_its_readme_bloc
     assert f"each of breadth's {len(splits) - 17} datasets has {splits.drop(single).min()} splits or more" in sentence
     assert f"{enough} of the {len(splits) - 17} it could estimate have the splits" in sentence
     assert "one split each" not in sentence
+
+
+def test_the_answer_names_the_worst_ranks_it_imputed_for_failed_or_missing_results():
+    """Breadth as published: npt failed on caravan, so npt's sentence counts one worst rank of its own and
+    npt-budget's one of another method's. A method with no record on a dataset at all (TabR's wells records
+    dropped) is imputed the worst rank there too, and said to be not run; with every result complete the answer
+    adds nothing."""
+    from types import SimpleNamespace
+
+    from tabbench.pooling import pooled_records
+    from tabbench.report.family import summarise
+    from tabbench.report.leaderboard import select_trials
+    from tabbench_plugins.npt_study.answer import imputed_text
+
+    selected = select_trials(pooled_records([ROOT / "results" / "breadth"], False))
+
+    def text(frame, method):
+        return imputed_text(SimpleNamespace(tables=summarise(frame), show={}), method)
+
+    assert text(selected, "npt") == (" Worst ranks imputed for a failed or missing result: 1 of its own (caravan: 1 "
+                                     "of 1 runs failed); none of the other methods'.")
+    assert text(selected, "npt-budget").endswith("none of its own; 1 of the other methods' (npt 1).")
+    dropped = selected[~((selected["method"] == "tabr") & (selected["dataset"] == "wells"))]
+    assert text(dropped, "npt-budget").endswith("none of its own; 2 of the other methods' (npt 1, tabr 1).")
+    assert "(wells: not run)" in text(dropped[dropped["method"] != "npt"], "tabr")
+    complete = selected[~selected["dataset"].isin(["caravan", "wells"])]
+    assert text(complete, "npt") == ""

@@ -61,7 +61,8 @@ def verdict(contexts: dict) -> list:
             if place is None:
                 continue
             out.append(f"- **{what}** (`{method}`) is {place} over {n} datasets in {link}, {budget_text(ctx)}. "
-                       f"By Wilcoxon-Holm over the datasets it is {standing(ctx, method, found)}.")
+                       f"By Wilcoxon-Holm over the datasets it is {standing(ctx, method, found)}."
+                       + imputed_text(ctx, method))
         if out:
             out.append(how_settled(ctx.selected))
     regimes = regimes_verdict(contexts[REGIMES]) if REGIMES in contexts else []
@@ -75,6 +76,36 @@ def verdict(contexts: dict) -> list:
                        f"combined standard errors on {sum(judged)} of {count(len(judged), 'dataset')} "
                        f"([{REPRODUCTION}]({REPRODUCTION}/report.html)).")
     return out
+
+
+def imputed(ctx) -> dict:
+    """method -> [(dataset, why)] for every result ranked at the worst rank in ``ctx``'s tables: a failed, unscored
+    or partial result (the family's ``incomplete``, with its reason) or none at all ("not run")."""
+    out = {}
+    for table in ctx.tables.values():
+        why = {(m, d): reason for m, d, reason in table.incomplete}
+        for method, row in table.mean.iterrows():
+            for dataset in row.index[row.isna()]:
+                out.setdefault(method, []).append((dataset, why.get((method, dataset), "not run")))
+    return out
+
+
+def imputed_text(ctx, method: str, shown: int = 3) -> str:
+    """' Worst ranks imputed for a failed or missing result: 1 of its own (caravan: 1 of 1 runs failed); 2 of
+    the other methods' (tabr 2).', or '' where the comparison imputes none: what the place and the pairs rest on
+    besides results."""
+    found = imputed(ctx)
+    if not found:
+        return ""
+    own = found.get(method, [])
+    listed = ", ".join(f"{d}: {why}" for d, why in own[:shown]) + (f", and {len(own) - shown} more"
+                                                                    if len(own) > shown else "")
+    others = {m: len(v) for m, v in found.items() if m != method}
+    return (" Worst ranks imputed for a failed or missing result: "
+            + (f"{len(own)} of its own ({listed})" if own else "none of its own") + "; "
+            + (f"{sum(others.values())} of the other methods' ("
+               + ", ".join(f"{ctx.show.get(m, m)} {k}" for m, k in sorted(others.items(), key=lambda x: (-x[1], x[0])))
+               + ")" if others else "none of the other methods'") + ".")
 
 
 def how_settled(selected) -> str:
