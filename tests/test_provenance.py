@@ -92,11 +92,11 @@ def test_a_comparison_of_times_names_the_methods_whose_records_mix_machines():
 
 def test_the_splits_a_stable_ranking_needs_follow_bencheval_from_per_split_ranks():
     pytest.importorskip("bencheval")
-    from scipy.stats import spearmanr
+    from scipy.stats import kendalltau, spearmanr
 
     from tabbench.pooling import pooled_records
     from tabbench.report.leaderboard import select_trials
-    from tabbench.report.stability import TARGET, estimate, split_errors
+    from tabbench.report.stability import TARGET, estimate, split_errors, stability_block
 
     selected = select_trials(pooled_records([BREADTH], False))
     table, _, reason = estimate(selected)
@@ -114,6 +114,12 @@ def test_the_splits_a_stable_ranking_needs_follow_bencheval_from_per_split_ranks
     k = table.loc["babies", "splits"]
     assert table.loc["babies", "reliability"] == pytest.approx(k * rho / (1 + (k - 1) * rho))
     assert table.loc["babies", "needed"] == math.ceil(TARGET * (1 - rho) / (rho * (1 - TARGET)))
+    # and how far another split alone reorders the methods: Kendall's tau between every two splits' orders
+    taus = [kendalltau(part.loc[a], part.loc[b]).statistic for a, b in combinations(part.index, 2)]
+    assert table.loc["babies", "taus"] == pytest.approx(taus) and len(taus) == 3
+    every = sorted(t for found in table["taus"] for t in found)
+    block = " ".join(stability_block(SimpleNamespace(selected=selected, labels={})))
+    assert f"from {every[0]:.2f} to {every[-1]:.2f} over {len(every)} pairs of splits" in block
 
 
 def test_the_wrong_handwritten_provenance_is_gone_and_the_blocks_stand_in_its_place():

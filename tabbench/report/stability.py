@@ -72,13 +72,15 @@ def estimate(selected):
     for dataset, part in per_task.groupby("dataset"):
         ranks = part.pivot(index="split", columns="method", values="rank")
         rho, reliability, needed = float("nan"), float("nan"), float("nan")
+        taus = split_taus(ranks)
         if len(ranks) > 1:
             rho = fold_agreement(ranks)
             if not math.isnan(rho):
                 found = BenchmarkEvaluator.estimate_folds_for_stable_ordering(rho, len(ranks),
                                                                               target_reliability=TARGET)
                 reliability, needed = found["rel_at_num_folds"], found["k_required"]
-        rows[dataset] = {"splits": len(ranks), "agreement": rho, "reliability": reliability, "needed": needed}
+        rows[dataset] = {"splits": len(ranks), "agreement": rho, "reliability": reliability, "needed": needed,
+                         "taus": taus}
     return pd.DataFrame.from_dict(rows, orient="index").sort_index(), left_out, None
 
 
@@ -91,6 +93,19 @@ def fold_agreement(ranks) -> float:
     similarity = ranks.T.corr(method="spearman").to_numpy(copy=True)
     np.fill_diagonal(similarity, np.nan)
     return float(np.nanmean(similarity)) if np.isfinite(similarity).any() else float("nan")
+
+
+def split_taus(ranks) -> list:
+    """Kendall's tau (scipy's tau-b: ties counted) between the methods' ranks on every two splits of one dataset
+    (``ranks``: splits x methods): how far another split of the same table alone reorders the methods."""
+    from itertools import combinations
+
+    from scipy.stats import kendalltau
+
+    rows = ranks.to_numpy(dtype=float)
+    taus = [kendalltau(a, b).statistic for a, b in combinations(rows, 2)
+            if len(set(a)) > 1 and len(set(b)) > 1]
+    return [float(t) for t in taus if not math.isnan(t)]
 
 
 def stability_block(ctx) -> list:
@@ -125,6 +140,13 @@ def stability_block(ctx) -> list:
                      "datasets).")
         else:
             text += f" {len(single)} have one split, with no estimate of their own."
+    taus = sorted(t for found in table["taus"] for t in found)
+    if taus:
+        mid = taus[len(taus) // 2] if len(taus) % 2 else (taus[len(taus) // 2 - 1] + taus[len(taus) // 2]) / 2
+        text += (f" Between two splits of one dataset the methods' rankings agree by Kendall's τ with a median of "
+                 f"{mid:.2f} (from {taus[0]:.2f} to {taus[-1]:.2f} over {len(taus)} pairs of splits): how far another "
+                 "split of the same table alone reorders the methods, the scale against which to read a change of "
+                 "order between two conditions that have one split each.")
     if left_out:
         text += (f" {left_out} (dataset, split) pairs that some method has not run yet are left out of the "
                  "estimate.")
