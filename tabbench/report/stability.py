@@ -16,7 +16,10 @@ are taken here: bencheval's per-split ranks (``compute_results_per_task``), its 
   yet would rank the others alone), and the note says how many were left out;
 - a dataset with one counted split has no estimate of its own (nothing to correlate); the line after the table
   says what the median agreement of the datasets with several splits would ask of it, an extrapolation across
-  datasets, named as one.
+  datasets, named as one;
+- beside it, Kendall's tau between the methods' rankings on every two splits of one dataset (``split_taus``), over
+  all datasets: how far another split of the same table alone reorders the methods, the scale for a change of
+  order between two conditions with one split each (a study of split regimes).
 """
 
 from __future__ import annotations
