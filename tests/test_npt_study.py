@@ -116,3 +116,32 @@ def test_the_answer_names_the_worst_ranks_it_imputed_for_failed_or_missing_resul
     assert "(wells: not run)" in text(dropped[dropped["method"] != "npt"], "tabr")
     complete = selected[~selected["dataset"].isin(["caravan", "wells"])]
     assert text(complete, "npt") == ""
+
+
+def test_the_regimes_sentence_reads_the_regimes_taus_against_those_of_two_random_splits():
+    """matching-splits' per-table taus (its leaderboard.csv) against breadth's between two splits of one table
+    (stability.split_taus, a table's mean): the sentence gives both medians and Mann-Whitney's p as scipy computes them, and says
+    the regime reorders more than re-splitting only where the test tells the two apart."""
+    import statistics
+
+    from scipy.stats import mannwhitneyu
+
+    from tabbench.pooling import pooled_records
+    from tabbench.report.leaderboard import select_trials
+    from tabbench.report.stability import estimate
+    from tabbench_plugins.npt_study.answer import scale_sentence
+
+    pytest.importorskip("bencheval")
+    csv = pd.read_csv(ROOT / "results" / "matching-splits" / "leaderboard.csv")
+    regime = csv.loc[(csv["table"] == "regime_tau") & csv["dataset"].notna(), "value"].tolist()  # per table
+    table = estimate(select_trials(pooled_records([ROOT / "results" / "breadth"], False)))[0]
+    resplit = [sum(found) / len(found) for found in table["taus"] if found]  # a table's mean over its pairs
+    assert len(regime) == 14 and len(resplit) == 21  # breadth's datasets of three folds
+    sentence = scale_sentence(regime, resplit)
+    p = mannwhitneyu(regime, resplit, alternative="two-sided").pvalue
+    assert f"a median of {statistics.median(regime):.2f} (14 tables)" in sentence
+    assert f"a median of {statistics.median(resplit):.2f} (a table's mean over its pairs of splits, 21 tables" \
+        in sentence
+    assert f"(Mann-Whitney p = {p:.2g}," in sentence
+    assert ("not told apart" in sentence) == (p >= 0.05)
+    assert "reorders the methods more than" in scale_sentence([t - 1 for t in resplit], resplit)

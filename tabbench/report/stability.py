@@ -25,6 +25,7 @@ are taken here: bencheval's per-split ranks (``compute_results_per_task``), its 
 from __future__ import annotations
 
 import math
+import statistics
 
 TARGET = 0.9  # bencheval's default target reliability
 
@@ -111,6 +112,12 @@ def split_taus(ranks) -> list:
     return [float(t) for t in taus if not math.isnan(t)]
 
 
+def dataset_taus(table) -> list:
+    """Per dataset of ``estimate``'s table with two splits or more, the mean of ``split_taus`` over its pairs of
+    splits: one value a table (its pairs share the table, so they are not independent of each other)."""
+    return [sum(found) / len(found) for found in table["taus"] if found]
+
+
 def stability_block(ctx) -> list:
     """The README block ``split-stability``: per dataset, how many splits a stable ranking needs and whether the
     folder has them."""
@@ -145,11 +152,12 @@ def stability_block(ctx) -> list:
             text += f" {len(single)} have one split, with no estimate of their own."
     taus = sorted(t for found in table["taus"] for t in found)
     if taus:
-        mid = taus[len(taus) // 2] if len(taus) % 2 else (taus[len(taus) // 2 - 1] + taus[len(taus) // 2]) / 2
-        text += (f" Between two splits of one dataset the methods' rankings agree by Kendall's τ with a median of "
-                 f"{mid:.2f} (from {taus[0]:.2f} to {taus[-1]:.2f} over {len(taus)} pairs of splits): how far another "
-                 "split of the same table alone reorders the methods, the scale against which to read a change of "
-                 "order between two conditions that have one split each.")
+        means = dataset_taus(table)
+        text += (f" Between two splits of one dataset the methods' rankings agree by Kendall's τ: a dataset's mean "
+                 f"over its pairs of splits has a median of {statistics.median(means):.2f} over {len(means)} datasets "
+                 f"(single pairs from {taus[0]:.2f} to {taus[-1]:.2f}, {len(taus)} of them): how far another split of "
+                 "the same table alone reorders the methods, the scale against which to read a change of order "
+                 "between two conditions that have one split each.")
     if left_out:
         text += (f" {left_out} (dataset, split) pairs that some method has not run yet are left out of the "
                  "estimate.")
