@@ -120,8 +120,8 @@ def test_the_answer_names_the_worst_ranks_it_imputed_for_failed_or_missing_resul
 
 def test_the_regimes_sentence_reads_the_regimes_taus_against_those_of_two_random_splits():
     """matching-splits' per-table taus (its leaderboard.csv) against breadth's between two splits of one table
-    (stability.split_taus, a table's mean): the sentence gives both medians and Mann-Whitney's p as scipy computes them, and says
-    the regime reorders more than re-splitting only where the test tells the two apart."""
+    (stability.split_taus, a table's mean): the sentence gives both medians and Mann-Whitney's p as scipy computes
+    them, and says the regime reorders more than re-splitting only where the test tells the two apart."""
     import statistics
 
     from scipy.stats import mannwhitneyu

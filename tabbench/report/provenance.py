@@ -246,7 +246,8 @@ def provenance_block(ctx) -> list:
             "`info.steps_run`. The same test metrics: of the re-runs where both it and the record it replaced "
             f"finished, those whose every test metric is the replaced record's within {SAME_METRIC:g} (relative; "
             "a deterministic model's re-run on another CPU gives the same, a seeded network's last digits may "
-            "differ and grow over its epochs). Generated from the records by `tabbench report` (tabbench/report/provenance.py)."]
+            "differ and grow over its epochs). Generated from the records by `tabbench report` "
+            "(tabbench/report/provenance.py)."]
     return out
 
 

@@ -112,7 +112,7 @@ def imputed_text(ctx, method: str, shown: int = 3) -> str:
 
 def resplit_scale(regimes_ctx, verdict_ctx) -> str:
     """' Per table the two regimes' orders agree by Kendall's tau median 0.26 (14 tables); two random splits of one
-    of breadth's tables, by a median 0.28 (21 tables): ...', or '' where either side has no tau: how far the regime
+    of breadth's tables, by a median 0.36 (21 tables): ...', or '' where either side has no tau: how far the regime
     reorders the methods, against how far re-splitting alone does (tabbench.report.stability.split_taus, on the
     verdict's tables: the regimes' folder has one split a table and regime)."""
     from tabbench.report.regimes import compare
@@ -144,7 +144,8 @@ def scale_sentence(regime: list, resplit: list) -> str:
     return (f" Per table the two regimes' orders agree by Kendall's τ with a median of "
             f"{statistics.median(regime):.2f} ({count(len(regime), 'table')}); two random splits of one of "
             f"{VERDICT}'s tables, with a median of {statistics.median(resplit):.2f} (a table's mean over its pairs of "
-            f"splits, {count(len(resplit), 'table')}; its README's split-stability block): {what} (Mann-Whitney p = {p:.2g}, the two on different tables).")
+            f"splits, {count(len(resplit), 'table')}; its README's split-stability block): {what} (Mann-Whitney "
+            f"p = {p:.2g}, the two on different tables).")
 
 
 def how_settled(selected) -> str:
