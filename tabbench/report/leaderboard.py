@@ -31,7 +31,8 @@ def select_trials(frame: pd.DataFrame) -> pd.DataFrame:
     """Per (method, dataset, fold, repeat, seed): the tuning trial with the best validation score.
 
     Validation log-loss for classification and MSE for regression, as in the paper. Untuned methods
-    have one trial, kept as it is. A run whose trials all failed keeps one failed record.
+    have one trial, kept as it is. A run whose trials all failed keeps one failed record. Equal scores go to the
+    lower trial number, so the choice never depends on the order in which the trials finished.
     """
     if frame.empty:
         return frame
