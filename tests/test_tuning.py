@@ -163,7 +163,7 @@ def test_named_configs_run_record_their_name_and_the_best_validation_config_is_s
     assert set(frame["config"]) == {"base", "wide", "narrow"}
     selected = pd.read_csv(tmp_path / "results" / "named" / "selected_params.csv")
     for (dataset, fold), trials in frame.groupby(["dataset", "fold"]):
-        best = trials.loc[trials["val_log_loss"].idxmin()]  # the baselines' rule: validation log-loss
+        best = trials.sort_values(["val_log_loss", "trial"]).iloc[0]  # the baselines' rule: validation log-loss
         chosen = selected[(selected["dataset"] == dataset) & (selected["fold"] == fold)].iloc[0]
         assert chosen["trial"] == best["trial"]
 
