@@ -92,6 +92,18 @@ def test_write_leaderboard_imputes_worst_rank_for_failed_runs_and_says_so(tmp_pa
 
 
 
+def test_a_method_with_no_record_on_a_dataset_takes_the_worst_rank_and_the_note_says_not_run(tmp_path):
+    store = Store(tmp_path / "suite")
+    for fold in range(2):
+        store.append(_record("good", "d1", fold, None, 0.1, 0.9))
+        store.append(_record("good", "d2", fold, None, 0.1, 0.8))
+        store.append(_record("partial", "d1", fold, None, 0.1, 0.95))  # never ran d2
+    md = write_leaderboard(store.dir).read_text()
+    ranks = pd.read_csv(store.dir / "leaderboard.csv").query("table == 'test_auroc'").set_index(["method", "dataset"])
+    assert ranks.loc[("partial", "d1"), "rank"] == 1 and ranks.loc[("partial", "d2"), "rank"] == 2
+    assert "Worst rank imputed for: partial on d2 (not run)." in md
+
+
 def test_a_method_with_fewer_folds_than_another_on_a_dataset_takes_the_worst_rank_and_says_so(tmp_path):
     # two of ten folds of a long run are better than another method's ten: not yet a result for the dataset
     store = Store(tmp_path / "suite")

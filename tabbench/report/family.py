@@ -10,6 +10,7 @@ datasets +- its standard error (sample std / sqrt(#datasets)).
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 
@@ -42,7 +43,8 @@ def rank_table(scores: pd.DataFrame, higher_is_better: bool) -> pd.DataFrame:
 class FamilyResults:
     """One metric family's results. ``mean``, ``se``: methods x datasets, NaN where the method has no complete
     result; ``ranks``: rank_table's (the rank per dataset, ``mean_rank``, ``se``; best first); ``incomplete``:
-    (method, dataset, why) for every imputed worst rank; ``partial``: (method, dataset) -> (mean, se, splits
+    (method, dataset, why) for every imputed worst rank (a failed, unscored or partial result, or "not run": no
+    record at all); ``partial``: (method, dataset) -> (mean, se, splits
     run, splits the dataset has) for the methods that ran fewer of a dataset's splits than it has, none failed."""
 
     task: str
@@ -139,7 +141,12 @@ def summarise(frame: pd.DataFrame, declared=None) -> dict[str, FamilyResults]:
         se = mean.copy()
         family = FamilyResults(task, metric, higher, mean, se)
         splits = dataset_splits(part, declared)
-        for (method, dataset), runs in part.groupby(["method", "dataset"]):
+        groups = dict(list(part.groupby(["method", "dataset"])))
+        for method, dataset in itertools.product(methods, datasets):
+            runs = groups.get((method, dataset))
+            if runs is None:  # a method of the family with no record on this dataset
+                family.incomplete.append((method, dataset, "not run"))
+                continue
             values = runs[column] if column in runs else pd.Series(np.nan, index=runs.index)
             if mixed and (devices[runs.index] == "gpu").all():
                 family.devices[(method, dataset)] = "GPU"

@@ -82,13 +82,11 @@ def verdict(contexts: dict) -> list:
 
 def imputed(ctx) -> dict:
     """method -> [(dataset, why)] for every result ranked at the worst rank in ``ctx``'s tables: a failed, unscored
-    or partial result (the family's ``incomplete``, with its reason) or none at all ("not run")."""
+    or partial result or none at all ("not run"), as the family's ``incomplete`` gives them."""
     out = {}
     for table in ctx.tables.values():
-        why = {(m, d): reason for m, d, reason in table.incomplete}
-        for method, row in table.mean.iterrows():
-            for dataset in row.index[row.isna()]:
-                out.setdefault(method, []).append((dataset, why.get((method, dataset), "not run")))
+        for method, dataset, why in table.incomplete:
+            out.setdefault(method, []).append((dataset, why))
     return out
 
 
