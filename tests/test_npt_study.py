@@ -59,7 +59,7 @@ def test_a_pair_is_settled_only_where_wilcoxon_holm_says_so_over_the_datasets():
         found[("boost", "knn")]  # only NPT's pairs are tested (and corrected for)
 
 
-def test_the_answer_says_how_settled_breadths_splits_leave_it_as_its_readme_block_does():
+def test_the_answer_says_how_settled_breadths_splits_leave_it_as_its_readme_block_does(tmp_path):
     """Breadth as published (17 holdout datasets with one split): the answer counts them. The same records without
     those datasets (every one left has three folds or more): the answer gives the count of datasets with the splits a stable
     ranking needs that the README's split-stability block gives, not a count of single splits."""
@@ -68,23 +68,24 @@ def test_the_answer_says_how_settled_breadths_splits_leave_it_as_its_readme_bloc
     pytest.importorskip("bencheval")
     from tabbench.pooling import pooled_records
     from tabbench.report.leaderboard import select_trials
+    from tabbench.report.section import Context
     from tabbench.report.stability import stability_block
     from tabbench_plugins.npt_study.answer import how_settled
+
+    def context(selected):
+        return Context(out_dir=tmp_path, sources=[], records=selected, all_runs=selected, selected=selected, tables={},
+                       labels={}, show={})
 
     selected = select_trials(pooled_records([ROOT / "results" / "breadth"], False))
     splits = selected.groupby("dataset")[["repeat", "fold"]].nunique().prod(axis=1)
     single = sorted(splits[splits == 1].index)
     assert len(single) == 17 and "wa_churn" in single
-    assert how_settled(selected).startswith(f"- **How settled**: 17 of breadth's {len(splits)} datasets have one "
-                                            "split each")
+    assert how_settled(context(selected)).startswith(
+        f"- **How settled**: 17 of breadth's {len(splits)} datasets have one split each")
 
     several = selected[~selected["dataset"].isin(single)]
-    sentence = how_settled(several)
-
-    class Context:
-        selected, labels = several, {}
-
-    block = " ".join(stability_block(Context()))
+    sentence = how_settled(context(several))
+    block = " ".join(stability_block(context(several)))
     enough = re.search(r"have more than one split: (\d+) of them", block).group(1)
     assert f"each of breadth's {len(splits) - 17} datasets has {splits.drop(single).min()} splits or more" in sentence
     assert f"{enough} of the {len(splits) - 17} it could estimate have the splits" in sentence

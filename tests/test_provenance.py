@@ -13,6 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from tabbench.report.section import Context
 from tabbench.store import Store
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -119,7 +120,9 @@ def test_the_splits_a_stable_ranking_needs_follow_bencheval_from_per_split_ranks
     taus = [kendalltau(part.loc[a], part.loc[b]).statistic for a, b in combinations(part.index, 2)]
     assert table.loc["babies", "taus"] == pytest.approx(taus) and len(taus) == 3
     every = sorted(t for found in table["taus"] for t in found)
-    block = " ".join(stability_block(SimpleNamespace(selected=selected, labels={})))
+    ctx = Context(out_dir=BREADTH, sources=[BREADTH], records=selected, all_runs=selected, selected=selected, tables={},
+                  labels={}, show={})
+    block = " ".join(stability_block(ctx))
     means = [sum(found) / len(found) for found in table["taus"] if found]
     assert f"a median of {statistics.median(means):.2f} over {len(means)} datasets (single pairs from " \
            f"{every[0]:.2f} to {every[-1]:.2f}, {len(every)} of them)" in block

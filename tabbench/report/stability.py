@@ -118,12 +118,18 @@ def dataset_taus(table) -> list:
     return [sum(found) / len(found) for found in table["taus"] if found]
 
 
+def estimated(ctx):
+    """``estimate`` over ``ctx``'s selected runs, computed once per Context: the README block and the NPT study's
+    answer both read it."""
+    return ctx.once("split-stability estimate", lambda: estimate(ctx.selected))
+
+
 def stability_block(ctx) -> list:
     """The README block ``split-stability``: per dataset, how many splits a stable ranking needs and whether the
     folder has them."""
     from tabbench.report.format import markdown_table
 
-    table, left_out, reason = estimate(ctx.selected)
+    table, left_out, reason = estimated(ctx)
     if table is None:
         return [f"No estimate of the splits a stable ranking needs. {reason}"]
     several = table[table["splits"] > 1]

@@ -64,7 +64,7 @@ def verdict(contexts: dict) -> list:
                        f"By Wilcoxon-Holm over the datasets it is {standing(ctx, method, found)}."
                        + imputed_text(ctx, method))
         if out:
-            out.append(how_settled(ctx.selected))
+            out.append(how_settled(ctx))
     regimes = regimes_verdict(contexts[REGIMES]) if REGIMES in contexts else []
     if regimes:
         scale = resplit_scale(contexts[REGIMES], ctx) if ctx is not None else ""
@@ -114,11 +114,11 @@ def resplit_scale(regimes_ctx, verdict_ctx) -> str:
     reorders the methods, against how far re-splitting alone does (tabbench.report.stability.split_taus, on the
     verdict's tables: the regimes' folder has one split a table and regime)."""
     from tabbench.report.regimes import compare
-    from tabbench.report.stability import dataset_taus, estimate
+    from tabbench.report.stability import dataset_taus, estimated
 
     cmp = compare(regimes_ctx)
     regime = [tau for *_, tau in cmp.per_dataset.values() if tau == tau] if cmp is not None else []
-    table = estimate(verdict_ctx.selected)[0] if regime else None
+    table = estimated(verdict_ctx)[0] if regime else None
     resplit = dataset_taus(table) if table is not None else []  # one value a table: the test's samples independent
     return scale_sentence(regime, resplit) if regime and resplit else ""
 
@@ -146,12 +146,13 @@ def scale_sentence(regime: list, resplit: list) -> str:
             f"p = {p:.2g}, the two on different tables).")
 
 
-def how_settled(selected) -> str:
+def how_settled(ctx) -> str:
     """The verdict's sentence on how far breadth's splits settle a dataset's ranking: how many of its datasets rest
     on one split, or, where none does, how many have the splits bencheval's estimate says a stable ranking needs
-    (tabbench.report.stability, the README's split-stability block). ``selected``: the leaderboard's runs."""
-    from tabbench.report.stability import TARGET, estimate
+    (tabbench.report.stability, the README's split-stability block)."""
+    from tabbench.report.stability import TARGET, estimated
 
+    selected = ctx.selected
     splits = selected.groupby("dataset").apply(lambda d: len(set(zip(d["repeat"], d["fold"]))))
     single, n = int((splits == 1).sum()), len(splits)
     block = f"the split-stability block of [its README]({VERDICT}/README.md)"
@@ -159,7 +160,7 @@ def how_settled(selected) -> str:
         return (f"- **How settled**: {single} of breadth's {n} datasets have one split each, so a dataset's rank "
                 f"there rests on one test part; {block} says how many splits a stable ranking needs, and the "
                 "intervals above overlap where a pair is not settled.")
-    table, _, reason = estimate(selected)
+    table, _, reason = estimated(ctx)
     if table is None:
         return (f"- **How settled**: each of breadth's {n} datasets has {splits.min()} splits or more; no estimate "
                 f"of how many a stable ranking needs. {reason}")
