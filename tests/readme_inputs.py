@@ -79,17 +79,6 @@ class Folder:
         minutes = (runs["fit_seconds"] + runs["predict_seconds"]).groupby(runs["method"]).sum() / 60
         return float(minutes.max() if top else minutes.sum())
 
-    def ranks(self, method: str) -> pd.Series:
-        """dataset -> the method's rank there (every family)."""
-        rows = self.board[self.board["table"].str.startswith("test_") & (self.board["method"] == method)]
-        return rows.set_index("dataset")["rank"]
-
-    def median_info(self, method: str, key: str) -> pd.Series:
-        """dataset -> the median over the method's jobs of ``info[key]`` (NPT's steps_run); a failed job, which
-        records no info, has none (NaN where no job of the dataset has one)."""
-        runs = self.records[self.records["method"] == method]
-        return runs.groupby("dataset")["info"].apply(
-            lambda s: pd.Series([i.get(key) if isinstance(i, dict) else None for i in s], dtype=float).median())
 
 #: Inputs every README may state.
 EVERYWHERE = [
@@ -224,29 +213,6 @@ def _min_steps() -> int:
     return MIN_STEPS
 
 
-def _npt_steps(folder: Folder, family: str):
-    """breadth: Spearman's ρ (and p) between NPT's rank on a dataset of ``family`` and its median steps there."""
-    from scipy.stats import spearmanr
-
-    ranks = folder.ranks("npt")
-    family_datasets = folder.board.loc[folder.board["table"] == f"test_{family}", "dataset"].unique()
-    ranks = ranks[ranks.index.isin(family_datasets)]
-    rho, p = spearmanr(ranks, _npt_median_steps(folder)[ranks.index])
-    return len(ranks), rho, p
-
-
-def _npt_median_steps(folder: Folder) -> pd.Series:
-    """dataset -> NPT's median steps there; a job that failed before its first step (breadth's caravan: "not one
-    training step fits") trained none."""
-    return folder.median_info("npt", "steps_run").fillna(0)
-
-
-def _npt_by_steps(folder: Folder):
-    steps, ranks = _npt_median_steps(folder), folder.ranks("npt")
-    many, few = steps[steps >= 500].index, steps[steps < 300].index
-    return len(many), ranks[many].mean(), len(few), ranks[few].mean()
-
-
 def modern() -> str:
     """The models after NPT (the ``modern`` extra's, as their specs say), as ``Folder.jobs`` takes methods."""
     from tests.conftest import models_of_extra
@@ -337,14 +303,6 @@ CLAIMS: dict[str, list] = {
         (r"uci-large-cpu's five datasets \((\d+) jobs\) and uci-small's four \(ten folds each, ([\d,]+) jobs\), "
          r"none failed",
          lambda f: (f.other("uci-large-cpu").jobs(modern(), "ok"), f.other("uci-small").jobs(modern(), "ok"))),
-    ],
-    "breadth": [
-        (r"there: (-?[\d.]+), p = ([\d.]+) over the 14 binary", lambda f: _npt_steps(f, "auroc")[1:]),
-        (r"(-?[\d.]+), p = ([\d.]+) over the 10 multi-class", lambda f: _npt_steps(f, "accuracy")[1:]),
-        (r"(-?[\d.]+), p = ([\d.]+) over the 14 regression\)", lambda f: _npt_steps(f, "rmse")[1:]),
-        (r"On the (\d+) datasets where it trained 500 steps or more its mean rank is ([\d.]+) of 14",
-         lambda f: _npt_by_steps(f)[:2]),
-        (r"on the (\d+) where it trained fewer than 300 it is ([\d.]+)", lambda f: _npt_by_steps(f)[2:]),
     ],
 }
 

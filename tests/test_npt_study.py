@@ -53,7 +53,7 @@ def test_a_pair_is_settled_only_where_wilcoxon_holm_says_so_over_the_datasets():
     found = {(p.method, p.other): p for p in pairs(ctx)}
     assert found[("npt-budget", "knn")].settled and found[("npt-budget", "knn")].ahead == 20
     assert not found[("npt-budget", "boost")].settled
-    assert standing(ctx, "npt-budget", list(found.values())) == (
+    assert standing({}, "npt-budget", list(found.values())) == (
         "settled ahead of knn; not settled against boost")
     with pytest.raises(KeyError):
         found[("boost", "knn")]  # only NPT's pairs are tested (and corrected for)
@@ -146,3 +146,34 @@ def test_the_regimes_sentence_reads_the_regimes_taus_against_those_of_two_random
     assert f"(Mann-Whitney p = {p:.2g}," in sentence
     assert ("not told apart" in sentence) == (p >= 0.05)
     assert "reorders the methods more than" in scale_sentence([t - 1 for t in resplit], resplit)
+
+
+def test_the_steps_block_correlates_npts_rank_with_the_median_steps_its_records_give(tmp_path):
+    """Breadth as published: per family, Spearman's ρ between npt's leaderboard rank on a dataset and the median of
+    its runs' ``info.steps_run`` there, read from the records apart from the block; caravan's failed run counts as no
+    step; the datasets past 500 steps and under 300 are those the records say, with their mean ranks."""
+    from scipy.stats import spearmanr
+
+    from tabbench.pooling import pooled_records
+    from tabbench.report.leaderboard import make_context
+    from tabbench.store import Store
+    from tabbench_plugins.npt_study.steps import block
+
+    breadth = ROOT / "results" / "breadth"
+    ctx = make_context(tmp_path, [breadth], pooled_records([breadth], False))
+    latest = [r for r in Store(breadth).latest().values() if r["method"] == "npt"]
+    steps = {}
+    for r in latest:
+        steps.setdefault(r["dataset"], []).append(0 if r["status"] != "ok" else r["info"]["steps_run"])
+    median = pd.Series({d: float(pd.Series(s).median()) for d, s in steps.items()})
+    assert median["caravan"] == 0
+    text = "\n".join(block(ctx))
+    ranks = ctx.pooled.loc["npt"]
+    for t in ctx.tables.values():
+        rho, p = spearmanr(ranks[t.datasets], median[t.datasets])
+        assert f"{rho:.2f} (p = {p:.2g}, {len(t.datasets)} datasets)" in text
+    many, few = median[median >= 500].index, median[median < 300].index
+    assert (f"On the {len(many)} datasets where it trained 500 steps or more its mean rank is "
+            f"{ranks[many].mean():.1f} of {len(ctx.pooled)}") in text
+    assert f"on the {len(few)} datasets where it trained fewer than 300, {ranks[few].mean():.1f} (last on " in text
+    assert "caravan" in text.split("(last on ")[1].split(")")[0]

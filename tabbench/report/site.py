@@ -139,21 +139,29 @@ def significance_block(ctx, named: tuple = (), who: str = "") -> list:
 
 
 def _job_times_block(ctx) -> list:
-    """Per method: its jobs and their seconds on their budget's clock (shortest, median, longest; the whole job's,
-    ``tabbench.report.cost.spent``), from the records."""
-    from tabbench.report.cost import spent, spent_label
-    from tabbench.report.format import markdown_table
+    """Per method: its jobs, how many failed and how many its time budget's clock stopped (``cost.budget_table``),
+    their seconds on their budget's clock (shortest, median, longest; the whole job's, ``tabbench.report.cost.spent``)
+    and the hours they add to, from the records."""
+    import pandas as pd
 
-    runs = ctx.all_runs
-    seconds = spent(runs, "wall_seconds").groupby(runs["method"]).agg(["count", "min", "median", "max"])
-    seconds = seconds.sort_values("median")
-    rows = [[ctx.show.get(m, m), f"{int(r['count']):,}", f"{r['min']:.1f}", f"{r['median']:.1f}", f"{r['max']:.1f}"]
-            for m, r in seconds.iterrows()]
+    from tabbench.report.cost import budget_table, spent, spent_label
+    from tabbench.report.format import markdown_table
     from tabbench.report.provenance import comparison_note
 
-    return [markdown_table(["method", "jobs", "shortest s", "median s", "longest s"], rows), "",
-            f"Seconds a job (fit, predict and scoring in its worker): "
-            f"{spent_label(runs, 'wall_seconds')}.", "", *_resumed_note(runs, ctx.show),
+    runs = ctx.all_runs
+    seconds = spent(runs, "wall_seconds")
+    by = seconds.groupby(runs["method"]).agg(["count", "min", "median", "max", "sum"]).sort_values("median")
+    failed = (runs["status"] != "ok").groupby(runs["method"]).sum()
+    stopped = budget_table(runs).get("stopped", pd.Series(dtype=float))
+    rows = [[ctx.show.get(m, m), f"{int(r['count']):,}", f"{int(failed.get(m, 0)):,}",
+             f"{int(stopped[m]):,}" if m in stopped else "–", f"{r['min']:.1f}", f"{r['median']:.1f}",
+             f"{r['max']:.1f}", f"{r['sum'] / 3600:.2f}"] for m, r in by.iterrows()]
+    return [markdown_table(["method", "jobs", "failed", "stopped by the clock", "shortest s", "median s", "longest s",
+                            "hours"], rows), "",
+            f"Seconds a job (fit, predict and scoring in its worker): {spent_label(runs, 'wall_seconds')}; hours: "
+            f"their sum, {by['sum'].sum() / 3600:,.2f} over the {int(by['count'].sum()):,} jobs. Stopped by the "
+            "clock: finished jobs whose training the time budget ended (a job still running at the budget is "
+            "killed and counts as failed).", "", *_resumed_note(runs, ctx.show),
             *comparison_note(runs, ctx.show, ctx.sources, "in these times")]
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from tabbench.report import family
 from tabbench.report.format import count
+from tabbench.report.leaders import leaders_sentence
 from tabbench.report.site import budget_text
 from tabbench_plugins.npt_study.blocks import paper_comparisons, paper_table
 from tabbench_plugins.npt_study.verdict import npt_methods, pairs, regimes_verdict, standing
@@ -61,9 +62,12 @@ def verdict(contexts: dict) -> list:
             if place is None:
                 continue
             out.append(f"- **{what}** (`{method}`) is {place} over {n} datasets in {link}, {budget_text(ctx)}. "
-                       f"By Wilcoxon-Holm over the datasets it is {standing(ctx, method, found)}."
+                       f"By Wilcoxon-Holm over the datasets it is {standing(ctx.show, method, found)}."
                        + imputed_text(ctx, method))
         if out:
+            among = leaders_sentence(ctx)
+            if among:
+                out.append(f"- **Which pairs among the leaders are settled** ({link}): {among}")
             out.append(how_settled(ctx))
     regimes = regimes_verdict(contexts[REGIMES]) if REGIMES in contexts else []
     if regimes:

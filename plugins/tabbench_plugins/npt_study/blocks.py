@@ -1,7 +1,8 @@
 """The NPT study's README blocks: NPT's rows against the paper's published numbers (``npt-against-paper``), NPT fold
 by fold (``npt-folds``), NPT beside NPT sized for its budget (``npt-at-budget``, at_budget.py) and the harness's
-significance block with NPT's time and memory on the cost line (``npt-significance``), and whether NPT's place
-holds under splits that match the data (``npt-regimes``, verdict.py)."""
+significance block with NPT's time and memory on the cost line (``npt-significance``), whether NPT's place
+holds under splits that match the data (``npt-regimes``, verdict.py), and how far its place follows the steps its
+budget bought it (``npt-steps``, steps.py)."""
 
 from __future__ import annotations
 
@@ -120,5 +121,12 @@ def _significance_block(ctx) -> list:
     return significance_block(ctx, tuple(npt_methods(ctx)), "NPT's rows")
 
 
+def _steps_block(ctx) -> list:
+    """How far each NPT row's place follows the steps its budget bought it (steps.block)."""
+    from tabbench_plugins.npt_study.steps import block
+
+    return block(ctx)
+
+
 BLOCKS = {"npt-against-paper": _paper_block, "npt-folds": _folds_block, "npt-at-budget": _npt_at_budget_block,
-          "npt-significance": _significance_block, "npt-regimes": regimes_verdict}
+          "npt-significance": _significance_block, "npt-regimes": regimes_verdict, "npt-steps": _steps_block}
