@@ -4,9 +4,9 @@ alike), Holm-corrected over every pair asked together. A pair is *settled* where
 ALPHA. The test compares ranks dataset by dataset: it separates a consistent small lead from none, and says nothing
 of how large a lead is; on ties (equal ranks) the dataset is dropped (scipy's default).
 
-The core asks it of the leaders (``leaders``: the methods whose Elo interval overlaps the first's, so that the Elo
-alone does not order them), in the section ``Leaders`` beside the Elo table and the README block ``leaders``; a
-study asks it of its own pairs (``holm_pairs``), as the NPT study does of NPT's rows.
+The core asks it of the leaders (``leaders``: the method first by mean rank and those Nemenyi's critical difference
+does not separate from it), in the section ``Leaders`` beside the Elo table and the README block ``leaders``; a study
+asks it of its own pairs (``holm_pairs``), as the NPT study does of NPT's rows.
 """
 
 from __future__ import annotations
@@ -95,35 +95,47 @@ def test_note(n_datasets: int, n_pairs: int, first: str = "the first") -> str:
             "leaves it out of its pair. It separates consistent leads dataset by dataset, not their size.")
 
 
-def leaders(ctx) -> list:
-    """The methods whose Elo 95% interval overlaps the first's (bencheval's, ``ctx.aggregates``), best Elo first:
-    those the Elo alone does not order; [] without intervals."""
-    table = ctx.aggregates.table if ctx.aggregates is not None else None
-    if table is None or table.empty or table[["elo_low", "elo_high"]].isna().any().any():
-        return []
-    low, high = table.iloc[0][["elo_low", "elo_high"]]
-    return [m for m, r in table.iterrows() if r["elo_high"] >= low and r["elo_low"] <= high]
+def leaders(ctx) -> tuple[list, str]:
+    """(the leaders, best mean rank over all datasets first; how they were chosen, for the sentence): the method
+    first by mean rank and those Nemenyi's critical difference over all datasets does not separate from it (every
+    method where Friedman's test does not reject equal ranks, or cannot), so that the pairwise test asks only what
+    the omnibus test leaves open. Mean ranks and the critical difference are exact, so the leaders do not move with
+    a bootstrap's resampling, as the Elo interval's ends do. ([], '') with fewer than two methods."""
+    from tabbench.report.significance import significance
+
+    ranks = ctx.pooled
+    if ranks.shape[0] < 2 or ranks.shape[1] == 0:
+        return [], ""
+    result = ctx.once("significance all", lambda: significance("all", ranks, None))
+    mean = result.mean_ranks
+    order = sorted(mean.index, key=lambda m: (mean[m], m))  # equal mean ranks by name, not by a sort's chance
+    if result.cd is None or not result.friedman or result.friedman[1] >= ALPHA:
+        return order, "and every other method, as Friedman's test does not separate any"
+    close = [m for m in order if mean[m] - mean[order[0]] <= result.cd]
+    return close, f"and the methods within Nemenyi's critical difference of it ({result.cd:.2f} ranks)"
 
 
 def leader_pairs(ctx) -> list[Pair]:
     """Every two of the leaders, Holm-corrected together (computed once per Context)."""
-    return ctx.once("leader pairs", lambda: holm_pairs(ctx.pooled, list(combinations(leaders(ctx), 2))))
+    return ctx.once("leader pairs", lambda: holm_pairs(ctx.pooled, list(combinations(leaders(ctx)[0], 2))))
 
 
 def leaders_sentence(ctx) -> str:
-    """'The leaders: catboost and the methods whose Elo interval overlaps its own (tabm, npt-budget). Wilcoxon-Holm
-    over the 38 datasets settles catboost ahead of npt-budget; the other 2 of their 3 pairs are open.', or '' where
-    there are no intervals."""
-    found, first = leader_pairs(ctx), leaders(ctx)
-    show = ctx.show
+    """'The leaders: catboost, first by mean rank over the 38 datasets, and the methods within Nemenyi's critical
+    difference of it (3.22 ranks): tabm, npt-budget. Wilcoxon-Holm over the 38 datasets settles catboost ahead of
+    npt-budget; the other 2 of their 3 pairs are open.', or '' with fewer than two methods."""
+    first, how = leaders(ctx)
     if not first:
         return ""
+    show = ctx.show
     head = show.get(first[0], first[0])
-    if len(first) == 1:
-        return f"{head}'s Elo interval overlaps no other method's: by Elo it is ahead of every method."
-    others = ", ".join(show.get(m, m) for m in first[1:])
-    text = f"The leaders: {head} and the methods whose Elo interval overlaps its own ({others})."
     n = ctx.pooled.shape[1]
+    if len(first) == 1:
+        return (f"{head} leads alone: first by mean rank over the {count(n, 'dataset')}, and Nemenyi's critical "
+                "difference separates every other method from it.")
+    found = leader_pairs(ctx)
+    text = (f"The leaders: {head}, first by mean rank over the {count(n, 'dataset')}, {how}: "
+            f"{', '.join(show.get(m, m) for m in first[1:])}.")
     if not can_settle(n, len(found)):
         return (text + f" No pair of them can be settled on {count(n, 'dataset')}: Wilcoxon's signed-rank test, "
                 f"Holm-corrected for their {len(found)} pairs, cannot reach p < {ALPHA} on so few.")
@@ -137,7 +149,7 @@ def leaders_sentence(ctx) -> str:
 def leaders_block(ctx) -> list:
     """The README block ``leaders``: ``leaders_sentence``, or a line saying why there is none."""
     sentence = leaders_sentence(ctx)
-    return [sentence or "No leaders: the Elo has no intervals here (bencheval needs results on several datasets)."]
+    return [sentence or "No leaders: the leaderboard ranks fewer than two methods."]
 
 
 class Leaders(Section):
