@@ -44,8 +44,8 @@ class FamilyResults:
     """One metric family's results. ``mean``, ``se``: methods x datasets, NaN where the method has no complete
     result; ``ranks``: rank_table's (the rank per dataset, ``mean_rank``, ``se``; best first); ``incomplete``:
     (method, dataset, why) for every imputed worst rank (a failed, unscored or partial result, or "not run": no
-    record at all); ``partial``: (method, dataset) -> (mean, se, splits
-    run, splits the dataset has) for the methods that ran fewer of a dataset's splits than it has, none failed."""
+    record at all); ``partial``: (method, dataset) -> (mean, se, splits run, splits the dataset has) for the methods
+    that ran fewer of a dataset's splits than it has, none failed."""
 
     task: str
     metric: str

@@ -28,7 +28,7 @@ def register_readme_blocks(register):
     from tabbench.report.regimes import regimes_block
     from tabbench.report.stability import stability_block
 
-    register(ReadmeBlock("leaders", leaders_block))  # which pairs among the methods the Elo does not order are settled
+    register(ReadmeBlock("leaders", leaders_block))  # which pairs among the leaders Wilcoxon-Holm settles
     register(ReadmeBlock("provenance", provenance_block))  # machines, clocks, dates and re-runs, from the records
     register(ReadmeBlock("split-stability", stability_block))  # the splits a stable ranking needs, per dataset
     register(ReadmeBlock("split-regimes", regimes_block))  # each method's place under matching and random splits

@@ -150,7 +150,8 @@ def _job_times_block(ctx) -> list:
 
     runs = ctx.all_runs
     seconds = spent(runs, "wall_seconds")
-    by = seconds.groupby(runs["method"]).agg(["count", "min", "median", "max", "sum"]).sort_values("median")
+    by = seconds.groupby(runs["method"]).agg(["min", "median", "max", "sum"]).sort_values("median")
+    by["count"] = runs.groupby("method").size()  # every job, those without seconds on record too
     failed = (runs["status"] != "ok").groupby(runs["method"]).sum()
     stopped = budget_table(runs).get("stopped", pd.Series(dtype=float))
     rows = [[ctx.show.get(m, m), f"{int(r['count']):,}", f"{int(failed.get(m, 0)):,}",

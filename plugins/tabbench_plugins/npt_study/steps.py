@@ -14,8 +14,8 @@ import pandas as pd
 from tabbench.report.format import count
 from tabbench_plugins.npt_study.verdict import npt_methods
 
-#: The step counts that split the datasets (median steps of its runs there): a few hundred whole-table steps is
-#: what NPT needs to come near its results at convergence on the paper's small tables (docs/npt.md).
+#: The step counts that split the datasets (median steps of its runs there): inputs, chosen when breadth's records
+#: were first read (several hundred whole-table steps against tens), not fitted to them.
 FEW, MANY = 300, 500
 METRIC_NAMES = {"auroc": "AUROC", "rmse": "RMSE"}
 
@@ -25,7 +25,7 @@ def median_steps(ctx, method: str) -> pd.Series:
     with no step count on record left out."""
     runs = ctx.selected[ctx.selected["method"] == method]
     info = runs["info"] if "info" in runs else pd.Series([None] * len(runs), runs.index)
-    steps = [0 if status != "ok" else (i or {}).get("steps_run") if isinstance(i, dict) else None
+    steps = [0 if status != "ok" else i.get("steps_run") if isinstance(i, dict) else None
              for status, i in zip(runs["status"], info)]
     found = pd.Series(steps, index=runs.index, dtype=float)
     return found.groupby(runs["dataset"]).median().dropna()
