@@ -91,7 +91,6 @@ def test_write_leaderboard_imputes_worst_rank_for_failed_runs_and_says_so(tmp_pa
     assert "| flaky | 4 | error 1 |" in md  # the failure is counted in the cost table
 
 
-
 def test_a_method_with_no_record_on_a_dataset_takes_the_worst_rank_and_the_note_says_not_run(tmp_path):
     store = Store(tmp_path / "suite")
     for fold in range(2):
