@@ -177,7 +177,7 @@ def main(argv=None):
                              cpu=statistics.median(cpu) / args.threads,
                              products=sum(products.product_s.values()) / args.steps / args.threads,
                              aba=products.product_s["between attributes"] / args.steps / args.threads))
-            del b, step
+            b = step = None  # freed before the small table is built
             small = build(name, "fused-bf16" if bf16 else "fused-fp32", args.small_rows, "cpu", 8, 8, "foreach", rung)
             small_step = small.train_step(small.model, small.opt)
             for _ in range(args.warmup):
@@ -185,7 +185,7 @@ def main(argv=None):
             rows[-1]["small_cpu"] = statistics.median(timed(lambda: small_step(1e-3, 0.5))[1]
                                                       for _ in range(args.steps)) / args.threads
             print(f"  done {name} {rung}: {rows[-1]['median'] * 1000:.1f} ms", file=sys.stderr, flush=True)
-            del small, small_step
+            small = small_step = None
 
     print(f"machine: {hardware_label(fingerprint())}")
     print(f"{args.threads} thread(s); bf16 autocast {'on' if bf16 else 'off (no bf16 matrix instructions)'}; "

@@ -489,7 +489,7 @@ def main(argv=None):
         row["theirs"] = statistics.median(their_times) * 1000
         row["theirs_min"] = min(their_times) * 1000
         results.append(row)
-        del theirs
+        theirs = None
         gc.collect()
     load_after = os.getloadavg()
 

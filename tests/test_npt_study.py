@@ -2,7 +2,6 @@
 or this project's folders, and the study's pairwise verdict says which of NPT's pairs are settled."""
 
 import ast
-from pathlib import Path
 
 import pandas as pd
 import pytest

@@ -120,7 +120,6 @@ def test_an_unknown_generated_block_is_an_error_naming_the_readme(tmp_path):
 def test_the_site_workers_start_with_one_numerical_thread_and_the_caller_keeps_its_own(monkeypatch):
     """`tabbench report`'s worker processes are started inside one_thread_each: one BLAS/OpenMP thread each (two a
     core spin against one another); the caller's own settings come back afterwards, unset ones unset."""
-    import os
     import subprocess
     import sys
 

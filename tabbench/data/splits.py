@@ -178,7 +178,7 @@ def _count(fraction: float, n: int) -> int:
 
 def _grouped(dataset: Dataset, cfg: SplitConfig, labels) -> list:
     """(fold, repeat, train, val, test) with no group in two parts (module docstring)."""
-    from sklearn.model_selection import GroupKFold, GroupShuffleSplit, StratifiedGroupKFold
+    from sklearn.model_selection import GroupKFold, StratifiedGroupKFold
 
     groups = dataset.split_values
     n_groups = len(np.unique(groups))

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from tabbench.errors import TabbenchError
-from tabbench.report.format import count, markdown_text
+from tabbench.report.format import count
 
 class SiteError(TabbenchError, ValueError):
     """A results folder cannot be made into a page; the message names the file and the fix."""

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import time
 
-from tabbench_plugins.npt.cost import PROBE_ROWS, TIMED_ROWS, SpeedBook, estimate_cpu_seconds, pass_seconds_at
+from tabbench_plugins.npt.cost import PROBE_ROWS, SpeedBook, estimate_cpu_seconds, pass_seconds_at
 
 TIMING_SHARE = 0.1
 #: Passes timed after one warm-up pass (``least_seconds``); the least is kept.
