@@ -51,10 +51,8 @@ def require_shared(relative: str = "") -> Path:
     """``SHARED / relative``; where it is absent the calling test skips, or fails under TABBENCH_REQUIRE_DATA=1."""
     path = SHARED / relative
     if not path.exists():
-        message = f"{path} is absent (the real datasets belong in ../shared/datasets beside the checkout)"
-        if os.environ.get(REQUIRE_DATA_ENV) == "1":
-            pytest.fail(f"{message}; {REQUIRE_DATA_ENV}=1 requires them", pytrace=False)
-        pytest.skip(message)
+        skip_or_fail(REQUIRE_DATA_ENV, f"{path} is absent (the real datasets belong in ../shared/datasets beside "
+                                       "the checkout)")
     return path
 
 
@@ -288,11 +286,37 @@ def skip_unless_models_run(suite) -> None:
             pytest.skip(f"{suite.name}: {reason}")
 
 
+def skip_or_fail(env: str, message: str) -> None:
+    """Skip the calling test (in a fixture: the tests that use it) with ``message``, or fail it where ``env`` is 1:
+    CI sets TABBENCH_REQUIRE_DATA and TABBENCH_REQUIRE_PACKAGES, since everything the tests use is there."""
+    if os.environ.get(env) == "1":
+        pytest.fail(f"{message.rstrip('.')}; {env}=1 requires it", pytrace=False)
+    pytest.skip(message, allow_module_level=True)
+
+
+def require(installed: bool, what: str) -> None:
+    """``skip_or_fail`` under TABBENCH_REQUIRE_PACKAGES where ``what`` is not installed."""
+    if not installed:
+        skip_or_fail(REQUIRE_PACKAGES_ENV, f"{what} is not installed")
+
+
+def need(module: str, what: str | None = None):
+    """Import and return ``module`` (``what`` says what installs it); where it is missing, ``require``'s skip,
+    or its failure under TABBENCH_REQUIRE_PACKAGES=1 (pytest.importorskip skips even there)."""
+    require(importlib.util.find_spec(module) is not None, what or module)
+    return importlib.import_module(module)
+
+
+def require_report_extra() -> None:
+    """``require`` the report extra (the figures' and statistics' libraries)."""
+    from tabbench.report import report_installed
+
+    require(report_installed(), "the report extra (matplotlib, scikit-posthocs, bencheval)")
+
+
 def require_ray() -> None:
-    """Skip the calling test (in a fixture: the tests that use it) where Ray is not installed (a machine run
-    with --no-ray), unless TABBENCH_REQUIRE_PACKAGES=1."""
-    if importlib.util.find_spec("ray") is None and os.environ.get(REQUIRE_PACKAGES_ENV) != "1":
-        pytest.skip("Ray is not installed (e.g. a GPU machine run with --no-ray)")
+    """``require`` Ray (absent on a machine run with --no-ray)."""
+    require(importlib.util.find_spec("ray") is not None, "Ray (e.g. a GPU machine run with --no-ray)")
 
 
 def pythonpath(*folders) -> str:
@@ -320,12 +344,8 @@ def browser(tmp_path_factory):
     from tests.browser import Browser, chromium
 
     executable = chromium()
-    if executable is None:
-        if os.environ.get(REQUIRE_PACKAGES_ENV) == "1":
-            pytest.fail("chromium is not installed; TABBENCH_REQUIRE_PACKAGES=1 requires it (apt-get install chromium)",
-                        pytrace=False)
-        pytest.skip("chromium is not installed (apt-get install chromium)")
-    pytest.importorskip("websocket", reason="websocket-client (the test extra) is not installed")
+    require(executable is not None, "chromium (apt-get install chromium)")
+    need("websocket", "websocket-client (the test extra)")
     opened = Browser(executable, tmp_path_factory.mktemp("profile"))
     yield opened
     opened.close()

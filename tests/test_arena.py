@@ -17,8 +17,9 @@ from tabbench.report import latex
 from tabbench.report.section import Context
 from tabbench.report.sections import Arena
 from tabbench.pooling import pooled_records
+from tests.conftest import need
 
-pytest.importorskip("bencheval")
+need("bencheval")
 
 # the quickstart run: eight methods at fixed parameters, random_forest among them, four datasets of
 # all three metric families

@@ -15,6 +15,7 @@ import yaml
 
 from tabbench.store import Store
 from tests.plugins_for_tests import PLUGIN_FILE
+from tests.conftest import require_ray
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -287,7 +288,7 @@ def test_a_results_folder_under_a_file_stops_run_and_leaderboard_naming_the_file
 
 
 def test_run_address_where_no_cluster_answers_says_it_waits_then_gives_up_saying_what_to_check(tmp_path):
-    pytest.importorskip("ray")
+    require_ray()
     import socket
 
     with socket.socket() as probe:  # a loopback port nothing listens on (bound, then freed)

@@ -7,8 +7,9 @@ from tabbench.report.leaderboard import write_leaderboard
 from tabbench.metrics import PRIMARY
 from tabbench.report.budget import budget_figure, budget_table, versus_paper
 from tabbench.store import Store, records_frame
+from tests.conftest import need
 
-pytest.importorskip("matplotlib")
+need("matplotlib")
 
 
 def _record(fold, curve, final):

@@ -24,7 +24,7 @@ from tabbench.run.execute import execute
 from tabbench.run.jobs import Job
 from tabbench.suite import SuiteError, parse_suite
 from tabbench.testing import contract_data
-from tests.conftest import registered_spec
+from tests.conftest import need, registered_spec
 
 #: 0.05 s to about 10 s, each 1.5 times the last: a few fall inside even the shortest fit below
 POINTS = tuple(round(0.05 * 1.5 ** i, 4) for i in range(14))
@@ -107,7 +107,7 @@ def test_the_epoch_loop_keeps_the_best_epoch_validated_before_each_point():
     """``EarlyStopping`` driven as ``train_epochs`` drives it, each epoch's weights a constant (the epoch's
     number) and its loss made up of a known sequence, each epoch 0.1 s long: each point's state is the weights of
     the best epoch among those validated before it."""
-    torch = pytest.importorskip("torch")
+    torch = need("torch")
     from tabbench.estimator import TrainingClock
     from tabbench_plugins.torch_training import EarlyStopping
 

@@ -23,10 +23,10 @@ from tabbench.report.elo_budget import UNKNOWN, EloAgainstBudget, at_point, elo_
 from tabbench.report.family import dataset_splits
 from tabbench.report.leaderboard import write
 from tabbench.store import Store
-from tests.conftest import ROOT
+from tests.conftest import ROOT, need
 
-pytest.importorskip("bencheval")
-pytest.importorskip("matplotlib")
+need("bencheval")
+need("matplotlib")
 
 BREADTH = ROOT / "results" / "breadth"
 POINTS = (30.0, 60.0, 120.0, 240.0, 450.0)  # suites/breadth.yaml's budget.points_s

@@ -11,7 +11,7 @@ import yaml
 
 from tabbench.cli import main
 from tabbench.store import load_records
-from tests.conftest import ROOT
+from tests.conftest import ROOT, need
 
 #: 2 datasets x 3 folds; knn tuned over 2 configurations, a small MLP (a seeded neural model), and k-NN
 #: with k = 1 under the name "knn" for the changed-model check.
@@ -266,7 +266,7 @@ def test_plan_estimates_a_method_without_records_by_its_models_cost_model(tmp_pa
     """No record of `npt-long` yet: the plan takes NPT's cost model (ModelSpec.estimate) for each pending job,
     scaled by how the records of `npt-short` (the same model, the same size, on the same data) compare with
     what the model estimates for them; with a GPU planned, the cost model's GPU rates, unscaled."""
-    pytest.importorskip("torch")
+    need("torch")
     from tabbench.data.cache import DataPaths
     from tabbench.plan import format_plan, plan_suite
     from tabbench.plugins import load_models

@@ -9,7 +9,9 @@ import math
 
 import pytest
 
-torch = pytest.importorskip("torch")
+from tests.conftest import need
+
+torch = need("torch")
 
 from tabbench.estimator import TrainingClock  # noqa: E402
 from tabbench_plugins.torch_training import EarlyStopping, train_epochs  # noqa: E402

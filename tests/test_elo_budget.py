@@ -20,10 +20,10 @@ from tabbench.run.execute import execute
 from tabbench.run.jobs import Job
 from tabbench.store import Store
 from tabbench.testing import contract_data
-from tests.conftest import registered_spec
+from tests.conftest import need, registered_spec
 
-pytest.importorskip("matplotlib")
-pytest.importorskip("bencheval")
+need("matplotlib")
+need("bencheval")
 
 POINTS = (1e-4, 0.3, 1.0, 600.0)  # before any state; during the boosters' fits; after every fit
 MODELS = {"knn": {}, "xgboost": {"n_estimators": 400, "learning_rate": 0.05, "device": "cpu"},

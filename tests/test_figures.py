@@ -12,9 +12,10 @@ import pytest
 from tabbench.metrics import PRIMARY
 from tabbench.pooling import pooled_records
 from tabbench.report.leaderboard import pooled_ranks, select_trials, summarise
+from tests.conftest import need
 
-pytest.importorskip("matplotlib")
-pytest.importorskip("scikit_posthocs")
+need("matplotlib")
+need("scikit_posthocs")
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 QUICKSTART = RESULTS / "quickstart"  # eight methods on four datasets

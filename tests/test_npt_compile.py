@@ -8,7 +8,9 @@ import os
 
 import pytest
 
-torch = pytest.importorskip("torch")
+from tests.conftest import need
+
+torch = need("torch")
 
 from tabbench_plugins.npt import model as nm  # noqa: E402
 from tabbench_plugins.npt import optimiser as no  # noqa: E402

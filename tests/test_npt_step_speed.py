@@ -13,12 +13,13 @@ from pathlib import Path
 
 import pytest
 
-torch = pytest.importorskip("torch")
+from tests.conftest import load_module, need
+
+torch = need("torch")
 
 from tabbench_plugins.npt import model as nm  # noqa: E402
 from tabbench_plugins.npt import optimiser as no  # noqa: E402
 from tabbench_plugins.npt.training import TrainStep  # noqa: E402
-from tests.conftest import load_module  # noqa: E402
 from tests.test_npt import bc_tensors  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]

@@ -6,7 +6,7 @@ import ast
 import pandas as pd
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, need
 
 REPORT = ROOT / "tabbench" / "report"
 
@@ -64,7 +64,7 @@ def test_the_answer_says_how_settled_breadths_splits_leave_it_as_its_readme_bloc
     ranking needs that the README's split-stability block gives, not a count of single splits."""
     import re
 
-    pytest.importorskip("bencheval")
+    need("bencheval")
     from tabbench.pooling import pooled_records
     from tabbench.report.leaderboard import select_trials
     from tabbench.report.section import Context
@@ -131,7 +131,7 @@ def test_the_regimes_sentence_reads_the_regimes_taus_against_those_of_two_random
     from tabbench.report.stability import estimate
     from tabbench_plugins.npt_study.answer import scale_sentence
 
-    pytest.importorskip("bencheval")
+    need("bencheval")
     csv = pd.read_csv(ROOT / "results" / "matching-splits" / "leaderboard.csv")
     regime = csv.loc[(csv["table"] == "regime_tau") & csv["dataset"].notna(), "value"].tolist()  # per table
     table = estimate(select_trials(pooled_records([ROOT / "results" / "breadth"], False)))[0]

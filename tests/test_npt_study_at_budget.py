@@ -27,10 +27,10 @@ import pytest
 from tabbench.metrics import PRIMARY
 from tabbench.report.leaderboard import write
 from tabbench.store import Store
-from tests.conftest import ROOT
+from tests.conftest import ROOT, need
 from tests.test_budget_rerun import without_points
 
-pytest.importorskip("bencheval")
+need("bencheval")
 
 BREADTH = ROOT / "results" / "breadth"
 DATASETS = ("attrition", "cells", "credit_card", "hmda", "orange_juice", "titanic", "swiss_labor",  # binary

@@ -14,9 +14,10 @@ import ast
 from pathlib import Path
 
 import numpy as np
-import pytest
 
-torch = pytest.importorskip("torch")
+from tests.conftest import need
+
+torch = need("torch")
 
 from tabbench.data.cache import DataPaths  # noqa: E402
 from tabbench.data.dataset import DatasetConfig, SplitConfig, load_dataset  # noqa: E402

@@ -17,7 +17,7 @@ from tabbench.run.execute import outputs, score
 from tabbench.probe import Context, corrupted_outputs, job_context, permute_columns, probe, sample_test_rows
 from tabbench.published import PublishedError, load_published
 from tabbench.spec import BINARY, CATEGORICAL, NUMERIC, REGRESSION, Column, DatasetMeta
-from tests.conftest import quick_params, registered_spec
+from tests.conftest import need, quick_params, registered_spec
 
 
 def _table(name: str):
@@ -115,7 +115,7 @@ def _tiled(X_rows, y_rows, n: int):
 ])
 def test_context_of_the_training_rows_reproduces_predict(name, params, min_drop):
     """predict_with_context given the rows fit gave predicts as predict does; corrupted rows change that."""
-    pytest.importorskip("pytabkit" if name == "tabr" else "torch")
+    need("pytabkit" if name == "tabr" else "torch")
     meta, X, y = _table("breast_cancer")
     split = _split(len(y))
     spec, model = _fitted(name, meta, X, y, split, **params)
@@ -135,7 +135,7 @@ def test_tabr_candidates_are_preprocessed_as_fit_did_and_restored_afterwards():
     (quantile-transformed numbers, recoded binary columns, the standardised target); given them as context the
     regression predictions are predict's; the corrupted context changes every row; afterwards, also after a call
     that fails while its context is in place, predict reads the training rows again."""
-    pytest.importorskip("pytabkit")
+    need("pytabkit")
     import torch
 
     meta, X, y = _table("diabetes")  # numeric columns, a two-level categorical (binary for TabR), a real target
@@ -173,7 +173,7 @@ def test_npt_context_reproduces_predict_and_corruption_changes_it(transductive, 
     """NPT: its table handed back through predict_with_context (row k the query; a transductive table's
     other unlabelled rows with their targets unseen) predicts row k as predict does, also where the table is
     evaluated in chunks (eval_batch_size); the corrupted table changes every prediction."""
-    pytest.importorskip("torch")
+    need("torch")
     meta, X, y = _table("diabetes")
     split = _split(len(y), n_test=12)
     spec, npt = _fitted("npt", meta, X, y, split, transductive, transductive=transductive,
@@ -360,7 +360,7 @@ def test_a_binary_dataset_reports_accuracy_with_the_auroc_beside_it(tiny_suite):
 def test_the_summary_sets_the_published_npt_change_beside_the_npt_rows(tiny_suite):
     """The summary's change is the paper's convention (RMSE up: negative percent), averaged over the folds with
     its standard error; the suite's published file's corruption change stands beside npt's rows only."""
-    pytest.importorskip("torch")
+    need("torch")
     from tabbench.report.format import mean_se
 
     _probe_command(tiny_suite, "--models", "npt", "--datasets", "diabetes", "--folds", "0", "--test-rows", "10")

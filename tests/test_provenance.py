@@ -15,6 +15,7 @@ import pytest
 
 from tabbench.report.section import Context
 from tabbench.store import Store
+from tests.conftest import need
 
 ROOT = Path(__file__).resolve().parents[1]
 BREADTH = ROOT / "results" / "breadth"
@@ -93,7 +94,7 @@ def test_a_comparison_of_times_names_the_methods_whose_records_mix_machines():
 
 
 def test_the_splits_a_stable_ranking_needs_follow_bencheval_from_per_split_ranks():
-    pytest.importorskip("bencheval")
+    need("bencheval")
     from scipy.stats import kendalltau, spearmanr
 
     from tabbench.pooling import pooled_records

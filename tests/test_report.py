@@ -267,7 +267,8 @@ def test_a_published_pooled_leaderboard_regenerates_unchanged_without_the_model_
     sources = ["results/uci-small", "results/uci-small-npt-paper"]
     if not all((ROOT / s / "records").is_dir() for s in sources) or not (committed / "leaderboard.md").exists():
         pytest.skip("published results absent")
-    from tests.test_regeneration import comparable, require_report_extra
+    from tests.conftest import require_report_extra
+    from tests.test_regeneration import comparable
 
     require_report_extra()
     out = tmp_path / committed.name

@@ -65,7 +65,8 @@ def test_report_writes_every_page_and_the_answer_from_the_records(tmp_path):
     import subprocess
     import sys
 
-    from tests.test_regeneration import (assert_regenerated, comparable, generated, require_report_extra,
+    from tests.conftest import require_report_extra
+    from tests.test_regeneration import (assert_regenerated, comparable, generated,
                                          require_tabarena_file)
 
     require_report_extra()

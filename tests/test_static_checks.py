@@ -2,19 +2,17 @@
 selects them): no unused import, undefined name or redefinition. Run: python -m pytest tests/test_static_checks.py"""
 
 import importlib.util
-import os
 import subprocess
 import sys
 
 import pytest
 
-from tests.conftest import REQUIRE_PACKAGES_ENV, ROOT
+from tests.conftest import ROOT, require
 
 
 @pytest.fixture(scope="module")
 def ruff():
-    if importlib.util.find_spec("ruff") is None and os.environ.get(REQUIRE_PACKAGES_ENV) != "1":
-        pytest.skip("ruff (the test extra) is not installed")
+    require(importlib.util.find_spec("ruff") is not None, "ruff (the test extra)")
     return lambda *args, cwd=ROOT: subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache",
                                                    "--output-format", "concise", *args],
                                                   cwd=cwd, capture_output=True, text=True)

