@@ -465,16 +465,8 @@ def test_a_killed_fit_resumes_from_its_checkpoint_to_the_same_result(breast_canc
     resumed = NPT(ds.meta, 0, **params)
     resumed.fit(*fit_args, context=JobContext(checkpoint_dir=folder))
     assert 1 <= resumed.info_["resumed_from_step"] < 24
-    for a, b in zip(whole.model_.parameters(), resumed.model_.parameters()):
-        torch.testing.assert_close(a, b, rtol=0, atol=0)
     X_test = ds.X.iloc[sp.test]
-    np.testing.assert_array_equal(whole.predict_proba(X_test), resumed.predict_proba(X_test))
-    assert whole.budgets_ == resumed.budgets_ == [8, 16]
-    for b in (8, 16):
-        np.testing.assert_array_equal(whole.at_budget(b).predict_proba(X_test),
-                                      resumed.at_budget(b).predict_proba(X_test))
-    assert whole.info_["best_step"] == resumed.info_["best_step"]
-    assert resumed.info_["checkpoint_ignored"] is None
+    assert_same_fit(whole, resumed, X_test, budgets=[8, 16])
 
     # the same job with other run params (threads, checkpoint interval) continues the same checkpoint
     again = NPT(ds.meta, 0, **{**params, "cpus": 2, "checkpoint_minutes": 30})
@@ -513,6 +505,20 @@ def test_a_killed_fit_resumes_from_its_checkpoint_to_the_same_result(breast_canc
     assert other.info_["resumed_from_step"] is None
     assert "made by another run" in other.info_["checkpoint_ignored"]
     assert str(folder) not in other.info_["checkpoint_ignored"]  # a record names no folder of this machine
+
+
+def assert_same_fit(whole, resumed, X_test, budgets):
+    """A fit resumed from its checkpoint ends bit-equal to the fit that ran whole: its weights, its predictions
+    and those at each budget point, its best step; and it did not ignore the checkpoint."""
+    for a, b in zip(whole.model_.parameters(), resumed.model_.parameters()):
+        assert torch.equal(a, b)
+    np.testing.assert_array_equal(whole.predict_proba(X_test), resumed.predict_proba(X_test))
+    assert whole.budgets_ == resumed.budgets_ == budgets
+    for b in budgets:
+        np.testing.assert_array_equal(whole.at_budget(b).predict_proba(X_test),
+                                      resumed.at_budget(b).predict_proba(X_test))
+    assert whole.info_["best_step"] == resumed.info_["best_step"]
+    assert resumed.info_["checkpoint_ignored"] is None
 
 
 def test_budget_snapshots_are_the_best_weights_up_to_each_budget(breast_cancer):

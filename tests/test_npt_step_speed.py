@@ -20,19 +20,11 @@ torch = need("torch")
 from tabbench_plugins.npt import model as nm  # noqa: E402
 from tabbench_plugins.npt import optimiser as no  # noqa: E402
 from tabbench_plugins.npt.training import TrainStep  # noqa: E402
-from tests.test_npt import bc_tensors  # noqa: E402
+from tests.test_npt import bc_tensors, one_thread  # noqa: E402, F401 (one_thread: autouse, as a budgeted job runs)
 
 REPO = Path(__file__).resolve().parents[1]
 BEFORE = "2e1ebca09fc791ca06f1dbb74ad8a142a8262179"  # main before issue 61's changes to model.py and optimiser.py
 BF16 = torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported()
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():  # as a budgeted job runs; the claims of bit-equality are for one thread (optimiser.py)
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")

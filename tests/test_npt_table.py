@@ -13,7 +13,6 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import numpy as np
 
 from tests.conftest import need
 
@@ -26,6 +25,7 @@ from tabbench.data.splits import make_splits  # noqa: E402
 from tabbench.estimator import JobContext, TrainingClock  # noqa: E402
 from tabbench_plugins.npt import NPT  # noqa: E402
 from tabbench_plugins.npt.checkpoints import CHECKPOINT_FILE  # noqa: E402
+from tests.test_npt import assert_same_fit  # noqa: E402
 
 NPT_DIR = Path(__file__).resolve().parents[1] / "plugins" / "tabbench_plugins" / "npt"
 
@@ -115,13 +115,5 @@ def test_a_checkpoint_keeps_the_format_of_the_runs_written_before_the_table_move
 
     resumed = NPT(ds.meta, 0, **params)
     resumed.fit(*fit_args, context=JobContext(checkpoint_dir=tmp_path / "ckpt"))
-    assert resumed.info_["resumed_from_step"] == 17 and resumed.info_["checkpoint_ignored"] is None
-    for a, b in zip(whole.model_.parameters(), resumed.model_.parameters()):
-        assert torch.equal(a, b)
-    X_test = ds.X.iloc[sp.test]
-    np.testing.assert_array_equal(whole.predict_proba(X_test), resumed.predict_proba(X_test))
-    assert whole.budgets_ == resumed.budgets_ == [10, 20]
-    for b in (10, 20):
-        np.testing.assert_array_equal(whole.at_budget(b).predict_proba(X_test),
-                                      resumed.at_budget(b).predict_proba(X_test))
-    assert whole.info_["best_step"] == resumed.info_["best_step"]
+    assert resumed.info_["resumed_from_step"] == 17
+    assert_same_fit(whole, resumed, ds.X.iloc[sp.test], budgets=[10, 20])
